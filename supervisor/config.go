@@ -1,0 +1,33 @@
+package supervisor
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config is the supervisor's part of config.toml, with defaults filled in
+// by the config loader (or by Defaults).
+//
+// API CONTRACT: fields are fixed; the supervisor work may add fields.
+type Config struct {
+	FirstPort, LastPort uint16 // ports = "30000-30999", inclusive
+	MaxInstances        int    // default 64
+	MaxPlayers          int    // default 4
+	Warm                int    // started, Waiting instances kept ready; default 0
+	// Command runs one instance; empty means the built-in reference room
+	// (this executable with the hidden "instance" subcommand).
+	Command []string
+	// Probe says how to learn a foreign server's status: "" for go-plugin
+	// instances, "teeworlds" or "none" for the exec driver.
+	Probe          string
+	SpawnTimeout   time.Duration // default 5s
+	HealthTimeout  time.Duration // default 6s
+	StopGrace      time.Duration // default 5s
+	PortCooldown   time.Duration // default 2s
+	PortQuarantine time.Duration // default 30s
+	// Room is handed to every instance in Start as its settings
+	// (min_players, countdown, match_duration, idle_timeout).
+	Room map[string]string
+	Log  zerolog.Logger
+}

@@ -1,0 +1,85 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+)
+
+// Rooms is everything a lobby edge needs from a supervisor. It is small on
+// purpose: a supervisor on another host will stand behind the same
+// interface.
+type Rooms interface {
+	// List returns the current room table. Snapshots with equal Version
+	// hold equal rooms, so an edge can cache what it derives from one.
+	List() Snapshot
+	// Create starts a room and holds a seat in it for creator.
+	Create(ctx context.Context, creator netip.AddrPort) (Room, error)
+	// Join holds a seat in room id for player. A player that already holds a
+	// seat there gets the room again without a second seat.
+	Join(ctx context.Context, id uint32, player netip.AddrPort) (Room, error)
+	// Watch delivers table changes until ctx is done. Slow readers miss
+	// events rather than stall the supervisor; each event carries the
+	// snapshot version it produced.
+	Watch(ctx context.Context) <-chan Event
+}
+
+// Room is one row of the room table.
+type Room struct {
+	ID         uint32
+	Port       uint16
+	State      packet.RoomState
+	Players    int // connected players, as reported by the instance
+	Seats      int // seats held for players not yet connected
+	MaxPlayers int
+	PID        int
+	StartedAt  time.Time
+	// Source says where the room comes from: "instance" (spawned here),
+	// "exec" (a foreign game server spawned here), "gg2" (registered).
+	Source string
+	// Name, Game and Map describe the room to browsers that show them.
+	Name, Game, Map string
+}
+
+// Snapshot is the room table at one moment.
+type Snapshot struct {
+	Version uint64
+	Rooms   []Room // ordered by ID
+}
+
+// EventKind says what happened to a room.
+type EventKind uint8
+
+const (
+	RoomCreated EventKind = iota + 1
+	RoomChanged           // state or players changed
+	RoomReaped
+)
+
+// Event is one change of the room table.
+type Event struct {
+	Kind    EventKind
+	Room    Room
+	Version uint64
+	// Cause says why a room was reaped: "exited", "crashed", "finished",
+	// "unhealthy", "stopped"; ExitCode is the process's exit status, or -1
+	// when it died of a signal (Signal names it).
+	Cause    string
+	ExitCode int
+	Signal   string
+}
+
+// Errors returned by Create and Join; the lobby logs them as the reason of
+// a JOIN_FAILED.
+var (
+	ErrNoRoom      = errors.New("no such room")
+	ErrFull        = errors.New("room is full")
+	ErrNotJoinable = errors.New("room is not waiting or counting down")
+	ErrCapacity    = errors.New("max_instances reached")
+	ErrNoPorts     = errors.New("no free port in the pool")
+	ErrSpawn       = errors.New("instance failed to start")
+	ErrClosed      = errors.New("supervisor is shutting down")
+)
