@@ -1,0 +1,54 @@
+package gg2
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Decoders return them wrapped in a [*ParseError]; match
+// with errors.Is.
+var (
+	// ErrTruncated: the bytes end inside a field.
+	ErrTruncated = errors.New("truncated")
+	// ErrLength: the message is longer than its fields, or a block length
+	// does not match the block's contents.
+	ErrLength = errors.New("wrong length")
+	// ErrMessageType: the leading UUID is not the one the message needs.
+	ErrMessageType = errors.New("wrong message UUID")
+	// ErrTransport: the transport byte is neither 0 (TCP) nor 1 (UDP).
+	ErrTransport = errors.New("unknown transport")
+	// ErrPort: a registration names port 0.
+	ErrPort = errors.New("port 0")
+	// ErrNoName: a registration has no "name" key; the lobby ignores it.
+	ErrNoName = errors.New("no name key")
+	// ErrKey: a key is empty or longer than 255 bytes.
+	ErrKey = errors.New("bad key")
+	// ErrValue: a value is longer than 65535 bytes.
+	ErrValue = errors.New("value too long")
+	// ErrDuplicateKey: the same key appears twice in one table.
+	ErrDuplicateKey = errors.New("duplicate key")
+	// ErrCount: more entries or servers than the count field can carry.
+	ErrCount = errors.New("too many entries")
+	// ErrAddr: a list entry's address is not of the family its field needs.
+	ErrAddr = errors.New("bad address")
+)
+
+// ParseError says which message failed to decode, why, and at which byte
+// offset. Encoders use it too, with the offset of the offending field in
+// the message they were asked to build.
+type ParseError struct {
+	Msg string // "registration", "unregister", "list query", "list reply"
+	Off int    // byte offset of the field at fault
+	Err error  // one of the sentinels above
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("gg2: %s: %v (at offset %d)", e.Msg, e.Err, e.Off)
+}
+
+// Unwrap returns the sentinel.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+func fail(msg string, off int, err error) error {
+	return &ParseError{Msg: msg, Off: off, Err: err}
+}

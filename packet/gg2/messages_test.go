@@ -1,0 +1,103 @@
+package gg2
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// The two 32-byte messages share their tests: a leading UUID and a payload
+// UUID, nothing else.
+type pairCase struct {
+	name   string
+	lead   string
+	parse  func([]byte) (UUID, error)
+	append func([]byte, UUID) []byte
+}
+
+var pairCases = []pairCase{
+	{
+		"unregister", hexUnregisterUUID,
+		func(b []byte) (UUID, error) { u, err := ParseUnregister(b); return u.ServerID, err },
+		func(b []byte, u UUID) []byte { return Unregister{ServerID: u}.Append(b) },
+	},
+	{
+		"list query", hexListUUID,
+		func(b []byte) (UUID, error) { q, err := ParseListQuery(b); return q.Lobby, err },
+		func(b []byte, u UUID) []byte { return ListQuery{Lobby: u}.Append(b) },
+	},
+}
+
+func TestUUIDPairGolden(t *testing.T) {
+	for _, tc := range pairCases {
+		t.Run(tc.name, func(t *testing.T) {
+			wire := unhex(t, tc.lead+hexServerID)
+			got, err := tc.parse(wire)
+			if err != nil || got != testServerID {
+				t.Fatalf("parse = %v, %v", got, err)
+			}
+			if out := tc.append(nil, testServerID); !bytes.Equal(out, wire) {
+				t.Fatalf("append = % x, want % x", out, wire)
+			}
+			for n := range len(wire) {
+				if _, err := tc.parse(wire[:n]); !errors.Is(err, ErrTruncated) {
+					t.Fatalf("prefix %d: %v", n, err)
+				}
+			}
+			if _, err := tc.parse(append(wire, 0)); !errors.Is(err, ErrLength) {
+				t.Fatalf("33 bytes: %v", err)
+			}
+			wrong := unhex(t, hexRegisterUUID+hexServerID)
+			if _, err := tc.parse(wrong); !errors.Is(err, ErrMessageType) {
+				t.Fatalf("wrong UUID: %v", err)
+			}
+		})
+	}
+}
+
+func TestListQueryLobby(t *testing.T) {
+	q, err := ParseListQuery(unhex(t, hexListUUID+hexGG2Lobby))
+	if err != nil || q.Lobby != GG2LobbyUUID {
+		t.Fatalf("%v, %v", q, err)
+	}
+}
+
+// fuzzPair checks that a 32-byte message that parses re-encodes to itself.
+func fuzzPair(f *testing.F, tc pairCase) {
+	f.Add(unhex(f, tc.lead+hexServerID))
+	f.Add(unhex(f, tc.lead+hexGG2Lobby))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := tc.parse(b)
+		if err != nil {
+			return
+		}
+		if out := tc.append(nil, u); !bytes.Equal(out, b) {
+			t.Fatalf("round trip: % x -> % x", b, out)
+		}
+	})
+}
+
+func FuzzUnregister(f *testing.F) { fuzzPair(f, pairCases[0]) }
+
+func FuzzListQuery(f *testing.F) { fuzzPair(f, pairCases[1]) }
+
+func BenchmarkUUIDPair(b *testing.B) {
+	for _, tc := range pairCases {
+		wire := unhex(b, tc.lead+hexServerID)
+		b.Run("parse "+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.parse(wire); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		buf := make([]byte, 0, 32)
+		b.Run("append "+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = tc.append(buf[:0], testServerID)
+			}
+		})
+	}
+}
