@@ -1,10 +1,8 @@
-// Package packet encodes and decodes Foyer's native lobby protocol,
-// messages 0x40-0x46, in both framings a client may use.
-//
-// API CONTRACT (being implemented; signatures are fixed, bodies are stubs).
 package packet
 
-import "errors"
+import (
+	"fmt"
+)
 
 // Framing is the header layout a datagram uses.
 type Framing uint8
@@ -19,17 +17,43 @@ const (
 	Legacy
 )
 
+// String returns "compact" or "legacy".
+func (f Framing) String() string {
+	switch f {
+	case Compact:
+		return "compact"
+	case Legacy:
+		return "legacy"
+	}
+	return fmt.Sprintf("Framing(%d)", uint8(f))
+}
+
 // Direction is the packetType byte.
 type Direction uint8
 
 const (
+	// ClientToServer marks requests: LIST_ROOMS, CREATE_ROOM, JOIN_ROOM.
 	ClientToServer Direction = 0x01
+	// ServerToClient marks replies: ROOM_LIST, ROOM_CREATED, JOIN_SUCCESS,
+	// JOIN_FAILED.
 	ServerToClient Direction = 0x02
 )
+
+// String returns "client_to_server" or "server_to_client".
+func (d Direction) String() string {
+	switch d {
+	case ClientToServer:
+		return "client_to_server"
+	case ServerToClient:
+		return "server_to_client"
+	}
+	return fmt.Sprintf("Direction(0x%02x)", uint8(d))
+}
 
 // Type is the messageType byte.
 type Type uint8
 
+// The seven native message types.
 const (
 	ListRooms   Type = 0x40
 	RoomList    Type = 0x41
@@ -40,9 +64,43 @@ const (
 	JoinFailed  Type = 0x46
 )
 
+// Dir is the direction a message of type t travels in, or 0 if t is not
+// one of the seven native types.
+func (t Type) Dir() Direction {
+	switch t {
+	case ListRooms, CreateRoom, JoinRoom:
+		return ClientToServer
+	case RoomList, RoomCreated, JoinSuccess, JoinFailed:
+		return ServerToClient
+	}
+	return 0
+}
+
+// String returns the protocol's name for t, such as "LIST_ROOMS".
+func (t Type) String() string {
+	switch t {
+	case ListRooms:
+		return "LIST_ROOMS"
+	case RoomList:
+		return "ROOM_LIST"
+	case CreateRoom:
+		return "CREATE_ROOM"
+	case RoomCreated:
+		return "ROOM_CREATED"
+	case JoinRoom:
+		return "JOIN_ROOM"
+	case JoinSuccess:
+		return "JOIN_SUCCESS"
+	case JoinFailed:
+		return "JOIN_FAILED"
+	}
+	return fmt.Sprintf("Type(0x%02x)", uint8(t))
+}
+
 // RoomState is the state of a room as carried in ROOM_LIST.
 type RoomState uint8
 
+// The four room states; any other value on the wire is malformed.
 const (
 	Waiting RoomState = iota
 	Countdown
@@ -50,7 +108,23 @@ const (
 	Finished
 )
 
-// Room is one 13-byte entry of a ROOM_LIST.
+// String returns "waiting", "countdown", "playing" or "finished".
+func (s RoomState) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Countdown:
+		return "countdown"
+	case Playing:
+		return "playing"
+	case Finished:
+		return "finished"
+	}
+	return fmt.Sprintf("RoomState(%d)", uint8(s))
+}
+
+// Room is one 11-byte entry of a ROOM_LIST: ID u32, Players u16,
+// MaxPlayers u16, Port u16, State u8.
 type Room struct {
 	ID         uint32
 	Players    uint16
@@ -59,7 +133,11 @@ type Room struct {
 	State      RoomState
 }
 
-// MaxRooms is the most rooms one ROOM_LIST datagram can carry.
+// MaxRooms is the most rooms one ROOM_LIST may carry. The protocol fixed it
+// from the largest UDP datagram (65,507 bytes) at 13 bytes a room; entries
+// are in fact 11 bytes, so a full list is 55,421 bytes in the compact
+// framing (55,430 legacy) and always fits in one datagram. Encoders refuse
+// more and decoders reject more, so both ends agree on the limit.
 const MaxRooms = 5037
 
 // Header is what both framings carry besides the payload sizes, which
@@ -73,40 +151,10 @@ type Header struct {
 }
 
 // Message is one decoded native message. Which fields are meaningful
-// depends on Header.Type.
+// depends on Header.Type; encoders ignore the others.
 type Message struct {
 	Header
 	RoomID uint32 // JoinRoom, RoomCreated, JoinSuccess
 	Port   uint16 // RoomCreated, JoinSuccess
 	Rooms  []Room // RoomList
 }
-
-var errStub = errors.New("packet: not implemented yet")
-
-// Frame is one datagram checked for framing, length and CRC, with its
-// payload inflated, but not interpreted. Other protocols that share the
-// framing (the reference room's game protocol) build on it.
-type Frame struct {
-	Header
-	Dir     Direction
-	Payload []byte // aliases the input unless it was compressed
-}
-
-// ParseFrame checks a datagram's framing, length, CRC and compression.
-func ParseFrame(b []byte) (Frame, error) { return Frame{}, errStub }
-
-// AppendFrame appends a datagram carrying payload to b.
-func AppendFrame(b []byte, h Header, dir Direction, payload []byte) []byte { return b }
-
-// Parse decodes and fully validates one datagram.
-func Parse(b []byte) (Message, error) { return Message{}, errStub }
-
-// Append appends the encoding of m to b.
-func (m *Message) Append(b []byte) ([]byte, error) { return b, errStub }
-
-// SetSeq rewrites the sequence id of an encoded datagram in place and
-// fixes its CRC, so a cached reply can be reused.
-func SetSeq(pkt []byte, seq uint16) {}
-
-// Reason is a short, stable label for a decode error, for counters.
-func Reason(err error) string { return "unknown" }

@@ -1,0 +1,226 @@
+package packet
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+)
+
+// Sizes of the framing parts, in bytes.
+const (
+	// CompactHeaderLen is the size of the compact header.
+	CompactHeaderLen = 8
+	// LegacyHeaderLen is the size of the legacy header.
+	LegacyHeaderLen = 17
+	// CRCLen is the size of the CRC-32 trailer.
+	CRCLen = 4
+	// MaxPayload is the largest payload a frame can carry; payloadSize
+	// and originalSize are 16-bit fields.
+	MaxPayload = 0xFFFF
+)
+
+// legacyMagic opens every legacy datagram. Its first byte can never start a
+// compact one, whose first byte is the packetType 1 or 2.
+var legacyMagic = [4]byte{0xA3, 0x5F, 0xC8, 0x1D}
+
+const (
+	legacyVersion    = 0x01
+	legacyCompressed = 0x80
+)
+
+// Frame is one datagram checked for framing, length and CRC, with its
+// payload inflated, but not interpreted. Other protocols that share the
+// framing (the reference room's game protocol) build on it.
+type Frame struct {
+	Header
+	Dir     Direction
+	Payload []byte // aliases the input unless it was compressed
+}
+
+// wire is a datagram whose framing, length, CRC and packetType hold.
+type wire struct {
+	hdr      Header
+	dir      Direction
+	flagged  bool   // legacy version byte has the compressed bit
+	original int    // originalSize
+	payload  []byte // as sent, aliasing the input
+}
+
+// readHeader checks what a header alone can tell: the framing, its size,
+// the legacy magic and version, and that the length matches payloadSize.
+// It does not check the CRC.
+func readHeader(b []byte) (wire, error) {
+	var w wire
+	hl := CompactHeaderLen
+	if len(b) > 0 && b[0] == legacyMagic[0] {
+		hl = LegacyHeaderLen
+	}
+	if len(b) < hl+CRCLen {
+		return w, ErrShort
+	}
+	var sizes []byte
+	if hl == LegacyHeaderLen {
+		if [4]byte(b[:4]) != legacyMagic || b[4]&^legacyCompressed != legacyVersion {
+			return w, ErrMagic
+		}
+		w.hdr.Framing = Legacy
+		w.flagged = b[4]&legacyCompressed != 0
+		w.dir = Direction(b[5])
+		w.hdr.Type = Type(b[6])
+		w.hdr.Seq = binary.BigEndian.Uint16(b[7:])
+		w.hdr.Tick = binary.BigEndian.Uint32(b[9:])
+		sizes = b[13:17]
+	} else {
+		w.hdr.Framing = Compact
+		w.dir = Direction(b[0])
+		w.hdr.Type = Type(b[1])
+		w.hdr.Seq = binary.BigEndian.Uint16(b[2:])
+		sizes = b[4:8]
+	}
+	n := int(binary.BigEndian.Uint16(sizes))
+	if len(b) != hl+n+CRCLen {
+		return w, ErrLength
+	}
+	w.original = int(binary.BigEndian.Uint16(sizes[2:]))
+	w.payload = b[hl : hl+n : hl+n]
+	w.hdr.Compressed = w.original > n
+	return w, nil
+}
+
+func validDir(d Direction) bool { return d == ClientToServer || d == ServerToClient }
+
+// parseWire checks the framing layer up to, not including, compression.
+func parseWire(b []byte) (wire, error) {
+	w, err := readHeader(b)
+	if err != nil {
+		return w, err
+	}
+	n := len(b) - CRCLen
+	if binary.BigEndian.Uint32(b[n:]) != crc32.ChecksumIEEE(b[:n]) {
+		return w, ErrCRC
+	}
+	if !validDir(w.dir) {
+		return w, ErrPacketType
+	}
+	return w, nil
+}
+
+// Is reports whether b looks like a datagram in either framing: a valid
+// legacy magic and version if it starts with 0xA3, a packetType of 1 or 2
+// and a length that matches the header. It reads the header only and skips
+// the CRC, so a server can route or drop a datagram cheaply; only [Parse]
+// and [ParseFrame] validate.
+func Is(b []byte) bool {
+	w, err := readHeader(b)
+	return err == nil && validDir(w.dir)
+}
+
+// ParseFrame checks a datagram's framing, length, CRC and compression.
+// It checks in the same order as [Parse] and returns the same errors, but
+// leaves the message type and the payload to the caller.
+func ParseFrame(b []byte) (Frame, error) {
+	w, err := parseWire(b)
+	if err != nil {
+		return Frame{}, err
+	}
+	p, err := inflate(w)
+	if err != nil {
+		return Frame{}, err
+	}
+	return Frame{Header: w.hdr, Dir: w.dir, Payload: p}, nil
+}
+
+// AppendFrame appends a datagram carrying payload to b. If h.Compressed is
+// set, the payload is sent as an LZ4 block when that block is smaller than
+// the payload, and as is otherwise; h.Tick is written only in the Legacy
+// framing.
+//
+// AppendFrame panics if dir is not ClientToServer or ServerToClient, if
+// h.Framing is unknown, or if payload is longer than MaxPayload: each would
+// make a datagram no peer can parse, and the signature has no error to say so.
+func AppendFrame(b []byte, h Header, dir Direction, payload []byte) []byte {
+	if !validDir(dir) {
+		panic("packet: AppendFrame with invalid direction " + dir.String())
+	}
+	if len(payload) > MaxPayload {
+		panic("packet: AppendFrame payload longer than MaxPayload")
+	}
+	b, start, err := beginFrame(b, h.Framing, len(payload))
+	if err != nil {
+		panic("packet: AppendFrame with " + err.Error())
+	}
+	b = append(b, payload...)
+	return endFrame(b, start, h, dir)
+}
+
+func headerLen(f Framing) (int, error) {
+	switch f {
+	case Compact:
+		return CompactHeaderLen, nil
+	case Legacy:
+		return LegacyHeaderLen, nil
+	}
+	return 0, ErrFraming
+}
+
+// beginFrame grows b once for a whole frame with a payload of n bytes,
+// appends room for the header and returns where the frame starts. The
+// caller appends the payload and calls endFrame.
+func beginFrame(b []byte, f Framing, n int) ([]byte, int, error) {
+	hl, err := headerLen(f)
+	if err != nil {
+		return b, len(b), err
+	}
+	b = slices.Grow(b, hl+n+CRCLen)
+	start := len(b)
+	var zero [LegacyHeaderLen]byte
+	return append(b, zero[:hl]...), start, nil
+}
+
+// endFrame compresses the payload after b[start:]'s header if asked and
+// worthwhile, fills in the header and appends the CRC.
+func endFrame(b []byte, start int, h Header, dir Direction) []byte {
+	hl, _ := headerLen(h.Framing) // beginFrame checked it
+	original := len(b) - start - hl
+	if h.Compressed {
+		b = b[:start+hl+deflate(b[start+hl:])]
+	}
+	size := len(b) - start - hl
+	f := b[start:]
+	if h.Framing == Legacy {
+		copy(f, legacyMagic[:])
+		f[4] = legacyVersion
+		if size < original {
+			f[4] |= legacyCompressed
+		}
+		f[5], f[6] = byte(dir), byte(h.Type)
+		binary.BigEndian.PutUint16(f[7:], h.Seq)
+		binary.BigEndian.PutUint32(f[9:], h.Tick)
+		binary.BigEndian.PutUint16(f[13:], uint16(size))
+		binary.BigEndian.PutUint16(f[15:], uint16(original))
+	} else {
+		f[0], f[1] = byte(dir), byte(h.Type)
+		binary.BigEndian.PutUint16(f[2:], h.Seq)
+		binary.BigEndian.PutUint16(f[4:], uint16(size))
+		binary.BigEndian.PutUint16(f[6:], uint16(original))
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(f))
+}
+
+// SetSeq rewrites the sequence id of an encoded datagram in place and
+// fixes its CRC, so a cached reply can be reused: the lobby encodes its
+// ROOM_LIST once per change and patches the copy it sends to each request.
+// It works for either framing and leaves pkt alone if it is too short to
+// hold a header and CRC.
+func SetSeq(pkt []byte, seq uint16) {
+	off, hl := 2, CompactHeaderLen
+	if len(pkt) > 0 && pkt[0] == legacyMagic[0] {
+		off, hl = 7, LegacyHeaderLen
+	}
+	if len(pkt) < hl+CRCLen {
+		return
+	}
+	binary.BigEndian.PutUint16(pkt[off:], seq)
+	n := len(pkt) - CRCLen
+	binary.BigEndian.PutUint32(pkt[n:], crc32.ChecksumIEEE(pkt[:n]))
+}
