@@ -42,6 +42,30 @@ type Room struct {
 	Source string
 	// Name, Game and Map describe the room to browsers that show them.
 	Name, Game, Map string
+	// Host is where a registered room runs; zero for rooms on the lobby's
+	// own host.
+	Host netip.Addr
+	// Password is set for registered rooms that ask for one.
+	Password bool
+}
+
+// Registry puts rooms that run elsewhere (GG2-style registrations) into the
+// one room table, so every edge lists them and JOIN counts their seats like
+// those of spawned rooms. Expiry is the registering edge's business.
+type Registry interface {
+	// Register adds the room registered under key, or updates it in place
+	// (keeping its id) when key is already registered.
+	Register(key string, l Listing) (Room, error)
+	// Unregister removes the room registered under key, if any.
+	Unregister(key string)
+}
+
+// Listing is what a registration says about a room.
+type Listing struct {
+	Addr                netip.AddrPort // where players connect
+	Players, MaxPlayers int
+	Name, Game, Map     string
+	Password            bool
 }
 
 // Snapshot is the room table at one moment.
