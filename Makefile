@@ -1,0 +1,64 @@
+# Foyer's build, run and test entry points. `make run` and `make test` are the
+# two commands a fresh machine needs (Go installed, nothing else).
+
+GO          ?= go
+BIN         := bin/foyer
+CONFIG      ?= config.toml
+# Debian packages the tests talk to: a real DDNet server, a real Teeworlds
+# info client, and ip(8) for the LAN test's network namespaces.
+DEB_PACKAGES := ddnet-server qstat iproute2
+FUZZTIME    ?= 30s
+BENCHTIME   ?= 1s
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build run test deps vet bench fuzz lint proto clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/foyer
+
+run: build
+	./$(BIN) serve --config $(CONFIG)
+
+# deps installs what the test suite needs: the Go modules and, when missing,
+# the Debian packages above.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "installing:$$missing"; \
+		$$sudo apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	$(GO) mod download
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -race -timeout 14m ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...
+
+# fuzz runs every fuzz target in the module for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
+
+proto:
+	./instance/proto/gen.sh
+
+clean:
+	rm -rf bin

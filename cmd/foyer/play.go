@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/client"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/game"
+)
+
+var playHelp = help{
+	usage: []string{"foyer play [flags] ADDR [ROOM]"},
+	about: `Play the reference room from the terminal. Join room ROOM of the lobby at
+ADDR, or create a room when ROOM is left out, then talk to the room on its
+UDP port on the lobby's host: say hello, get ready (press Enter, or pass
+--ready), and watch the countdown, the start and the end of the match.
+The room drops a player it has not heard from for 10 s, so play pings it
+every --ping. --timeout and --attempts govern the hello as well as the
+lobby request.
+
+Exits 0 when the match ends, 1 if the lobby or the room says no or goes
+silent, and 130 after Ctrl-C, which tells the room that the player left.
+Two terminals make a match: 'foyer play ADDR' in one creates a room and
+prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
+	example: []string{
+		"foyer play 127.0.0.1:7777",
+		"foyer play --ready 192.168.1.20 42",
+	},
+}
+
+// exitInterrupted is the shell's code for a command ended by Ctrl-C.
+const exitInterrupted = 130
+
+// playConfig is what play needs besides the lobby and the room.
+type playConfig struct {
+	ready   bool          // ready at once instead of on Enter
+	ping    time.Duration // between pings
+	silence time.Duration // a room silent this long is gone
+	lobby   *lobbyFlags   // also the hello's timeout and attempts
+}
+
+func runPlay(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("play", playHelp, stdout, stderr)
+	var cfg playConfig
+	c.fs.BoolVar(&cfg.ready, "ready", false, "get ready at once instead of on Enter")
+	c.fs.DurationVar(&cfg.ping, "ping", 2*time.Second, "time between pings to the room")
+	c.fs.DurationVar(&cfg.silence, "silence", 10*time.Second, "give up on a room silent for this long")
+	cfg.lobby = c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, ok := cfg.lobby.check(c); !ok {
+		return code
+	}
+	if cfg.ping <= 0 || cfg.silence <= 0 {
+		return c.usageError("--ping and --silence must be positive")
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return c.usageError("needs ADDR and an optional ROOM, got %d arguments", len(pos))
+	}
+	var room *uint32
+	if len(pos) == 2 {
+		id, err := parseRoomID(pos[1])
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		room = &id
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.play(ctx, pos[0], room, cfg, os.Stdin)
+}
+
+// play takes a seat from the lobby at addr (in room, or in a new room if
+// room is nil) and plays the match, reading Enter from stdin, until the
+// match ends or ctx does.
+func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfig, stdin io.Reader) int {
+	lc, code, ok := c.dial(addr, cfg.lobby)
+	if !ok {
+		return code
+	}
+	var seat client.Seat
+	var err error
+	if room == nil {
+		seat, err = lc.Create(ctx)
+	} else {
+		seat, err = lc.Join(ctx, *room)
+	}
+	lobby := lc.Addr()
+	lc.Close()
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	if room == nil {
+		fmt.Fprintf(c.stdout, "created room %d, port %d: others join with 'foyer play %s %d'\n", seat.Room, seat.Port, lobby, seat.Room)
+	} else {
+		fmt.Fprintf(c.stdout, "joined room %d, port %d\n", seat.Room, seat.Port)
+	}
+
+	p, err := dialRoom(seat)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer p.close()
+	return p.run(ctx, c, cfg, stdin)
+}
+
+// player is one player's conversation with a room.
+type player struct {
+	seat   client.Seat
+	conn   *net.UDPConn
+	seq    uint16
+	buf    []byte
+	events chan roomEvent
+	done   chan struct{}
+}
+
+// roomEvent is a message from the room, or why none can come.
+type roomEvent struct {
+	msg game.Message
+	err error
+}
+
+func dialRoom(seat client.Seat) (*player, error) {
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(seat.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("play %s room %d: %w", seat.Addr, seat.Room, err)
+	}
+	p := &player{seat: seat, conn: conn, events: make(chan roomEvent), done: make(chan struct{})}
+	go p.read()
+	return p, nil
+}
+
+func (p *player) close() {
+	close(p.done)
+	p.conn.Close()
+}
+
+// read delivers the room's messages; anything that is not a well-formed
+// game message from the server is ignored.
+func (p *player) read() {
+	buf := make([]byte, 2048)
+	for {
+		n, err := p.conn.Read(buf)
+		var ev roomEvent
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			ev.err = client.ErrRefused
+		case err != nil:
+			return // closed
+		default:
+			m, err := game.Parse(buf[:n])
+			if err != nil || m.Type.Dir() != packet.ServerToClient {
+				continue
+			}
+			ev.msg = m
+		}
+		select {
+		case p.events <- ev:
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *player) send(t game.Type) error {
+	p.seq++
+	m := game.Message{Type: t, Seq: p.seq, Token: uint32(p.seq)}
+	var err error
+	if p.buf, err = m.Append(p.buf[:0]); err != nil {
+		return err
+	}
+	_, err = p.conn.Write(p.buf)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		err = client.ErrRefused
+	}
+	return err
+}
+
+func (p *player) errorf(format string, a ...any) error {
+	return fmt.Errorf("play %s room %d: %w", p.seat.Addr, p.seat.Room, fmt.Errorf(format, a...))
+}
+
+// run says hello and plays until the match ends or ctx does.
+func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reader) int {
+	leave := func() int {
+		p.send(game.ClientDisconnect)
+		fmt.Fprintf(c.stdout, "left room %d\n", p.seat.Room)
+		return exitInterrupted
+	}
+	hello, err := p.hello(ctx, cfg.lobby)
+	if ctx.Err() != nil {
+		return leave() // the hello may have seated us already
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(c.stdout, "in room %d: slot %d of %d\n", hello.RoomID, hello.Slot+1, hello.MaxPlayers)
+
+	enter := make(chan struct{}, 1)
+	ready, counting := false, false
+	getReady := func() error {
+		ready = true
+		fmt.Fprintln(c.stdout, "ready: waiting for the others")
+		return p.send(game.ClientReady)
+	}
+	if cfg.ready {
+		err = getReady()
+	} else {
+		fmt.Fprintln(c.stdout, "press Enter when ready (Ctrl-C leaves)")
+		go waitEnter(stdin, enter)
+	}
+
+	ping := time.NewTicker(cfg.ping)
+	defer ping.Stop()
+	silence := time.NewTimer(cfg.silence)
+	defer silence.Stop()
+	for err == nil {
+		select {
+		case ev := <-p.events:
+			if ev.err != nil {
+				err = ev.err
+				break
+			}
+			silence.Reset(cfg.silence)
+			switch m := ev.msg; m.Type {
+			case game.CountdownTick:
+				counting = true
+				fmt.Fprintf(c.stdout, "starting in %d\n", m.Seconds)
+			case game.GameStart:
+				fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
+			case game.GameEnd:
+				fmt.Fprintf(c.stdout, "game over: %s\n", endReason(m.End))
+				return exitOK
+			}
+		case <-enter:
+			if !ready {
+				err = getReady()
+			}
+		case <-ping.C:
+			err = p.send(game.ClientPing)
+			if err == nil && ready && !counting {
+				// Ready has no answer of its own; say it again until the
+				// countdown shows it arrived.
+				err = p.send(game.ClientReady)
+			}
+		case <-silence.C:
+			err = p.errorf("%w: the room has not answered for %v", client.ErrTimeout, cfg.silence)
+		case <-ctx.Done():
+			return leave()
+		}
+	}
+	if errors.Is(err, client.ErrRefused) {
+		err = p.errorf("%w: the room is gone", err)
+	}
+	return c.fail(err)
+}
+
+// hello sends ClientHello until the room answers ServerHello or
+// ServerJoinDeny, with the lobby requests' timeout and attempts. A room
+// whose port is still closed may be starting: its attempt runs out as if
+// it were silent.
+func (p *player) hello(ctx context.Context, lf *lobbyFlags) (game.Message, error) {
+	timer := time.NewTimer(lf.timeout)
+	defer timer.Stop()
+	refused := false
+	for range lf.attempts {
+		if err := p.send(game.ClientHello); err != nil && !errors.Is(err, client.ErrRefused) {
+			return game.Message{}, p.errorf("%w", err)
+		}
+		timer.Reset(lf.timeout)
+	wait:
+		for {
+			select {
+			case ev := <-p.events:
+				refused = ev.err != nil
+				switch ev.msg.Type {
+				case game.ServerHello:
+					return ev.msg, nil
+				case game.ServerJoinDeny:
+					return game.Message{}, p.errorf("the room denied the hello: %s", denyReason(ev.msg.Deny))
+				}
+			case <-timer.C:
+				break wait
+			case <-ctx.Done():
+				return game.Message{}, ctx.Err()
+			}
+		}
+	}
+	if refused {
+		return game.Message{}, p.errorf("%w", client.ErrRefused)
+	}
+	return game.Message{}, p.errorf("%w: no SERVER_HELLO or SERVER_JOIN_DENY after %d attempts of %v", client.ErrTimeout, lf.attempts, lf.timeout)
+}
+
+// waitEnter signals once when a line arrives; at the end of input it never
+// does, which is why --ready exists.
+func waitEnter(r io.Reader, enter chan<- struct{}) {
+	if _, err := bufio.NewReader(r).ReadString('\n'); err == nil {
+		enter <- struct{}{}
+	}
+}
+
+func denyReason(r game.DenyReason) string {
+	switch r {
+	case game.DenyFull:
+		return "the room is full"
+	case game.DenyInProgress:
+		return "the match has already begun"
+	}
+	return fmt.Sprintf("reason %d", r)
+}
+
+func endReason(r game.EndReason) string {
+	switch r {
+	case game.EndTimeUp:
+		return "time is up"
+	case game.EndAbandoned:
+		return "the room was abandoned"
+	case game.EndStopped:
+		return "the host stopped the room"
+	}
+	return fmt.Sprintf("reason %d", r)
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/lobby/client/clienttest"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/game"
+	"github.com/rs/zerolog"
+)
+
+// patience bounds waits for things that must happen; it is never a speed
+// check.
+const patience = 10 * time.Second
+
+// seats records the players a room reports.
+type seats struct{ events chan string }
+
+func (s seats) SetState(packet.RoomState)     {}
+func (s seats) PlayerConnected(ip netip.Addr) { s.events <- "+" + ip.String() }
+func (s seats) PlayerDisconnected(netip.Addr) { s.events <- "-" }
+
+// quick makes a match short: the countdown and the match each last one
+// announced second or less.
+var quick = map[string]string{"countdown": "100ms", "match_duration": "100ms"}
+
+// startRoom runs a reference room, the real one, in this process on a free
+// loopback port.
+func startRoom(t *testing.T, id uint32, maxPlayers int, settings map[string]string) (uint16, seats) {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(conn.LocalAddr().(*net.UDPAddr).Port)
+	s := seats{events: make(chan string, 16)}
+	g := refroom.New(zerolog.Nop())
+	a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: maxPlayers, Settings: settings, Bind: netip.MustParseAddr("127.0.0.1")}
+	if err := g.Start(t.Context(), a, conn, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		g.Stop(ctx)
+	})
+	return port, s
+}
+
+func TestPlayMatch(t *testing.T) {
+	port, _ := startRoom(t, 1, 2, quick)
+	l := clienttest.Start(t)
+	l.CreatePort(port)
+
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	var wg sync.WaitGroup
+	var alice, bob result
+	wg.Go(func() { alice.code, alice.out, alice.errOut = run(t, "play", "--ready", l.Addr.String()) })
+	deadline := time.Now().Add(patience)
+	for len(l.Rooms()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Go(func() { bob.code, bob.out, bob.errOut = run(t, "play", l.Addr.String(), "1", "--ready") })
+	wg.Wait()
+
+	match := "ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
+	want := fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr) + match
+	if alice.code != 0 || alice.out != want || alice.errOut != "" {
+		t.Errorf("alice: exit %d, stderr %q, stdout\n%s\nwant\n%s", alice.code, alice.errOut, alice.out, want)
+	}
+	want = fmt.Sprintf("joined room 1, port %d\nin room 1: slot 2 of 2\n", port) + match
+	if bob.code != 0 || bob.out != want || bob.errOut != "" {
+		t.Errorf("bob: exit %d, stderr %q, stdout\n%s\nwant\n%s", bob.code, bob.errOut, bob.out, want)
+	}
+}
+
+func TestPlayReadyOnEnter(t *testing.T) {
+	port, _ := startRoom(t, 1, 1, quick)
+	l := clienttest.Start(t)
+	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 1, Port: port})
+	var out, errOut strings.Builder
+	c := newCLI("play", playHelp, &out, &errOut)
+	room := uint32(1)
+	code := c.play(t.Context(), l.Addr.String(), &room, testPlayConfig(), strings.NewReader("\n"))
+	want := fmt.Sprintf("joined room 1, port %d\nin room 1: slot 1 of 1\npress Enter when ready (Ctrl-C leaves)\n", port) +
+		"ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
+	if code != 0 || out.String() != want {
+		t.Fatalf("play with Enter: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut.String(), out.String(), want)
+	}
+}
+
+func testPlayConfig() playConfig {
+	return playConfig{ping: 2 * time.Second, silence: patience, lobby: &lobbyFlags{timeout: time.Second, attempts: 3}}
+}
+
+func TestPlayLeaveSendsDisconnect(t *testing.T) {
+	port, s := startRoom(t, 1, 2, nil)
+	l := clienttest.Start(t)
+	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 2, Port: port})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errOut strings.Builder
+	c := newCLI("play", playHelp, &out, &errOut)
+	room := uint32(1)
+	code := make(chan int, 1)
+	go func() { code <- c.play(ctx, l.Addr.String(), &room, testPlayConfig(), strings.NewReader("")) }()
+
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-s.events:
+			if got != want {
+				t.Fatalf("room saw %q, want %q", got, want)
+			}
+		case <-time.After(patience):
+			t.Fatalf("room never saw %q", want)
+		}
+	}
+	expect("+127.0.0.1")
+	cancel() // what Ctrl-C does
+	expect("-")
+	if got := <-code; got != exitInterrupted || !strings.HasSuffix(out.String(), "left room 1\n") {
+		t.Fatalf("play after Ctrl-C: exit %d, stdout %q", got, out.String())
+	}
+}
+
+func TestPlayDenied(t *testing.T) {
+	port, _ := startRoom(t, 1, 1, nil)
+	l := clienttest.Start(t)
+	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 4, Port: port})
+
+	// Someone else takes the only slot first.
+	other, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hello, _ := (&game.Message{Type: game.ClientHello}).Append(nil)
+	other.Write(hello)
+	other.SetReadDeadline(time.Now().Add(patience))
+	buf := make([]byte, game.MaxLen)
+	if n, err := other.Read(buf); err != nil {
+		t.Fatal(err)
+	} else if m, err := game.Parse(buf[:n]); err != nil || m.Type != game.ServerHello {
+		t.Fatalf("first player's hello answered %+v, %v", m, err)
+	}
+
+	code, out, errOut := run(t, "play", "--ready", l.Addr.String(), "1")
+	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 1: the room denied the hello: the room is full\n", port)
+	if code != 1 || errOut != want || out != fmt.Sprintf("joined room 1, port %d\n", port) {
+		t.Fatalf("play of a full room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
+	}
+}
+
+func TestPlaySilentRoom(t *testing.T) {
+	// A socket that reads nothing stands for a room that hangs.
+	hung, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	port := hung.LocalAddr().(*net.UDPAddr).Port
+	l := clienttest.Start(t)
+	l.SetRooms(packet.Room{ID: 3, MaxPlayers: 4, Port: uint16(port)})
+
+	code, _, errOut := run(t, "play", "--timeout", "20ms", "--attempts", "2", l.Addr.String(), "3")
+	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 3: timeout: no SERVER_HELLO or SERVER_JOIN_DENY after 2 attempts of 20ms\n", port)
+	if code != 1 || errOut != want {
+		t.Fatalf("play of a silent room: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+}
+
+func TestPlayLobbySaysNo(t *testing.T) {
+	l := clienttest.Start(t)
+	code, out, errOut := run(t, "play", l.Addr.String(), "9")
+	want := fmt.Sprintf("foyer: join %s room 9: lobby answered JOIN_FAILED (room unknown, full, or not waiting)\n", l.Addr)
+	if code != 1 || out != "" || errOut != want {
+		t.Fatalf("play of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/client"
+)
+
+var roomsHelp = help{
+	usage: []string{
+		"foyer rooms [flags] [ADDR]",
+		"foyer rooms --lan [--port 7777] [--wait 2s] [flags]",
+	},
+	about: `List a lobby's rooms: id, state, players/max and the room's UDP port.
+ADDR is host:port; it defaults to ` + defaultLobby + `, and a host without a port
+gets :` + defaultPort + `. A room list carries no age: 'foyer watch' shows how long
+each room has been seen.
+
+With --lan, find the lobbies on the local network instead: the request is
+broadcast to --port on every IPv4 interface, and every lobby that answers
+within --wait is listed with its address. Exits 1 if none answers.`,
+	example: []string{
+		"foyer rooms 192.168.1.20",
+		"foyer rooms --json 127.0.0.1:7777",
+		"foyer rooms --lan --wait 1s",
+	},
+}
+
+func runRooms(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("rooms", roomsHelp, stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print JSON instead of a table")
+	lan := c.fs.Bool("lan", false, "find lobbies on the local network by UDP broadcast")
+	port := c.fs.Uint("port", 7777, "with --lan: the lobby `port` to broadcast to")
+	wait := c.fs.Duration("wait", 2*time.Second, "with --lan: how long to collect answers")
+	broadcast := c.fs.String("broadcast", "", "with --lan: comma-separated `addresses` to send to instead of every interface's broadcast address")
+	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, ok := lf.check(c); !ok {
+		return code
+	}
+	if *lan {
+		if len(pos) > 0 {
+			return c.usageError("--lan finds lobbies itself; it takes no ADDR (got %q)", pos[0])
+		}
+		if *port == 0 || *port > 65535 {
+			return c.usageError("--port %d is not a UDP port", *port)
+		}
+		targets, err := parseAddrs(*broadcast)
+		if err != nil {
+			return c.usageError("--broadcast: %v", err)
+		}
+		return c.lanRooms(uint16(*port), *wait, targets, *asJSON, lf)
+	}
+	if len(pos) > 1 {
+		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
+	}
+	addr := ""
+	if len(pos) == 1 {
+		addr = pos[0]
+	}
+	lc, code, ok := c.dial(addr, lf)
+	if !ok {
+		return code
+	}
+	defer lc.Close()
+	rooms, err := lc.List(context.Background())
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		writeJSON(stdout, lobbyJSON{Lobby: lc.Addr().String(), Rooms: roomsJSON(rooms)})
+		return exitOK
+	}
+	if len(rooms) == 0 {
+		fmt.Fprintf(stdout, "no rooms on %s\n", lc.Addr())
+		return exitOK
+	}
+	rows := make([][]string, 0, len(rooms))
+	for _, r := range rooms {
+		rows = append(rows, roomCells(r))
+	}
+	writeTable(stdout, roomTitles, rows)
+	return exitOK
+}
+
+// lobbyJSON is one lobby and its rooms in JSON output.
+type lobbyJSON struct {
+	Lobby string     `json:"lobby"`
+	Rooms []roomJSON `json:"rooms"`
+}
+
+func (c *cli) lanRooms(port uint16, wait time.Duration, targets []netip.Addr, asJSON bool, lf *lobbyFlags) int {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	opts := lf.options()
+	if len(targets) > 0 {
+		opts = append(opts, client.WithBroadcast(targets...))
+	}
+	lobbies, err := client.Discover(ctx, port, opts...)
+	if err != nil {
+		return c.fail(err)
+	}
+	if asJSON {
+		out := make([]lobbyJSON, 0, len(lobbies))
+		for _, l := range lobbies {
+			out = append(out, lobbyJSON{Lobby: l.Addr.String(), Rooms: roomsJSON(l.Rooms)})
+		}
+		writeJSON(c.stdout, out)
+	} else if len(lobbies) > 0 {
+		lanTable(c.stdout, lobbies)
+	}
+	if len(lobbies) == 0 {
+		fmt.Fprintf(c.stderr, "foyer: rooms --lan: no lobby answered on UDP port %d within %v\n", port, wait)
+		return exitFail
+	}
+	return exitOK
+}
+
+// lanTable is the room table with the lobby in front; a lobby without
+// rooms still gets a row, so that it shows up at all.
+func lanTable(w io.Writer, lobbies []client.Lobby) {
+	var rows [][]string
+	for _, l := range lobbies {
+		if len(l.Rooms) == 0 {
+			rows = append(rows, []string{l.Addr.String(), "(no rooms)"})
+		}
+		for _, r := range l.Rooms {
+			rows = append(rows, append([]string{l.Addr.String()}, roomCells(r)...))
+		}
+	}
+	writeTable(w, append([]string{"LOBBY"}, roomTitles...), rows)
+}
+
+// parseAddrs parses a comma-separated list of IP addresses; "" is none.
+func parseAddrs(s string) ([]netip.Addr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []netip.Addr
+	for _, f := range strings.Split(s, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// parseRoomID parses a room id as the lobby numbers them.
+func parseRoomID(s string) (uint32, error) {
+	id, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("room %q is not a room id (a number from 0 to %d)", s, uint32(1<<32-1))
+	}
+	return uint32(id), nil
+}

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// The documented file must say exactly what the binary does without it.
+func TestRepositoryFileIsTheDefaults(t *testing.T) {
+	got, err := Load("../../config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Default(); !reflect.DeepEqual(got, want) {
+		t.Errorf("config.toml differs from Default():\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	c, err := Parse("x.toml", `
+[lobby]
+listen = ["127.0.0.1:7001", "[::1]:7002"]
+rate = 2.5
+reflection_limit = 65536
+[supervisor]
+ports = "40000"
+bind = "127.0.0.1"
+id_file = "ids"
+command = ["/bin/game", "-x"]
+probe = "none"
+warm = 2
+[room]
+countdown = "0s"
+[log]
+level = "debug"
+format = "json"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:7001"), netip.MustParseAddrPort("[::1]:7002")}
+	if !reflect.DeepEqual(c.Lobby.Listen, want) {
+		t.Errorf("listen = %v", c.Lobby.Listen)
+	}
+	if c.Lobby.Rate != 2.5 || c.Lobby.ReflectionLimit != 65536 || c.Lobby.Burst != 40 {
+		t.Errorf("lobby = %+v", c.Lobby)
+	}
+	s := c.Supervisor
+	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" {
+		t.Errorf("bind %v, id_file %q", s.Bind, s.IDFile)
+	}
+	if s.FirstPort != 40000 || s.LastPort != 40000 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
+		t.Errorf("supervisor = %+v", s)
+	}
+	if c.Room.Countdown != 0 || s.Room["countdown"] != "0s" || s.Room["min_players"] != "2" || s.Room["match_duration"] != "2m0s" {
+		t.Errorf("room = %+v, settings %v", c.Room, s.Room)
+	}
+	if c.Log.Level != zerolog.DebugLevel || c.Log.Format != "json" {
+		t.Errorf("log = %+v", c.Log)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for in, want := range map[string]int64{"256KiB": 256 << 10, "1MiB": 1 << 20, "64kB": 64000, "512B": 512, "4096": 4096, " 2 KiB ": 2048} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "KiB", "-1B", "1.5MiB", "1 TB", "99999999999999GiB"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+// Every refusal names the file, the key's line and the reason.
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"ports reversed", "[lobby]\nrate = 20\n\n# pool\n[supervisor]\nmax_instances = 4\nports = \"9-3\"\n",
+			`bad.toml:7: [supervisor] ports "9-3": first port above last`},
+		{"port zero", "[supervisor]\nports = \"0-10\"\n", `bad.toml:2: [supervisor] ports "0-10": port 0 outside 1-65535`},
+		{"port too big", "[supervisor]\n\nports = \"30000-70000\"\n", `bad.toml:3: [supervisor] ports "30000-70000": port 70000 outside 1-65535`},
+		{"ports garbage", "[supervisor]\nports = \"a-b\"\n", `bad.toml:2: [supervisor] ports "a-b": want "FIRST-LAST"`},
+		{"ports wrong type", "[supervisor]\nports = 30000\n", `bad.toml:2: [supervisor] ports 30000: want a string`},
+		{"listen host name", "[lobby]\nlisten = \"localhost:7777\"\n", `bad.toml:2: [lobby] listen "localhost:7777": "localhost:7777" is not IP:port`},
+		{"listen no port", "[lobby]\nlisten = [\"127.0.0.1:1\",\n  \"::1\"]\n", `bad.toml:2: [lobby] listen ["127.0.0.1:1", "::1"]: "::1" is not IP:port`},
+		{"listen empty", "[lobby]\nlisten = []\n", `bad.toml:2: [lobby] listen []: want at least one address`},
+		{"listen wrong type", "[lobby]\nlisten = 7777\n", `bad.toml:2: [lobby] listen 7777: want a string or an array of strings`},
+		{"rate zero", "[lobby]\nrate = 0\n", `bad.toml:2: [lobby] rate 0: must be above 0`},
+		{"rate negative", "[lobby]\ncreate_rate = -1.5\n", `bad.toml:2: [lobby] create_rate -1.5: must be above 0`},
+		{"rate string", "[lobby]\nrate = \"fast\"\n", `bad.toml:2: [lobby] rate "fast": want a number`},
+		{"burst zero", "[lobby]\nburst = 0\n", `bad.toml:2: [lobby] burst 0: must be at least 1`},
+		{"burst float", "[lobby]\nburst = 1.5\n", `bad.toml:2: [lobby] burst 1.5: want an integer`},
+		{"reflection small", "[lobby]\nreflection_limit = \"1B\"\n", `bad.toml:2: [lobby] reflection_limit "1B": must be between 1024`},
+		{"reflection garbage", "[lobby]\nreflection_limit = \"lots\"\n", `bad.toml:2: [lobby] reflection_limit "lots": not a size`},
+		{"negative duration", "[supervisor]\nstop_grace = \"-5s\"\n", `bad.toml:2: [supervisor] stop_grace "-5s": must be at least 1ms`},
+		{"zero duration", "[supervisor]\nspawn_timeout = \"0s\"\n", `bad.toml:2: [supervisor] spawn_timeout "0s": must be at least 1ms`},
+		{"duration garbage", "[room]\ncountdown = \"soon\"\n", `bad.toml:2: [room] countdown "soon": not a duration`},
+		{"duration number", "[room]\ncountdown = 3\n", `bad.toml:2: [room] countdown 3: want a duration string`},
+		{"max_instances zero", "[supervisor]\nmax_instances = 0\n", `bad.toml:2: [supervisor] max_instances 0: must be at least 1`},
+		{"max_players too big", "[supervisor]\nmax_players = 70000\n", `bad.toml:2: [supervisor] max_players 70000: must be at most 65535`},
+		{"warm above max", "[supervisor]\nmax_instances = 2\nwarm = 3\n", `bad.toml:3: [supervisor] warm 3: must be at most 2`},
+		{"probe without command", "[supervisor]\nprobe = \"teeworlds\"\n", `bad.toml:2: [supervisor] probe "teeworlds": needs a command`},
+		{"bind not an IP", "[supervisor]\nbind = \"localhost\"\n", `bad.toml:2: [supervisor] bind "localhost": not an IP address`},
+		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "none"]`},
+		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
+		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
+		{"level unknown", "[log]\nlevel = \"loud\"\n", `bad.toml:2: [log] level "loud": want one of ["trace", "debug", "info", "warn", "error"]`},
+		{"format unknown", "[log]\nformat = \"xml\"\n", `bad.toml:2: [log] format "xml": want one of ["console", "json"]`},
+		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key`},
+		{"unknown dotted key", "[lobby]\n\nextra.deep = 1\n", `bad.toml:3: [lobby] extra.deep: unknown key`},
+		{"unknown section", "[lobby]\n\n[lobyy]\nrate = 1\n", `bad.toml:3: unknown section [lobyy]`},
+		{"unknown top-level key", "debug = true\n", `bad.toml:1: debug: unknown key (keys belong in a section`},
+		{"section not a table", "lobby = 3\n", `bad.toml:1: lobby must be a table [lobby]`},
+		{"syntax", "[lobby]\nrate = \n", `bad.toml:2: `},
+		{"duplicate key", "[lobby]\nrate = 1\nrate = 2\n", `bad.toml:3: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("bad.toml", tc.text)
+			if err == nil {
+				t.Fatalf("accepted, want %q", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("got  %q\nwant %q...", err, tc.want)
+			}
+		})
+	}
+}
+
+// All problems are reported at once, in file order.
+func TestRefusalsAllReportedInOrder(t *testing.T) {
+	_, err := Parse("bad.toml", "[log]\nlevel = \"x\"\n[lobby]\nrate = 0\nnope = 1\n")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "bad.toml:2:") || !strings.HasPrefix(lines[1], "bad.toml:4:") || !strings.HasPrefix(lines[2], "bad.toml:5:") {
+		t.Errorf("got %q", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := Load("does-not-exist.toml"); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}
+
+func TestRoomSettings(t *testing.T) {
+	r := Room{MinPlayers: 3, Countdown: 1500 * time.Millisecond, MatchDuration: time.Minute, IdleTimeout: 90 * time.Second}
+	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s"}
+	if got := r.Settings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Settings() = %v", got)
+	}
+}

@@ -1,0 +1,61 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+)
+
+func listen(t *testing.T) (*net.UDPConn, netip.AddrPort) {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func mix(t *testing.T) [][]byte {
+	t.Helper()
+	list, err := (&packet.Message{Header: packet.Header{Type: packet.ListRooms}}).Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [][]byte{list}
+}
+
+func TestRunAgainstEcho(t *testing.T) {
+	c, addr := listen(t)
+	go Echo(c)
+	sources := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
+	res, err := Run(context.Background(), Config{Target: addr, Sources: sources, Workers: 2, Requests: 1001, Mix: mix(t), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answered != 1001 || res.Lost != 0 || res.Rate <= 0 || res.P50 <= 0 || res.P99 < res.P50 {
+		t.Errorf("result %v", res)
+	}
+}
+
+// A server that never answers costs each request its timeout, as lost.
+func TestRunCountsLost(t *testing.T) {
+	_, addr := listen(t) // bound, never read
+	res, err := Run(context.Background(), Config{Target: addr, Workers: 3, Requests: 6, Mix: mix(t), Timeout: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answered != 0 || res.Lost != 6 {
+		t.Errorf("result %v", res)
+	}
+}
+
+func TestRunRefusesEmptyConfig(t *testing.T) {
+	if _, err := Run(context.Background(), Config{}); err == nil {
+		t.Error("an empty config ran")
+	}
+}

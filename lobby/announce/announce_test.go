@@ -1,0 +1,159 @@
+package announce
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// serve runs s until the test ends.
+func serve(t *testing.T, s interface{ Serve(context.Context) error }) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	stopped := false
+	t.Cleanup(func() {
+		cancel()
+		if !stopped {
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		}
+	})
+	return func() {
+		cancel()
+		stopped = true
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}
+}
+
+// upstream is a GG2-style front-end on loopback, as a second Foyer runs it.
+func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
+	t.Helper()
+	cfg := gg2.DefaultConfig()
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.TTL = 500 * time.Millisecond
+	cfg.Rate, cfg.Burst = 1000, 1000
+	table := memrooms.New()
+	srv, err := gg2.New(cfg, table, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, srv)
+	return srv, table
+}
+
+func key(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port)) + "/udp" }
+
+func TestAnnounceToGG2FrontEnd(t *testing.T) {
+	up, upTable := upstream(t)
+	local := memrooms.New()
+	a1 := local.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
+	local.Add(supervisor.Room{Port: 8190, MaxPlayers: 8, Source: "gg2", Name: "someone else's",
+		Host: netip.MustParseAddr("192.0.2.1")})
+
+	cfg := DefaultConfig()
+	cfg.Upstream = up.Addrs()[0].String()
+	cfg.Interval = 50 * time.Millisecond
+	a, err := New(cfg, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serve(t, a)
+
+	eventually(t, "room 1 upstream", func() bool { _, ok := upTable.Registered(key(30001)); return ok })
+	r, _ := upTable.Registered(key(30001))
+	if r.Name != "Foyer room 1" || r.Game != "foyer" || r.Map != "default" || r.Players != 1 || r.MaxPlayers != 4 {
+		t.Errorf("upstream room = %+v", r)
+	}
+
+	a3 := local.Add(supervisor.Room{Port: 30003, State: packet.Waiting, MaxPlayers: 2, Source: "exec", Name: "DDNet", Map: "dm1"})
+	eventually(t, "room 3 upstream", func() bool { r, ok := upTable.Registered(key(30003)); return ok && r.Map == "dm1" })
+
+	a1.Players = 3
+	local.Update(a1)
+	eventually(t, "players upstream", func() bool { r, _ := upTable.Registered(key(30001)); return r.Players == 3 })
+
+	// Registered again every interval, the rooms outlive the upstream's
+	// 500 ms TTL (40 registrations of two rooms take a second): the
+	// upstream room keeps its id, which it would not after an expiry.
+	first, _ := upTable.Registered(key(30001))
+	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 40 })
+	if keys := upTable.Keys(); len(keys) != 2 {
+		t.Fatalf("upstream has %v, want the two own rooms", keys)
+	}
+	if now, _ := upTable.Registered(key(30001)); now.ID != first.ID {
+		t.Errorf("upstream room expired in between (id %d, then %d)", first.ID, now.ID)
+	}
+
+	local.Reap(a1.ID)
+	// Waiting for the unregister itself, not the key's absence, which the
+	// upstream's expiry would also bring.
+	eventually(t, "reaped room unregistered", func() bool { return up.Stats().Requests["unregister"] == 1 })
+	if _, ok := upTable.Registered(key(30001)); ok {
+		t.Error("reaped room still upstream")
+	}
+	if _, ok := upTable.Registered(key(30003)); !ok {
+		t.Error("room 3 gone with room 1")
+	}
+
+	stop()
+	eventually(t, "all unregistered at shutdown", func() bool { return up.Stats().Requests["unregister"] == 2 })
+	if _, ok := upTable.Registered(key(a3.Port)); ok {
+		t.Error("room 3 still upstream")
+	}
+	if st := a.Stats(); st.Unregisters != 2 || st.Rooms != 0 || st.SendErrors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// deaf is a room table whose watchers miss every event, as a slow reader
+// may: only the periodic sync with List sees changes.
+type deaf struct{ *memrooms.Table }
+
+func (deaf) Watch(ctx context.Context) <-chan supervisor.Event {
+	ch := make(chan supervisor.Event)
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
+}
+
+// Rooms appearing and reaped while the watcher misses events are caught
+// by the next sync with the table.
+func TestSyncCatchesMissedEvents(t *testing.T) {
+	up, upTable := upstream(t)
+	local := memrooms.New()
+	cfg := DefaultConfig()
+	cfg.Upstream = up.Addrs()[0].String()
+	cfg.Interval = 50 * time.Millisecond
+	a, err := New(cfg, deaf{local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, a)
+	r := local.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	eventually(t, "announced", func() bool { _, ok := upTable.Registered(key(30001)); return ok })
+	local.Reap(r.ID)
+	eventually(t, "withdrawn", func() bool { return up.Stats().Requests["unregister"] == 1 })
+	if st := a.Stats(); st.Unregisters != 1 || st.Rooms != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

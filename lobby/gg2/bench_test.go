@@ -1,0 +1,49 @@
+package gg2
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// BenchmarkListReply measures the reply to a list query, from the cache
+// (the table did not change) and encoded afresh (it changed every time).
+func BenchmarkListReply(b *testing.B) {
+	for _, rooms := range []int{10, 1000} {
+		table := memrooms.New()
+		cfg := DefaultConfig()
+		cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+		srv, err := New(cfg, table, table)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var last supervisor.Room
+		for range rooms {
+			last = table.Add(supervisor.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
+		}
+		host := netip.MustParseAddr("127.0.0.1")
+		b.Run(fmt.Sprintf("rooms=%d/cached", rooms), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := srv.listReply(host); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("rooms=%d/changed", rooms), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				table.Update(last) // a new version
+				if _, err := srv.listReply(host); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		srv.udp.Close()
+		srv.tcp.Close()
+	}
+}

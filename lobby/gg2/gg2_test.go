@@ -1,0 +1,508 @@
+package gg2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+	"github.com/foyerlobby/foyer/packet"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// fixture is a front-end serving on loopback in front of an in-memory table.
+type fixture struct {
+	t     *testing.T
+	srv   *Server
+	table *memrooms.Table
+	addr  netip.AddrPort
+	udp   *net.UDPConn // the test's game server socket
+}
+
+func start(t *testing.T, tweak func(*Config)) *fixture {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.Rate, cfg.Burst = 1000, 1000
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	table := memrooms.New()
+	srv, err := New(cfg, table, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	return &fixture{t: t, srv: srv, table: table, addr: srv.Addrs()[0], udp: u}
+}
+
+func (f *fixture) send(b []byte) {
+	f.t.Helper()
+	if _, err := f.udp.WriteToUDPAddrPort(b, f.addr); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds; it fails the test after a generous
+// bound so that a broken build cannot hang.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitDrop waits until the drop counter of reason reaches n.
+func (f *fixture) waitDrop(reason string, n uint64) {
+	f.t.Helper()
+	eventually(f.t, "drop "+reason, func() bool { return f.srv.Stats().Drops[reason] >= n })
+}
+
+func (f *fixture) waitRequests(kind string, n uint64) {
+	f.t.Helper()
+	eventually(f.t, "request "+kind, func() bool { return f.srv.Stats().Requests[kind] >= n })
+}
+
+func registration(id byte, port uint16, tr gg2wire.Transport, form gg2wire.Form, kv ...string) []byte {
+	r := gg2wire.Registration{
+		Form: form, LobbyID: gg2wire.GG2LobbyUUID, Transport: tr, Port: port,
+		Slots: 10, Players: 3, Bots: 1, Flags: gg2wire.FlagPassword,
+	}
+	r.ServerID[0] = id
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: kv[i], Value: []byte(kv[i+1])})
+	}
+	b, err := r.Append(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func unregister(id byte) []byte {
+	b := append([]byte(nil), gg2wire.UnregisterUUID[:]...)
+	var sid gg2wire.UUID
+	sid[0] = id
+	return append(b, sid[:]...)
+}
+
+// list asks for lobby's servers over TCP and reads until the server closes.
+func list(t *testing.T, addr netip.AddrPort, lobby gg2wire.UUID) gg2wire.ListReply {
+	t.Helper()
+	b := readAll(t, addr, gg2wire.ListQuery{Lobby: lobby}.Append(nil))
+	r, err := gg2wire.ParseListReply(b)
+	if err != nil {
+		t.Fatalf("list reply %x: %v", b, err)
+	}
+	return r
+}
+
+// readAll connects, writes q and reads until the server closes.
+func readAll(t *testing.T, addr netip.AddrPort, q []byte) []byte {
+	t.Helper()
+	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(q); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return b
+}
+
+// byPort finds the listed server on port.
+func byPort(r gg2wire.ListReply, port uint16) (gg2wire.ListServer, bool) {
+	for _, s := range r.Servers {
+		if s.V4.Port() == port || s.V6.Port() == port {
+			return s, true
+		}
+	}
+	return gg2wire.ListServer{}, false
+}
+
+func udpKey(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port)) + "/udp" }
+func tcpKey(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port)) + "/tcp" }
+
+func TestRegisterBothFormsAndList(t *testing.T) {
+	f := start(t, nil)
+	own := f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
+	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "counted server", "game", "gg2", "map", "ctf_a", "x-extra", "v"))
+	f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Legacy, "name", "legacy server"))
+	f.waitRequests("register", 2) // counted once applied
+
+	room, _ := f.table.Registered(udpKey(8190))
+	if room.Name != "counted server" || room.Game != "gg2" || room.Map != "ctf_a" || room.Players != 3 ||
+		room.MaxPlayers != 10 || !room.Password || room.Host != netip.MustParseAddr("127.0.0.1") || room.Port != 8190 {
+		t.Errorf("registered room = %+v", room)
+	}
+
+	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	if len(r.Servers) != 3 {
+		t.Fatalf("listed %d servers, want 3: %+v", len(r.Servers), r.Servers)
+	}
+	s, ok := byPort(r, 8190)
+	want := gg2wire.KeyValues{{Key: "name", Value: []byte("counted server")}, {Key: "game", Value: []byte("gg2")},
+		{Key: "map", Value: []byte("ctf_a")}, {Key: "x-extra", Value: []byte("v")}}
+	if !ok || !s.KeyValues.Equal(want) || s.V4.Addr() != netip.MustParseAddr("127.0.0.1") ||
+		s.Transport != gg2wire.UDP || s.Slots != 10 || s.Players != 3 || s.Bots != 1 || s.Flags != gg2wire.FlagPassword {
+		t.Errorf("counted server listed as %+v", s)
+	}
+	if s, ok := byPort(r, 8191); !ok || s.KeyValues.Name() != "legacy server" {
+		t.Errorf("legacy server listed as %+v", s)
+	}
+	s, ok = byPort(r, own.Port)
+	want = gg2wire.KeyValues{{Key: "name", Value: []byte("Foyer room 1")}, {Key: "game", Value: []byte("foyer")},
+		{Key: "map", Value: []byte("default")}}
+	if !ok || !s.KeyValues.Equal(want) || s.V4 != netip.MustParseAddrPort("127.0.0.1:30001") ||
+		s.Slots != 4 || s.Players != 1 || s.Flags != 0 {
+		t.Errorf("own room listed as %+v", s)
+	}
+	if st := f.srv.Stats(); st.Registered != 2 || st.Requests["register"] != 2 || st.Requests["list"] != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestPublicAddrAndOtherLobby(t *testing.T) {
+	other := gg2wire.MustParseUUID("00000000-0000-0000-0000-000000000001")
+	f := start(t, func(c *Config) {
+		c.PublicAddr = netip.MustParseAddr("192.0.2.7")
+		c.Game = "mygame"
+	})
+	f.table.Add(supervisor.Room{Port: 30002, Map: "arena", Name: "Named", MaxPlayers: 2})
+	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	if len(r.Servers) != 1 || r.Servers[0].V4 != netip.MustParseAddrPort("192.0.2.7:30002") ||
+		!r.Servers[0].KeyValues.Equal(gg2wire.KeyValues{{Key: "name", Value: []byte("Named")},
+			{Key: "game", Value: []byte("mygame")}, {Key: "map", Value: []byte("arena")}}) {
+		t.Errorf("listed %+v", r.Servers)
+	}
+	if r := list(t, f.addr, other); len(r.Servers) != 0 {
+		t.Errorf("other lobby listed %+v", r.Servers)
+	}
+}
+
+func TestExpire(t *testing.T) {
+	f := start(t, func(c *Config) { c.TTL = 150 * time.Millisecond })
+	// The table's events show the server come and go, however slow the
+	// machine, where polling could miss a short life.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := f.table.Watch(ctx)
+	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "short-lived"))
+	for _, want := range []supervisor.EventKind{supervisor.RoomCreated, supervisor.RoomReaped} {
+		select {
+		case ev := <-events:
+			if ev.Kind != want || ev.Room.Port != 8190 {
+				t.Fatalf("event %+v, want kind %d", ev, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event of kind %d", want)
+		}
+	}
+	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+		t.Errorf("expired server still listed: %+v", r.Servers)
+	}
+	if st := f.srv.Stats(); st.Registered != 0 || st.Pending != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestReplace(t *testing.T) {
+	f := start(t, nil)
+	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "one"))
+	f.waitRequests("register", 1)
+	f.send(registration(2, 8190, gg2wire.UDP, gg2wire.Legacy, "name", "two"))
+	f.waitRequests("register", 2)
+	eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
+	if keys := f.table.Keys(); len(keys) != 1 {
+		t.Errorf("keys %v, want one", keys)
+	}
+	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	if len(r.Servers) != 1 || r.Servers[0].KeyValues.Name() != "two" {
+		t.Errorf("listed %+v", r.Servers)
+	}
+	// The replaced registration's ID no longer removes anything.
+	f.send(unregister(1))
+	f.waitDrop("unknown_id", 1)
+	if _, ok := f.table.Registered(udpKey(8190)); !ok {
+		t.Error("old ID removed the new registration")
+	}
+	// The same port over the other transport is another server.
+	srv := listenTCP(t)
+	f.send(registration(3, srv.Port(), gg2wire.TCP, gg2wire.Counted, "name", "tcp"))
+	f.send(registration(4, srv.Port(), gg2wire.UDP, gg2wire.Counted, "name", "udp"))
+	eventually(t, "two transports", func() bool { return len(f.table.Keys()) == 3 })
+}
+
+func TestUnregister(t *testing.T) {
+	f := start(t, nil)
+	f.send(registration(7, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s"))
+	eventually(t, "registered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return ok })
+	f.send(unregister(8))
+	f.waitDrop("unknown_id", 1)
+	if _, ok := f.table.Registered(udpKey(8190)); !ok {
+		t.Fatal("wrong ID removed the server")
+	}
+	f.send(unregister(7))
+	f.waitRequests("unregister", 2)
+	if _, ok := f.table.Registered(udpKey(8190)); ok {
+		t.Error("right ID did not remove the server")
+	}
+	if st := f.srv.Stats(); st.Requests["unregister"] != 2 || st.Registered != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// listenTCP returns the address of a TCP listener that accepts and closes.
+func listenTCP(t *testing.T) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// closedPort returns a loopback TCP port nothing listens on.
+func closedPort(t *testing.T) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).AddrPort().Port()
+	l.Close()
+	return port
+}
+
+func TestTCPReachability(t *testing.T) {
+	f := start(t, nil)
+	refused := closedPort(t)
+	f.send(registration(1, refused, gg2wire.TCP, gg2wire.Counted, "name", "nobody home"))
+	f.waitDrop("unreachable", 1)
+	if _, ok := f.table.Registered(tcpKey(refused)); ok {
+		t.Error("unreachable server registered")
+	}
+	if st := f.srv.Stats(); st.Pending != 1 || st.Registered != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// A second registration checks again, and fails again.
+	f.send(registration(1, refused, gg2wire.TCP, gg2wire.Counted, "name", "nobody home"))
+	f.waitDrop("unreachable", 2)
+
+	open := listenTCP(t)
+	f.send(registration(2, open.Port(), gg2wire.TCP, gg2wire.Counted, "name", "listening"))
+	eventually(t, "reachable server registered", func() bool { _, ok := f.table.Registered(tcpKey(open.Port())); return ok })
+	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	if len(r.Servers) != 1 || r.Servers[0].Transport != gg2wire.TCP || r.Servers[0].V4 != open {
+		t.Errorf("listed %+v", r.Servers)
+	}
+}
+
+func TestIgnored(t *testing.T) {
+	f := start(t, nil)
+	// The encoder refuses a table without "name": rename the key on the wire.
+	noName := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "no name")
+	copy(noName[bytes.Index(noName, []byte("name")):], "nome")
+	f.send(noName)
+	f.waitDrop("no_name", 1)
+	other := registration(2, 8191, gg2wire.UDP, gg2wire.Counted, "name", "elsewhere")
+	lobby := gg2wire.MustParseUUID("00000000-0000-0000-0000-000000000001")
+	copy(other[32:48], lobby[:])
+	f.send(other)
+	f.waitDrop("wrong_lobby", 1)
+	f.send([]byte("garbage that is no GG2 message at all"))
+	f.waitDrop("unknown_message", 1)
+	good := registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "ok")
+	f.send(good[:len(good)-1])
+	f.send(good)
+	f.waitRequests("register", 1)
+	if keys := f.table.Keys(); len(keys) != 1 {
+		t.Errorf("keys %v, want only the good one", keys)
+	}
+	// One socket, one read loop: the cut datagram was handled before the
+	// good one, and dropped.
+	st := f.srv.Stats()
+	var drops uint64
+	for _, n := range st.Drops {
+		drops += n
+	}
+	if st.Requests["register"] != 1 || drops != 4 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// dial opens a list connection that sends nothing yet.
+func dial(t *testing.T, addr netip.AddrPort) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// closedByServer reads c until the server closes it and returns what came.
+func closedByServer(t *testing.T, c *net.TCPConn) []byte {
+	t.Helper()
+	b, err := io.ReadAll(c)
+	if err != nil && !isReset(err) {
+		t.Fatalf("read: %v", err)
+	}
+	return b
+}
+
+// isReset: a server closing with unread input resets the connection.
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
+func TestSilentClientCut(t *testing.T) {
+	f := start(t, func(c *Config) { c.ListTimeout = 100 * time.Millisecond })
+	c := dial(t, f.addr)
+	if _, err := c.Write(gg2wire.ListProtocolUUID[:]); err != nil { // half a query
+		t.Fatal(err)
+	}
+	if b := closedByServer(t, c); len(b) != 0 {
+		t.Errorf("got %x, want nothing", b)
+	}
+	f.waitDrop("timeout", 1)
+	// The lobby still answers.
+	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+		t.Errorf("listed %+v", r.Servers)
+	}
+}
+
+func TestConnectionLimit(t *testing.T) {
+	// Held connections are cut by the shutdown, not by a timeout.
+	f := start(t, func(c *Config) { c.MaxListConns, c.ListTimeout = 2, time.Hour })
+	dial(t, f.addr)
+	dial(t, f.addr)
+	eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
+	c := dial(t, f.addr)
+	_, _ = c.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	if b := closedByServer(t, c); len(b) != 0 {
+		t.Errorf("third connection got %x, want nothing", b)
+	}
+	f.waitDrop("conn_limit", 1)
+}
+
+func TestRateLimit(t *testing.T) {
+	f := start(t, func(c *Config) { c.Rate, c.Burst = 0.001, 3 })
+	for i := range 5 {
+		f.send(registration(byte(i+1), 8190+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s"))
+	}
+	f.waitDrop("rate_limited", 2)
+	if n := len(f.table.Keys()); n != 3 {
+		t.Errorf("%d servers registered, want the burst of 3", n)
+	}
+	// The source's budget is spent for list connections too.
+	c := dial(t, f.addr)
+	_, _ = c.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	if b := closedByServer(t, c); len(b) != 0 {
+		t.Errorf("limited list got %x, want nothing", b)
+	}
+	f.waitDrop("rate_limited", 3)
+}
+
+func TestShutdownUnregisters(t *testing.T) {
+	table := memrooms.New()
+	cfg := DefaultConfig()
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	srv, err := New(cfg, table, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	u, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(srv.Addrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := u.Write(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "registered", func() bool { return len(table.Keys()) == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if keys := table.Keys(); len(keys) != 0 {
+		t.Errorf("after shutdown still registered: %v", keys)
+	}
+}
+
+func TestTableBounds(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxServers, c.MaxServersPerIP = 3, 2 })
+	for i := range 3 {
+		f.send(registration(byte(i+1), 8190+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s"))
+	}
+	f.waitDrop("source_full", 1)
+	if n := len(f.table.Keys()); n != 2 {
+		t.Fatalf("%d servers from one IP, want 2", n)
+	}
+	// Known servers still refresh.
+	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "renamed"))
+	eventually(t, "refreshed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "renamed" })
+	// Another source fills the last place, then the table is full.
+	other, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for i := range 2 {
+		if _, err := other.WriteToUDPAddrPort(registration(byte(10+i), 9000+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "o"), f.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitDrop("table_full", 1)
+	if keys := f.table.Keys(); len(keys) != 3 {
+		t.Errorf("keys %v, want 3", keys)
+	}
+	// Unregistering frees a place for the source.
+	f.send(unregister(1))
+	eventually(t, "unregistered", func() bool { return len(f.table.Keys()) == 2 })
+	f.send(registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "third"))
+	eventually(t, "third registered", func() bool { _, ok := f.table.Registered(udpKey(8192)); return ok })
+}

@@ -1,0 +1,336 @@
+// Package gunz is Foyer's GunZ locator front-end: a GunZ client's locator
+// request (command 40001) is answered with a response (40002) listing the
+// room table, so Foyer's rooms show in its server list.
+//
+// A datagram goes through, in order:
+//
+//	gunzwire.ParseRequest   anything else, or a bad checksum: dropped, counted
+//	Limiter                 per source IP, shared with the other edges
+//	byte budget             reply bytes per /24 per second
+//
+// The byte budget matters because an 11-byte request can draw a reply of
+// up to 64 KiB and UDP source addresses can be forged: without it the
+// locator would amplify floods aimed at a victim's network.
+//
+// Each room becomes one entry: the room's address (PublicAddr, or the local
+// address the request arrived on, for Foyer's own rooms; a registered
+// room's own host when it is IPv4, rooms on IPv6 hosts are left out), its
+// port, max and current players, type 2 (match) and status 1 (online) when
+// it is joinable: Waiting or Countdown with a seat free. The u8 server ID
+// is the entry's position in the response, from 1, wrapping after 255: it
+// tells entries of one response apart, which is all a client uses it for,
+// and the u32 room ids do not fit. A response carries at most
+// gunzwire.MaxServers rooms; when the table holds more, joinable rooms go
+// first.
+package gunz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/ipv4"
+
+	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/packet"
+	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// Limiter decides whether a source IP may be served now.
+type Limiter = frontend.Limiter
+
+// Config is the [gunz] section of config.toml.
+type Config struct {
+	// Listen is the UDP address served. It must be IPv4: the protocol
+	// carries IPv4 addresses only. Port 0 picks a free port (see Addrs).
+	Listen netip.AddrPort
+	// PublicAddr is the IPv4 address listed for Foyer's own rooms; when
+	// invalid, the local address each request arrived on.
+	PublicAddr netip.Addr
+	// Limiter is applied per source IP. When nil, a default one is built
+	// from Rate, Burst and MaxSources.
+	Limiter    Limiter
+	Rate       float64
+	Burst      int
+	MaxSources int
+	// ReflectionLimit is the reply bytes per second sent to one /24;
+	// MaxPrefixes bounds that table.
+	ReflectionLimit int
+	MaxPrefixes     int
+	// ReportInterval is how often non-zero drop counts are logged.
+	ReportInterval time.Duration
+	Log            zerolog.Logger
+}
+
+// DefaultConfig returns the defaults documented in config.toml.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          netip.MustParseAddrPort("0.0.0.0:8900"),
+		Rate:            20,
+		Burst:           40,
+		MaxSources:      100000,
+		ReflectionLimit: 256 << 10,
+		MaxPrefixes:     65536,
+		ReportInterval:  10 * time.Second,
+		Log:             zerolog.Nop(),
+	}
+}
+
+func (c Config) check() error {
+	switch {
+	case !c.Listen.Addr().Is4():
+		return errors.New("gunz: listen address must be IPv4")
+	case c.PublicAddr.IsValid() && !c.PublicAddr.Is4():
+		return errors.New("gunz: public address must be IPv4")
+	case c.Limiter == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
+		return errors.New("gunz: rate, burst and max_sources must be positive")
+	case c.ReflectionLimit < 1 || c.MaxPrefixes < 1 || c.ReportInterval <= 0:
+		return errors.New("gunz: reflection limit, max prefixes and report interval must be positive")
+	}
+	return nil
+}
+
+// Stats is a snapshot of the locator's counters.
+type Stats struct {
+	// Requests counts well-formed locator requests ("locator");
+	// Replies the responses sent ("locator").
+	Requests, Replies map[string]uint64
+	// Drops counts datagrams dropped unanswered, by reason: the codec's
+	// ("truncated", "msg_id", "size", "checksum", "command"),
+	// "rate_limited", "reflection", "no_address", "encode_error",
+	// "send_error", "read_error".
+	Drops map[string]uint64
+}
+
+// Locator is the GunZ locator front-end.
+type Locator struct {
+	cfg     Config
+	rooms   supervisor.Rooms
+	log     zerolog.Logger
+	conn    *net.UDPConn
+	limiter Limiter
+	budget  *frontend.ByteBudget
+	// wantDst: the socket is bound to 0.0.0.0, so the address a request
+	// arrived on comes from IP_PKTINFO, and the reply is sent from it (a
+	// client on a host with several addresses expects the answer from
+	// the address it asked).
+	wantDst bool
+
+	requests, replies, drops frontend.Counters
+}
+
+// New binds cfg.Listen; Serve answers on it.
+func New(cfg Config, rooms supervisor.Rooms) (*Locator, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := &Locator{cfg: cfg, rooms: rooms, log: cfg.Log.With().Str("component", "gunz").Logger(),
+		limiter: cfg.Limiter, budget: frontend.NewByteBudget(cfg.ReflectionLimit, cfg.MaxPrefixes)}
+	if l.limiter == nil {
+		l.limiter = frontend.NewSourceLimiter(cfg.Rate, cfg.Burst, cfg.MaxSources)
+	}
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("gunz: listen %v: %w", cfg.Listen, err)
+	}
+	l.conn = c
+	if cfg.Listen.Addr().IsUnspecified() {
+		if err := ipv4.NewPacketConn(c).SetControlMessage(ipv4.FlagDst, true); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("gunz: ask for destination addresses: %w", err)
+		}
+		l.wantDst = true
+	}
+	return l, nil
+}
+
+// Addrs returns the bound address.
+func (l *Locator) Addrs() []netip.AddrPort {
+	return []netip.AddrPort{l.conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+}
+
+// Stats returns the locator's counters.
+func (l *Locator) Stats() Stats {
+	return Stats{Requests: l.requests.Snapshot(), Replies: l.replies.Snapshot(), Drops: l.drops.Snapshot()}
+}
+
+// Serve answers until ctx is done or the socket keeps failing, then closes
+// it and returns the socket's error, if any. Serve runs once per Locator.
+func (l *Locator) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.log.Info().Stringer("listen", l.Addrs()[0]).Msg("gunz locator serving")
+	stop := context.AfterFunc(ctx, func() { l.conn.Close() })
+	defer stop()
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		frontend.Report(ctx, l.log, l.cfg.ReportInterval, &l.drops)
+	}()
+	err := l.readLoop()
+	cancel()
+	l.conn.Close()
+	<-reported
+	l.log.Info().Msg("gunz locator stopped")
+	return err
+}
+
+func (l *Locator) readLoop() error {
+	buf := make([]byte, 1<<16)
+	oob := ipv4.NewControlMessage(ipv4.FlagDst)
+	r := responder{l: l}
+	errs := 0
+	for {
+		n, oobn, _, from, err := l.conn.ReadMsgUDPAddrPort(buf, oob)
+		if err != nil {
+			if stop, err := frontend.ReadError(err, &errs, &l.drops); stop {
+				return err
+			}
+			continue
+		}
+		errs = 0
+		arrived := l.cfg.Listen.Addr()
+		if l.wantDst {
+			arrived = dst(oob[:oobn])
+		}
+		r.handle(buf[:n], from, arrived)
+	}
+}
+
+// dst reads the address a datagram arrived on from its control message;
+// invalid if there is none.
+func dst(oob []byte) netip.Addr {
+	var cm ipv4.ControlMessage
+	if cm.Parse(oob) != nil {
+		return netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(cm.Dst.To4())
+	return a
+}
+
+// responder answers requests; it owns the buffers one loop reuses.
+type responder struct {
+	l       *Locator
+	servers []gunzwire.Server
+	rooms   []supervisor.Room
+	out     []byte
+}
+
+var reasons = []struct {
+	err  error
+	name string
+}{
+	{gunzwire.ErrTruncated, "truncated"}, {gunzwire.ErrMsgID, "msg_id"}, {gunzwire.ErrSize, "size"},
+	{gunzwire.ErrChecksum, "checksum"}, {gunzwire.ErrCommand, "command"},
+}
+
+func reason(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
+	}
+	return "malformed"
+}
+
+// handle answers one datagram that came from from to the local address
+// arrived.
+func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
+	l := r.l
+	req, err := gunzwire.ParseRequest(b)
+	if err != nil {
+		l.drops.Add(reason(err))
+		return
+	}
+	ip := from.Addr().Unmap()
+	if !l.limiter.Allow(ip) {
+		l.drops.Add("rate_limited")
+		return
+	}
+	l.requests.Add("locator")
+	host := l.cfg.PublicAddr
+	if !host.IsValid() {
+		host = arrived
+	}
+	if !host.Is4() {
+		l.drops.Add("no_address")
+		return
+	}
+	resp := gunzwire.Response{Serial: req.Serial, Servers: r.list(host)}
+	if r.out, err = resp.Append(r.out[:0]); err != nil {
+		l.drops.Add("encode_error")
+		l.log.Error().Err(err).Msg("locator response not encoded")
+		return
+	}
+	if !l.budget.Allow(ip, len(r.out)) {
+		l.drops.Add("reflection")
+		return
+	}
+	var oob []byte
+	if false && l.wantDst && arrived.IsValid() {
+		oob = (&ipv4.ControlMessage{Src: arrived.AsSlice()}).Marshal()
+	}
+	if _, _, err := l.conn.WriteMsgUDPAddrPort(r.out, oob, from); err != nil {
+		l.drops.Add("send_error")
+		return
+	}
+	l.replies.Add("locator")
+}
+
+// joinable reports whether a player could join room now.
+func joinable(room supervisor.Room) bool {
+	return (room.State == packet.Waiting || room.State == packet.Countdown) &&
+		room.Players+room.Seats < room.MaxPlayers
+}
+
+// list turns the room table into response entries, Foyer's own rooms at
+// host.
+func (r *responder) list(host netip.Addr) []gunzwire.Server {
+	rooms := r.l.rooms.List().Rooms
+	if len(rooms) > gunzwire.MaxServers {
+		// Joinable first; the snapshot is shared, so sort a copy.
+		r.rooms = append(r.rooms[:0], rooms...)
+		slices.SortStableFunc(r.rooms, func(a, b supervisor.Room) int {
+			switch ja, jb := joinable(a), joinable(b); {
+			case ja == jb:
+				return 0
+			case ja:
+				return -1
+			}
+			return 1
+		})
+		rooms = r.rooms
+	}
+	r.servers = r.servers[:0]
+	for _, room := range rooms {
+		if len(r.servers) == gunzwire.MaxServers {
+			break
+		}
+		addr := host
+		if room.Host.IsValid() {
+			if addr = room.Host.Unmap(); !addr.Is4() {
+				continue
+			}
+		}
+		s := gunzwire.Server{
+			Addr:       addr,
+			Port:       uint32(room.Port),
+			ID:         uint8(len(r.servers)%255 + 1),
+			MaxPlayers: frontend.Clamp16(room.MaxPlayers),
+			Players:    frontend.Clamp16(room.Players),
+			Type:       gunzwire.Match,
+			Status:     gunzwire.Offline,
+		}
+		if joinable(room) {
+			s.Status = gunzwire.Online
+		}
+		r.servers = append(r.servers, s)
+	}
+	return r.servers
+}

@@ -1,0 +1,261 @@
+package gunz
+
+import (
+	"context"
+	"encoding/hex"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+	"github.com/foyerlobby/foyer/packet"
+	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+func unhex(s string) []byte {
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// seedRequest is the locator request of the protocol's own description.
+var seedRequest = unhex("64 00 0b 00 73 00 05 00 41 9c 00")
+
+type fixture struct {
+	t     *testing.T
+	loc   *Locator
+	table *memrooms.Table
+	conn  *net.UDPConn // the test's client, connected to the locator
+}
+
+func start(t *testing.T, tweak func(*Config)) *fixture {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.Rate, cfg.Burst = 1000, 1000
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	table := memrooms.New()
+	loc, err := New(cfg, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- loc.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), loc.Addrs()[0].Port())
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &fixture{t: t, loc: loc, table: table, conn: c}
+}
+
+func (f *fixture) send(b []byte) {
+	f.t.Helper()
+	if _, err := f.conn.Write(b); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// recv reads one response; the deadline only keeps a broken build from
+// hanging.
+func (f *fixture) recv() gunzwire.Response {
+	f.t.Helper()
+	buf := make([]byte, 1<<16)
+	_ = f.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := f.conn.Read(buf)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r, err := gunzwire.ParseResponse(buf[:n])
+	if err != nil {
+		f.t.Fatalf("response %x: %v", buf[:n], err)
+	}
+	return r
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func addRooms(table *memrooms.Table) {
+	table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, Seats: 1, MaxPlayers: 4})
+	table.Add(supervisor.Room{Port: 30002, State: packet.Playing, Players: 2, MaxPlayers: 4})
+	table.Add(supervisor.Room{Port: 30003, State: packet.Countdown, Players: 3, Seats: 1, MaxPlayers: 4})
+	// Registered rooms elsewhere: listed at their own host when IPv4.
+	table.Add(supervisor.Room{Port: 8190, State: packet.Waiting, MaxPlayers: 10, Source: "gg2",
+		Host: netip.MustParseAddr("192.0.2.9")})
+	table.Add(supervisor.Room{Port: 8191, State: packet.Waiting, MaxPlayers: 10, Source: "gg2",
+		Host: netip.MustParseAddr("2001:db8::1")})
+}
+
+func wantRooms(host netip.Addr) []gunzwire.Server {
+	return []gunzwire.Server{
+		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 1, Type: gunzwire.Match, Status: gunzwire.Online},
+		{Addr: host, Port: 30002, ID: 2, MaxPlayers: 4, Players: 2, Type: gunzwire.Match, Status: gunzwire.Offline},
+		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 3, Type: gunzwire.Match, Status: gunzwire.Offline},
+		{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunzwire.Match, Status: gunzwire.Online},
+	}
+}
+
+func sameServers(t *testing.T, got, want []gunzwire.Server) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d servers %+v, want %+v", len(got), got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("server %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestSeedRequestAnswered(t *testing.T) {
+	f := start(t, nil)
+	addRooms(f.table)
+	f.send(seedRequest)
+	r := f.recv() // ParseResponse checked sizes and checksum
+	if r.Serial != 0 {
+		t.Errorf("serial %d", r.Serial)
+	}
+	sameServers(t, r.Servers, wantRooms(netip.MustParseAddr("127.0.0.1")))
+	// A reply is counted once sent, which may be after it arrived.
+	eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
+	if st := f.loc.Stats(); st.Requests["locator"] != 1 || len(st.Drops) != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestSerialEchoedAndPublicAddr(t *testing.T) {
+	f := start(t, func(c *Config) { c.PublicAddr = netip.MustParseAddr("198.51.100.4") })
+	addRooms(f.table)
+	f.send(gunzwire.Request{Serial: 0xA5}.Append(nil))
+	r := f.recv()
+	if r.Serial != 0xA5 {
+		t.Errorf("serial %#x, want 0xa5", r.Serial)
+	}
+	sameServers(t, r.Servers, wantRooms(netip.MustParseAddr("198.51.100.4")))
+}
+
+// On a socket bound to 0.0.0.0 the listed address is the one the request
+// arrived on, and the reply comes from it: the client's socket, connected
+// to 127.0.0.2, takes nothing from another address.
+func TestWildcardListsArrivalAddress(t *testing.T) {
+	f := start(t, func(c *Config) { c.Listen = netip.MustParseAddrPort("0.0.0.0:0") })
+	f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), f.loc.Addrs()[0].Port())
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f.conn = c
+	f.send(seedRequest)
+	r := f.recv()
+	if len(r.Servers) != 1 || r.Servers[0].Addr != to.Addr() {
+		t.Errorf("servers %+v", r.Servers)
+	}
+}
+
+// Garbage gets no reply: the first datagram back answers the valid request
+// sent after it (one socket, one loop, handled in order).
+func TestGarbageDropped(t *testing.T) {
+	f := start(t, nil)
+	badSum := append([]byte(nil), seedRequest...)
+	badSum[4]++
+	garbage := [][]byte{
+		{},
+		[]byte("hello"),
+		seedRequest[:10],
+		append(append([]byte(nil), seedRequest...), 0),
+		badSum,
+		unhex("64 00 26 00 1d 02 20 00 42 9c 00 17 00 00 00 0f 00 00 00 01 00 00 00 00 00 00 00 70 17 00 00 01 f4 01 02 00 04 01"),
+	}
+	for _, g := range garbage {
+		f.send(g)
+	}
+	f.send(gunzwire.Request{Serial: 9}.Append(nil))
+	if r := f.recv(); r.Serial != 9 {
+		t.Errorf("first reply has serial %d, want the valid request's 9", r.Serial)
+	}
+	eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
+	st := f.loc.Stats()
+	var drops uint64
+	for _, n := range st.Drops {
+		drops += n
+	}
+	if drops != uint64(len(garbage)) || st.Requests["locator"] != 1 || st.Drops["checksum"] != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	f := start(t, func(c *Config) { c.Rate, c.Burst = 0.001, 2 })
+	for range 4 {
+		f.send(seedRequest)
+	}
+	eventually(t, "two limited", func() bool { return f.loc.Stats().Drops["rate_limited"] == 2 })
+	f.recv()
+	f.recv()
+	eventually(t, "replies counted", func() bool { return f.loc.Stats().Replies["locator"] == 2 })
+	if n := f.loc.Stats().Requests["locator"]; n != 2 {
+		t.Errorf("%d requests served, want 2", n)
+	}
+}
+
+func TestReflectionBudget(t *testing.T) {
+	f := start(t, func(c *Config) { c.ReflectionLimit = 1 }) // the budget is one max datagram
+	for range 1000 {
+		f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	}
+	const size = 23 + 1000*gunzwire.ServerLen // four fit in 65507 bytes, the fifth does not
+	for range 5 {
+		f.send(seedRequest)
+	}
+	eventually(t, "one over budget", func() bool { return f.loc.Stats().Drops["reflection"] == 1 })
+	for range 65507 / size {
+		if r := f.recv(); len(r.Servers) != 1000 {
+			t.Fatalf("%d servers", len(r.Servers))
+		}
+	}
+}
+
+func TestCapJoinableFirst(t *testing.T) {
+	f := start(t, nil)
+	for range 10 {
+		f.table.Add(supervisor.Room{Port: 1, State: packet.Playing, MaxPlayers: 4})
+	}
+	for range gunzwire.MaxServers {
+		f.table.Add(supervisor.Room{Port: 2, State: packet.Waiting, MaxPlayers: 4})
+	}
+	f.send(seedRequest)
+	r := f.recv()
+	if len(r.Servers) != gunzwire.MaxServers {
+		t.Fatalf("%d servers, want %d", len(r.Servers), gunzwire.MaxServers)
+	}
+	for i, s := range r.Servers {
+		if s.Status != gunzwire.Online || s.ID != uint8(i%255+1) {
+			t.Fatalf("server %d = %+v", i, s)
+		}
+	}
+}

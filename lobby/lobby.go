@@ -1,0 +1,500 @@
+// Package lobby is Foyer's native UDP edge: it answers LIST_ROOMS,
+// CREATE_ROOM and JOIN_ROOM (messages 0x40-0x46, see package packet) in
+// front of a supervisor.Rooms.
+//
+// Each listen address has one socket and one goroutine reading it into a
+// reused buffer. A datagram goes through, in order:
+//
+//	packet.Parse        malformed: dropped, counted by packet.Reason
+//	request type?       replies and unknown types: dropped
+//	per-IP buckets      general rate/burst, CREATE create_rate/create_burst
+//	retry cache         (CREATE, JOIN) a repeat gets the first reply again;
+//	                    LIST changes nothing, so a repeat gets the table now
+//	the request         LIST inline from a cached encoding; JOIN on a small
+//	                    worker pool; CREATE on its own goroutine (bounded)
+//	reflection guard    bytes per /24 or /56 per second, before every send
+//
+// Nothing on that path waits for the supervisor: when the JOIN queue or
+// the CREATE slots are full, the request is dropped and counted, and the
+// client retries. Nothing is logged per datagram at info level; drops are
+// summed into one line per report interval.
+//
+// A ROOM_LIST entry's player count is the room's connected players plus
+// the seats held for players still connecting, so a client sees a room as
+// full as soon as JOIN would refuse it.
+package lobby
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// Config is the [lobby] section of config.toml.
+type Config struct {
+	// Listen are the UDP addresses to serve; port 0 picks a free port
+	// (see Lobby.Addrs).
+	Listen []netip.AddrPort
+	// Rate and Burst are each source IP's general token bucket (requests
+	// per second); CreateRate and CreateBurst its stricter CREATE bucket.
+	Rate        float64
+	Burst       int
+	CreateRate  float64
+	CreateBurst int
+	// MaxSources bounds the per-IP table; idle IPs are evicted first.
+	MaxSources int
+	// ReflectionLimit is the bytes per second the lobby sends to one /24
+	// (IPv4) or /56 (IPv6); MaxPrefixes bounds that table.
+	ReflectionLimit int
+	MaxPrefixes     int
+	// RetryWindow is how long a CREATE or JOIN reply is replayed to a
+	// retry; RetryCache bounds how many are kept.
+	RetryWindow time.Duration
+	RetryCache  int
+	// MaxCreates bounds the CREATEs running at once; more are dropped.
+	MaxCreates int
+	// ReportInterval is how often non-zero drop and failure counts are
+	// logged.
+	ReportInterval time.Duration
+	Log            zerolog.Logger
+}
+
+// DefaultConfig returns the defaults documented in config.toml.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7777")},
+		Rate:            20,
+		Burst:           40,
+		CreateRate:      1,
+		CreateBurst:     3,
+		MaxSources:      100000,
+		ReflectionLimit: 256 << 10,
+		MaxPrefixes:     65536,
+		RetryWindow:     10 * time.Second,
+		RetryCache:      65536,
+		MaxCreates:      64,
+		ReportInterval:  10 * time.Second,
+		Log:             zerolog.Nop(),
+	}
+}
+
+// JOIN runs off the read loop so that a supervisor slow to answer cannot
+// stall LIST. The queue absorbs bursts; beyond it JOINs are dropped.
+const (
+	joinWorkers = 4
+	joinQueue   = 1024
+	readBuffer  = 4 << 20 // socket receive buffer asked for
+)
+
+// Lobby serves the native protocol on its sockets.
+type Lobby struct {
+	cfg     Config
+	rooms   supervisor.Rooms
+	log     zerolog.Logger
+	conns   []*net.UDPConn
+	sources *sources
+	reflect *reflection
+	retries *retries
+	lists   lists
+	stats   counters
+
+	jobs     chan joinJob
+	creating atomic.Int64
+	draining atomic.Bool
+	work     sync.WaitGroup // join workers and CREATEs
+	ctx      context.Context
+	stop     context.CancelFunc
+}
+
+// sender is the half of a socket replies go out on.
+type sender interface {
+	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
+}
+
+type joinJob struct {
+	conn sender
+	h    packet.Header
+	room uint32
+	from netip.AddrPort
+	key  retryKey
+}
+
+// New binds the listen addresses; Serve answers on them.
+func New(cfg Config, rooms supervisor.Rooms) (*Lobby, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := newLobby(cfg, rooms)
+	for _, ap := range cfg.Listen {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		if err != nil {
+			l.closeConns()
+			l.stop()
+			return nil, fmt.Errorf("lobby: listen %v: %w", ap, err)
+		}
+		_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
+		l.conns = append(l.conns, c)
+	}
+	return l, nil
+}
+
+// newLobby builds a lobby without sockets.
+func newLobby(cfg Config, rooms supervisor.Rooms) *Lobby {
+	ctx, stop := context.WithCancel(context.Background())
+	l := &Lobby{
+		cfg:     cfg,
+		rooms:   rooms,
+		log:     cfg.Log.With().Str("component", "lobby").Logger(),
+		sources: newSources(cfg),
+		reflect: newReflection(cfg),
+		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
+		lists:   lists{rooms: rooms},
+		jobs:    make(chan joinJob, joinQueue),
+		ctx:     ctx,
+		stop:    stop,
+	}
+	l.stats.drops = map[string]uint64{}
+	l.stats.failures = map[string]uint64{}
+	return l
+}
+
+func (c Config) check() error {
+	switch {
+	case len(c.Listen) == 0:
+		return errors.New("lobby: no listen address")
+	case c.Rate <= 0 || c.Burst < 1 || c.CreateRate <= 0 || c.CreateBurst < 1:
+		return errors.New("lobby: rates and bursts must be positive")
+	case c.MaxSources < 1 || c.MaxPrefixes < 1 || c.RetryCache < 1 || c.MaxCreates < 1:
+		return errors.New("lobby: table sizes must be positive")
+	case c.ReflectionLimit < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
+		return errors.New("lobby: reflection limit, retry window and report interval must be positive")
+	}
+	return nil
+}
+
+// Addrs returns the bound addresses, in the order of Config.Listen.
+func (l *Lobby) Addrs() []netip.AddrPort {
+	out := make([]netip.AddrPort, len(l.conns))
+	for i, c := range l.conns {
+		out[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	return out
+}
+
+// Drain stops answering CREATE (they are dropped and counted), ahead of a
+// shutdown; LIST and JOIN are still answered.
+func (l *Lobby) Drain() { l.draining.Store(true) }
+
+// Stats returns the lobby's counters.
+func (l *Lobby) Stats() Stats {
+	s := l.stats.snapshot()
+	s.Sources = l.sources.len()
+	s.Prefixes = l.reflect.len()
+	s.CreatesInFlight = int(l.creating.Load())
+	return s
+}
+
+// Serve answers requests until ctx is done or a socket fails, then
+// closes the sockets and returns once every running JOIN and CREATE has
+// finished (CREATEs see a cancelled context). It returns the socket's
+// error, if one failed. Serve runs once per Lobby.
+func (l *Lobby) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go l.lists.watch(l.rooms.Watch(ctx))
+	for range joinWorkers {
+		l.work.Go(l.joinWorker)
+	}
+	var loops sync.WaitGroup
+	failed := make(chan error, len(l.conns))
+	for _, c := range l.conns {
+		loops.Go(func() {
+			if err := l.readLoop(c); err != nil {
+				failed <- err
+			}
+		})
+	}
+	reportDone := make(chan struct{})
+	go l.report(ctx, reportDone)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-failed:
+		cancel()
+	}
+	l.closeConns()
+	loops.Wait()
+	close(l.jobs) // no loop sends any more
+	l.stop()
+	l.work.Wait()
+	<-reportDone
+	return err
+}
+
+func (l *Lobby) closeConns() {
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+// maxReadErrors is how many read errors in a row end a socket's loop: a
+// transient error is counted and skipped, a socket that only fails must
+// not spin.
+const maxReadErrors = 100
+
+// readLoop reads c until it is closed (nil) or keeps failing (the error).
+func (l *Lobby) readLoop(c *net.UDPConn) error {
+	buf := make([]byte, 1<<16)
+	out := make([]byte, 0, 1<<16)
+	errs := 0
+	for {
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			l.stats.drop("read_error")
+			if errs++; errs >= maxReadErrors {
+				return fmt.Errorf("lobby: reading %v: %w", c.LocalAddr(), err)
+			}
+			continue
+		}
+		errs = 0
+		out = l.handle(c, buf[:n], from, out[:0])
+	}
+}
+
+// handle answers one datagram; out is scratch space it returns for reuse.
+func (l *Lobby) handle(c sender, b []byte, from netip.AddrPort, out []byte) []byte {
+	m, err := packet.Parse(b)
+	if err != nil {
+		l.stats.drop(packet.Reason(err))
+		return out
+	}
+	i := requestIndex(m.Type)
+	if i < 0 {
+		l.stats.drop("not_request")
+		return out
+	}
+	l.stats.requests[i].Add(1)
+	now := time.Now()
+	create := m.Type == packet.CreateRoom
+	if create && l.draining.Load() {
+		l.stats.drop("draining")
+		return out
+	}
+	// Retries do not draw from the CREATE bucket (they run nothing), so
+	// the general bucket is taken first and the CREATE one only for a
+	// request that will run.
+	if ok, newly := l.sources.allow(from.Addr().Unmap(), now); !ok {
+		l.limited(newly)
+		return out
+	}
+	switch m.Type {
+	case packet.ListRooms:
+		out = l.lists.get(now).appendReply(out, m.Header)
+		l.send(c, out, from, packet.RoomList, now)
+		return out
+	case packet.JoinRoom:
+		if m.RoomID == 0 { // never a room: answered without asking anyone
+			l.failed("join", from, 0, errNoRoomZero)
+			out = l.appendAnswer(out, m.Header, supervisor.Room{}, errNoRoomZero)
+			l.send(c, out, from, packet.JoinFailed, now)
+			return out
+		}
+	}
+	key := retryKey{from: from, typ: m.Type, seq: m.Seq}
+	if out, found := l.retries.begin(key, now, out); found {
+		if len(out) == 0 { // still running; its reply will come
+			l.stats.drop("retry_pending")
+			return out
+		}
+		l.stats.retries.Add(1)
+		l.send(c, out, from, replyType(out), now)
+		return out
+	}
+	if create {
+		l.startCreate(c, m.Header, from, key, now)
+		return out
+	}
+	select {
+	case l.jobs <- joinJob{conn: c, h: m.Header, room: m.RoomID, from: from, key: key}:
+	default:
+		l.retries.abandon(key)
+		l.stats.drop("join_busy")
+	}
+	return out
+}
+
+var errNoRoomZero = errors.New("room 0 is never a room")
+
+func (l *Lobby) limited(newly bool) {
+	l.stats.drop("rate_limited")
+	if newly {
+		l.stats.limited.Add(1)
+	}
+}
+
+func (l *Lobby) startCreate(c sender, h packet.Header, from netip.AddrPort, key retryKey, now time.Time) {
+	if ok, newly := l.sources.allowCreate(from.Addr().Unmap(), now); !ok {
+		l.retries.abandon(key)
+		l.limited(newly)
+		return
+	}
+	if l.creating.Add(1) > int64(l.cfg.MaxCreates) {
+		l.creating.Add(-1)
+		l.retries.abandon(key)
+		l.stats.drop("create_busy")
+		return
+	}
+	l.work.Go(func() {
+		defer l.creating.Add(-1)
+		room, err := l.rooms.Create(l.ctx, from)
+		if err == nil {
+			l.stats.granted[0].Add(1)
+			l.log.Info().Uint32("room", room.ID).Uint16("port", room.Port).Stringer("creator", from).Msg("create granted")
+		} else {
+			l.failed("create", from, 0, err)
+		}
+		l.answer(c, h, from, key, room, err, make([]byte, 0, 32))
+	})
+}
+
+func (l *Lobby) joinWorker() {
+	buf := make([]byte, 0, 64)
+	for j := range l.jobs {
+		room, err := l.rooms.Join(l.ctx, j.room, j.from)
+		if err == nil {
+			l.stats.granted[1].Add(1)
+			if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
+				e.Uint32("room", room.ID).Stringer("player", j.from).Msg("seat held")
+			}
+		} else {
+			l.failed("join", j.from, j.room, err)
+		}
+		buf = l.answer(j.conn, j.h, j.from, j.key, room, err, buf[:0])
+	}
+}
+
+// answer encodes the outcome of a CREATE or JOIN, records it for retries
+// and sends it.
+func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room supervisor.Room, err error, buf []byte) []byte {
+	buf = l.appendAnswer(buf, h, room, err)
+	l.retries.finish(key, buf)
+	l.send(c, buf, from, replyType(buf), time.Now())
+	return buf
+}
+
+// appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for room, or
+// JOIN_FAILED when err is set, in the request's framing, sequence and
+// tick.
+func (l *Lobby) appendAnswer(b []byte, req packet.Header, room supervisor.Room, err error) []byte {
+	h := packet.Header{Framing: req.Framing, Seq: req.Seq, Tick: req.Tick}
+	m := packet.Message{Header: h, RoomID: room.ID, Port: room.Port}
+	switch {
+	case err != nil:
+		m = packet.Message{Header: h}
+		m.Type = packet.JoinFailed
+	case req.Type == packet.CreateRoom:
+		m.Type = packet.RoomCreated
+	default:
+		m.Type = packet.JoinSuccess
+	}
+	out, encErr := m.Append(b)
+	if encErr != nil { // a fixed-size message cannot fail to encode
+		panic(fmt.Sprintf("lobby: encoding %#x: %v", m.Type, encErr))
+	}
+	return out
+}
+
+// failed counts a refused CREATE or JOIN by reason; the line is at debug
+// because a flood of JOINs to a full room must not flood the log (the
+// report line sums them).
+func (l *Lobby) failed(op string, from netip.AddrPort, room uint32, err error) {
+	l.stats.fail(failureReason(err))
+	if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversions
+		e.Str("op", op).Uint32("room", room).Stringer("from", from).Err(err).Msg("refused")
+	}
+}
+
+func failureReason(err error) string {
+	for _, r := range []struct {
+		err  error
+		name string
+	}{
+		{errNoRoomZero, "room_0"},
+		{supervisor.ErrNoRoom, "no_room"},
+		{supervisor.ErrFull, "full"},
+		{supervisor.ErrNotJoinable, "not_joinable"},
+		{supervisor.ErrCapacity, "capacity"},
+		{supervisor.ErrNoPorts, "no_ports"},
+		{supervisor.ErrSpawn, "spawn"},
+		{supervisor.ErrClosed, "closed"},
+		{context.Canceled, "canceled"},
+		{context.DeadlineExceeded, "canceled"},
+	} {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
+	}
+	return "other"
+}
+
+// send writes one reply of type typ if the reflection guard lets it
+// through.
+func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, typ packet.Type, now time.Time) {
+	if !l.reflect.allow(to.Addr(), len(b), now) {
+		l.stats.drop("reflection")
+		return
+	}
+	if _, err := c.WriteToUDPAddrPort(b, to); err != nil {
+		l.stats.drop("send_error")
+		return
+	}
+	l.stats.replies[replyIndex(typ)].Add(1)
+}
+
+// replyType reads the message type of a reply the lobby encoded.
+func replyType(b []byte) packet.Type {
+	if len(b) > 6 && b[0] == 0xA3 { // legacy magic; the type follows version and packetType
+		return packet.Type(b[6])
+	}
+	if len(b) > 1 {
+		return packet.Type(b[1])
+	}
+	return 0
+}
+
+// report logs, every ReportInterval, what was dropped or refused since the
+// last report, if anything was.
+func (l *Lobby) report(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(l.cfg.ReportInterval)
+	defer t.Stop()
+	var last Stats // from zero: whatever came before the first tick is reported too
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := l.stats.snapshot()
+		drops, failures := delta(now.Drops, last.Drops), delta(now.Failures, last.Failures)
+		limited := now.LimitedSources - last.LimitedSources
+		if len(drops) > 0 || len(failures) > 0 || limited > 0 {
+			l.log.Info().Dict("dropped", dict(drops)).Dict("refused", dict(failures)).
+				Uint64("limited_sources", limited).Dur("interval", l.cfg.ReportInterval).Msg("lobby drops")
+		}
+		last = now
+	}
+}

@@ -1,0 +1,591 @@
+package lobby
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// testConfig serves on a free loopback port with the default limits.
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
+	return c
+}
+
+// start serves rooms until the test ends.
+func start(t testing.TB, cfg Config, rooms supervisor.Rooms) (*Lobby, netip.AddrPort) {
+	t.Helper()
+	l, err := New(cfg, rooms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return l, l.Addrs()[0]
+}
+
+// client is a UDP socket bound to ip (any port) talking to the lobby.
+type client struct {
+	t    testing.TB
+	conn *net.UDPConn
+	to   netip.AddrPort
+}
+
+func dial(t testing.TB, ip string, to netip.AddrPort) *client {
+	t.Helper()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, conn: c, to: to}
+}
+
+func (c *client) sendRaw(b []byte) {
+	c.t.Helper()
+	if _, err := c.conn.WriteToUDPAddrPort(b, c.to); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) send(h packet.Header, room uint32) {
+	c.t.Helper()
+	m := packet.Message{Header: h, RoomID: room}
+	b, err := m.Append(nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.sendRaw(b)
+}
+
+// recv waits up to wait for a reply; ok is false if none came.
+func (c *client) recv(wait time.Duration) (packet.Message, bool) {
+	c.t.Helper()
+	buf := make([]byte, 1<<16)
+	c.conn.SetReadDeadline(time.Now().Add(wait))
+	n, err := c.conn.Read(buf)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return packet.Message{}, false
+		}
+		c.t.Fatal(err)
+	}
+	m, err := packet.Parse(buf[:n])
+	if err != nil {
+		c.t.Fatalf("reply %x: %v", buf[:n], err)
+	}
+	return m, true
+}
+
+// roundTrip sends one request and returns its reply, failing the test if
+// none comes within a generous bound.
+func (c *client) roundTrip(h packet.Header, room uint32) packet.Message {
+	c.t.Helper()
+	c.send(h, room)
+	m, ok := c.recv(5 * time.Second)
+	if !ok {
+		c.t.Fatalf("no reply to %#x seq %d", h.Type, h.Seq)
+	}
+	if m.Seq != h.Seq || m.Framing != h.Framing || m.Tick != h.Tick {
+		c.t.Fatalf("reply %+v does not echo request %+v", m.Header, h)
+	}
+	return m
+}
+
+// quiet is how long a test waits to conclude no reply is coming. Absence
+// cannot be proven faster; every such check is followed by one that a
+// reply does come, so a slow machine cannot make a broken lobby pass.
+const quiet = 200 * time.Millisecond
+
+func (c *client) expectNothing() {
+	c.t.Helper()
+	if m, ok := c.recv(quiet); ok {
+		c.t.Fatalf("unexpected reply %+v", m)
+	}
+}
+
+func hdr(f packet.Framing, t packet.Type, seq uint16) packet.Header {
+	h := packet.Header{Framing: f, Type: t, Seq: seq}
+	if f == packet.Legacy {
+		h.Tick = 0xDEADBEEF - uint32(seq)
+	}
+	return h
+}
+
+func TestFlowsBothFramings(t *testing.T) {
+	rooms := newMemRooms(8)
+	_, addr := start(t, testConfig(), rooms)
+	for _, f := range []packet.Framing{packet.Compact, packet.Legacy} {
+		c := dial(t, "127.0.0.1", addr)
+		base := uint16(100 * (f + 1))
+		created := c.roundTrip(hdr(f, packet.CreateRoom, base), 0)
+		if created.Type != packet.RoomCreated || created.RoomID == 0 || created.Port != uint16(30000+created.RoomID) {
+			t.Fatalf("CREATE answered %+v", created)
+		}
+		list := c.roundTrip(hdr(f, packet.ListRooms, base+1), 0)
+		if list.Type != packet.RoomList || !slices.ContainsFunc(list.Rooms, func(r packet.Room) bool {
+			return r.ID == created.RoomID && r.Players == 1 && r.MaxPlayers == 4
+		}) {
+			t.Fatalf("LIST answered %+v", list)
+		}
+		other := dial(t, "127.0.0.1", addr)
+		joined := other.roundTrip(hdr(f, packet.JoinRoom, base+2), created.RoomID)
+		if joined.Type != packet.JoinSuccess || joined.RoomID != created.RoomID || joined.Port != created.Port {
+			t.Fatalf("JOIN answered %+v", joined)
+		}
+		if failed := other.roundTrip(hdr(f, packet.JoinRoom, base+3), 9999); failed.Type != packet.JoinFailed {
+			t.Fatalf("JOIN of a missing room answered %+v", failed)
+		}
+		if failed := other.roundTrip(hdr(f, packet.JoinRoom, base+4), 0); failed.Type != packet.JoinFailed {
+			t.Fatalf("JOIN of room 0 answered %+v", failed)
+		}
+	}
+}
+
+// The reply to LIST seq 7 with the golden two-room table is the golden
+// ROOM_LIST patched to seq 7, bit for bit apart from seq and CRC.
+func TestListPatchedFromCache(t *testing.T) {
+	rooms := newMemRooms(8)
+	rooms.add(supervisor.Room{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: packet.Waiting})
+	rooms.add(supervisor.Room{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: packet.Playing})
+	_, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	golden, _ := hex.DecodeString("0241000000180018000200000001000100047530000000000200040004753102ba7e9222")
+	for _, seq := range []uint16{7, 0, 65535} {
+		c.send(hdr(packet.Compact, packet.ListRooms, seq), 0)
+		buf := make([]byte, 1<<16)
+		c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := c.conn.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(golden)
+		packet.SetSeq(want, seq)
+		if !slices.Equal(buf[:n], want) {
+			t.Errorf("seq %d: got %x, want %x", seq, buf[:n], want)
+		}
+	}
+	// A change of the table shows in the next LIST.
+	rooms.add(supervisor.Room{ID: 3, MaxPlayers: 4, Port: 30002})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if m := c.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0); len(m.Rooms) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the third room never showed")
+		}
+	}
+}
+
+func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
+	var rs []supervisor.Room
+	for i := range packet.MaxRooms + 100 {
+		r := supervisor.Room{ID: uint32(i + 1), MaxPlayers: 4, State: packet.Playing}
+		if i%50 == 0 {
+			r.State = packet.Waiting
+		}
+		if i%100 == 0 {
+			r.Players = 4 // waiting but full: not joinable
+		}
+		rs = append(rs, r)
+	}
+	got := listed(rs)
+	if len(got) != packet.MaxRooms {
+		t.Fatalf("%d rooms listed", len(got))
+	}
+	joinable := 0
+	for i, r := range got {
+		if r.State == packet.Waiting && r.Players < 4 {
+			if i != joinable {
+				t.Fatalf("joinable room %d at %d, after a non-joinable one", r.ID, i)
+			}
+			joinable++
+		}
+	}
+	if joinable != len(rs)/100 {
+		t.Errorf("%d joinable rooms listed, want %d", joinable, len(rs)/100)
+	}
+	if small := listed(rs[:3]); len(small) != 3 || small[0].ID != 1 || small[2].ID != 3 {
+		t.Errorf("a small table is reordered: %+v", small)
+	}
+}
+
+func TestMalformedDroppedAndCounted(t *testing.T) {
+	l, addr := start(t, testConfig(), newMemRooms(8))
+	c := dial(t, "127.0.0.1", addr)
+	list, _ := hex.DecodeString("0140000700000000" + "5fa3769e")
+	join, _ := hex.DecodeString("014400020004000400000001dedf7aae")
+	badCRC := slices.Clone(list)
+	badCRC[11] ^= 1
+	reply, _ := hex.DecodeString("02460009000000000dccfa26") // a server message sent to the server
+	for name, b := range map[string][]byte{
+		"empty": {}, "short": list[:7], "truncated": join[:15], "bad crc": badCRC,
+		"long": append(slices.Clone(list), 0), "reply": reply,
+		"legacy garbage": {0xA3, 0, 0, 0, 1, 1, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	} {
+		c.sendRaw(b)
+		if m, ok := c.recv(quiet); ok {
+			t.Errorf("%s: answered %+v", name, m)
+		}
+	}
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0) // still serving
+	s := l.Stats()
+	var dropped uint64
+	for _, n := range s.Drops {
+		dropped += n
+	}
+	if dropped != 7 || s.Drops["crc"] != 1 || s.Drops["not_request"] != 1 {
+		t.Errorf("drops %v", s.Drops)
+	}
+	if s.Requests["list"] != 1 || s.Replies["room_list"] != 1 {
+		t.Errorf("requests %v replies %v", s.Requests, s.Replies)
+	}
+}
+
+func TestRateLimitPerSource(t *testing.T) {
+	cfg := testConfig()
+	cfg.Rate, cfg.Burst = 1, 5
+	l, addr := start(t, cfg, newMemRooms(8))
+	noisy := dial(t, "127.0.0.1", addr)
+	for seq := range uint16(20) {
+		noisy.send(hdr(packet.Compact, packet.ListRooms, seq), 0)
+	}
+	answered := 0
+	for {
+		if _, ok := noisy.recv(quiet); !ok {
+			break
+		}
+		answered++
+	}
+	// At most the burst plus what refilled while sending.
+	if answered < 5 || answered > 8 {
+		t.Errorf("%d of 20 answered, want about the burst of 5", answered)
+	}
+	calm := dial(t, "127.0.0.2", addr)
+	calm.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
+	s := l.Stats()
+	if s.Drops["rate_limited"] != uint64(20-answered) || s.LimitedSources != 1 || s.Sources != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestCreateRateLimit(t *testing.T) {
+	cfg := testConfig()
+	cfg.CreateRate, cfg.CreateBurst = 0.001, 2
+	rooms := newMemRooms(64)
+	_, addr := start(t, cfg, rooms)
+	c := dial(t, "127.0.0.1", addr)
+	c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0)
+	c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 2), 0)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 3), 0)
+	c.expectNothing()
+	// A retry of an answered CREATE is not a new CREATE: it is replayed.
+	c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 2), 0)
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 4), 0)
+	if n := rooms.creates.Load(); n != 2 {
+		t.Errorf("%d creates ran", n)
+	}
+}
+
+// A CREATE retried while it runs joins the running one; once done, retries
+// get the same reply; LIST and JOIN are answered meanwhile.
+func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
+	rooms := newMemRooms(8)
+	rooms.add(supervisor.Room{ID: 50, MaxPlayers: 4, Port: 30050})
+	rooms.gate = make(chan struct{})
+	l, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	for range 5 {
+		c.send(hdr(packet.Legacy, packet.CreateRoom, 77), 0)
+	}
+	other := dial(t, "127.0.0.1", addr)
+	other.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
+	if m := other.roundTrip(hdr(packet.Compact, packet.JoinRoom, 2), 50); m.Type != packet.JoinSuccess {
+		t.Fatalf("JOIN answered %+v", m)
+	}
+	close(rooms.gate)
+	first, ok := c.recv(5 * time.Second)
+	if !ok || first.Type != packet.RoomCreated || first.Seq != 77 {
+		t.Fatalf("CREATE answered %+v %v", first, ok)
+	}
+	c.expectNothing() // one reply for the five sends
+	for range 10 {
+		if again := c.roundTrip(hdr(packet.Legacy, packet.CreateRoom, 77), 0); again.RoomID != first.RoomID {
+			t.Fatalf("retry answered room %d, first %d", again.RoomID, first.RoomID)
+		}
+	}
+	if n := rooms.creates.Load(); n != 1 {
+		t.Errorf("%d creates ran", n)
+	}
+	if s := l.Stats(); s.Retries != 10 || s.Drops["retry_pending"] != 4 || s.Granted["create"] != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestJoinRetryRunsOnce(t *testing.T) {
+	rooms := newMemRooms(8)
+	rooms.add(supervisor.Room{ID: 5, MaxPlayers: 4, Port: 30005})
+	_, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	for range 3 {
+		if m := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 9), 5); m.Type != packet.JoinSuccess {
+			t.Fatalf("JOIN answered %+v", m)
+		}
+	}
+	if n := rooms.joins.Load(); n != 1 {
+		t.Errorf("%d joins ran", n)
+	}
+}
+
+func TestCreateBusyAndDraining(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxCreates = 1
+	cfg.CreateBurst = 10
+	rooms := newMemRooms(8)
+	rooms.gate = make(chan struct{})
+	l, addr := start(t, cfg, rooms)
+	c := dial(t, "127.0.0.1", addr)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 2), 0) // no slot left
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0)
+	l.Drain()
+	c.send(hdr(packet.Compact, packet.CreateRoom, 4), 0)
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 5), 0)
+	close(rooms.gate)
+	if m, ok := c.recv(5 * time.Second); !ok || m.Seq != 1 {
+		t.Fatalf("first CREATE answered %+v %v", m, ok)
+	}
+	c.expectNothing()
+	if s := l.Stats(); s.Drops["create_busy"] != 1 || s.Drops["draining"] != 1 {
+		t.Errorf("drops %v", s.Drops)
+	}
+}
+
+func TestCreateFailureIsJoinFailed(t *testing.T) {
+	l, addr := start(t, testConfig(), newMemRooms(0))
+	c := dial(t, "127.0.0.1", addr)
+	if m := c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0); m.Type != packet.JoinFailed {
+		t.Fatalf("CREATE past capacity answered %+v", m)
+	}
+	if s := l.Stats(); s.Failures["capacity"] != 1 {
+		t.Errorf("failures %v", s.Failures)
+	}
+}
+
+func TestReflectionGuard(t *testing.T) {
+	rooms := newMemRooms(8)
+	for i := range 4000 { // a ~52 KB list
+		rooms.add(supervisor.Room{ID: uint32(i + 1), MaxPlayers: 4})
+	}
+	cfg := testConfig()
+	cfg.ReflectionLimit = 1024 // the bucket still holds one full datagram
+	l, addr := start(t, cfg, rooms)
+	a := dial(t, "127.0.0.1", addr)
+	a.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
+	// Another address of the same /24: the network's budget is spent.
+	b := dial(t, "127.0.0.3", addr)
+	b.send(hdr(packet.Compact, packet.ListRooms, 2), 0)
+	b.expectNothing()
+	// Another /24 has its own budget.
+	dial(t, "127.0.1.1", addr).roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0)
+	if s := l.Stats(); s.Drops["reflection"] != 1 || s.Prefixes != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestSourcesTableBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxSources = 8
+	l, addr := start(t, cfg, newMemRooms(8))
+	for i := range 20 {
+		c := dial(t, netip.AddrFrom4([4]byte{127, 0, 2, byte(i + 1)}).String(), addr)
+		c.roundTrip(hdr(packet.Compact, packet.ListRooms, uint16(i)), 0)
+	}
+	if s := l.Stats(); s.Sources != 8 {
+		t.Errorf("%d sources tracked, bound is 8", s.Sources)
+	}
+}
+
+func TestTableSecondChance(t *testing.T) {
+	tb := newTable[int, string](3)
+	tb.put(1, "a")
+	tb.put(2, "b")
+	tb.put(3, "c")
+	tb.put(4, "d") // all were used: the hand clears them all, evicts 1
+	if _, ok := tb.get(1); ok {
+		t.Error("1 survived")
+	}
+	tb.get(2) // 2 gets a second chance, 3 does not
+	tb.put(5, "e")
+	if _, ok := tb.get(3); ok {
+		t.Error("3 survived")
+	}
+	for _, k := range []int{2, 4, 5} {
+		if _, ok := tb.get(k); !ok {
+			t.Errorf("%d evicted", k)
+		}
+	}
+	if tb.len() != 3 || len(tb.index) != 3 {
+		t.Errorf("len %d, index %d", tb.len(), len(tb.index))
+	}
+}
+
+func TestRetriesBounded(t *testing.T) {
+	r := newRetries(2, time.Minute)
+	now := time.Now()
+	k := func(seq uint16) retryKey { return retryKey{typ: packet.JoinRoom, seq: seq} }
+	for seq := range uint16(3) {
+		if _, found := r.begin(k(seq), now, nil); found {
+			t.Fatalf("seq %d found before it ran", seq)
+		}
+		if reply, found := r.begin(k(seq), now, nil); !found || len(reply) != 0 {
+			t.Fatalf("seq %d running: %v %v", seq, reply, found)
+		}
+		r.finish(k(seq), []byte{byte(seq), 9})
+	}
+	if _, found := r.begin(k(0), now, nil); found {
+		t.Error("the oldest entry survived the bound")
+	}
+	if reply, found := r.begin(k(2), now, []byte{7}); !found || !slices.Equal(reply, []byte{7, 2, 9}) {
+		t.Errorf("newest entry: %v %v", reply, found)
+	}
+	if _, found := r.begin(k(2), now.Add(2*time.Minute), nil); found {
+		t.Error("an entry outlived the window")
+	}
+	if len(r.m) > 2 {
+		t.Errorf("%d entries, bound is 2", len(r.m))
+	}
+	r.abandon(k(2)) // running again since it expired: forgotten
+	if _, found := r.begin(k(2), now.Add(2*time.Minute), nil); found {
+		t.Error("an abandoned entry was found")
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.Rate = 0
+	if _, err := New(cfg, newMemRooms(1)); err == nil {
+		t.Error("rate 0 accepted")
+	}
+	_, addr := start(t, testConfig(), newMemRooms(1))
+	cfg = testConfig()
+	cfg.Listen = append(cfg.Listen, addr) // taken: the whole New fails
+	if _, err := New(cfg, newMemRooms(1)); err == nil {
+		t.Error("a port in use was bound")
+	}
+}
+
+func TestServesEveryListenAddress(t *testing.T) {
+	cfg := testConfig()
+	cfg.Listen = append(cfg.Listen, netip.MustParseAddrPort("[::1]:0"))
+	l, _ := start(t, cfg, newMemRooms(1))
+	addrs := l.Addrs()
+	if len(addrs) != 2 || !addrs[1].Addr().Is6() {
+		t.Fatalf("bound %v", addrs)
+	}
+	dial(t, "127.0.0.1", addrs[0]).roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
+	dial(t, "::1", addrs[1]).roundTrip(hdr(packet.Legacy, packet.ListRooms, 2), 0)
+}
+
+// A supervisor that does not answer JOIN stalls neither LIST nor the read
+// loop: JOINs queue, then are dropped and counted.
+func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
+	rooms := newMemRooms(1)
+	rooms.add(supervisor.Room{ID: 1, MaxPlayers: 4})
+	rooms.joinGate = make(chan struct{})
+	cfg := testConfig()
+	cfg.Rate, cfg.Burst = 1e6, 1e6
+	l, addr := start(t, cfg, rooms)
+	defer close(rooms.joinGate) // before the lobby's cleanup waits for its workers
+	c := dial(t, "127.0.0.1", addr)
+	n := joinWorkers + joinQueue + 10
+	for i := range n {
+		c.send(hdr(packet.Compact, packet.JoinRoom, uint16(i)), 1)
+		if i%256 == 0 { // let the loop keep up with the socket buffer
+			c.roundTrip(hdr(packet.Compact, packet.ListRooms, uint16(60000+i)), 0)
+		}
+	}
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 65000), 0)
+	s := l.Stats()
+	if s.Drops["join_busy"] < 10 || s.Requests["join"] != uint64(n) {
+		t.Errorf("requests %v drops %v", s.Requests, s.Drops)
+	}
+}
+
+// Drops and refusals reach the log as one summary line per interval,
+// not one line per datagram.
+func TestDropsReportedPeriodically(t *testing.T) {
+	var logs syncBuffer
+	cfg := testConfig()
+	cfg.ReportInterval = 50 * time.Millisecond
+	cfg.Log = zerolog.New(&logs)
+	_, addr := start(t, cfg, newMemRooms(1))
+	c := dial(t, "127.0.0.1", addr)
+	for range 100 {
+		c.sendRaw([]byte{1, 2, 3})
+	}
+	c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 1), 7) // refused: no room 7
+	// The counts may straddle two intervals: add up the report lines.
+	var short, noRoom, lines float64
+	for deadline := time.Now().Add(10 * time.Second); short < 100 || noRoom < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("reports add up to %v short, %v no_room:\n%s", short, noRoom, logs.String())
+		}
+		short, noRoom, lines = 0, 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var m struct {
+				Message string
+				Dropped map[string]float64
+				Refused map[string]float64
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Message == "lobby drops" {
+				short += m.Dropped["short"]
+				noRoom += m.Refused["no_room"]
+				lines++
+			}
+		}
+	}
+	if short != 100 || noRoom != 1 || lines > 3 {
+		t.Errorf("%v report lines say %v short, %v no_room:\n%s", lines, short, noRoom, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

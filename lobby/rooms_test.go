@@ -1,0 +1,121 @@
+package lobby
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// memRooms is an in-memory supervisor.Rooms with the supervisor's JOIN
+// rules, so the lobby can be tested over real sockets without spawning
+// processes.
+type memRooms struct {
+	mu           sync.Mutex
+	version      uint64
+	rooms        []supervisor.Room
+	seats        map[uint32]map[netip.AddrPort]bool
+	maxInstances int
+	gate         chan struct{} // when set, Create waits for it
+	joinGate     chan struct{} // when set, Join waits for it
+	creates      atomic.Int64
+	joins        atomic.Int64
+	watchers     []chan supervisor.Event
+}
+
+func newMemRooms(maxInstances int) *memRooms {
+	return &memRooms{seats: map[uint32]map[netip.AddrPort]bool{}, maxInstances: maxInstances}
+}
+
+// add puts a room in the table directly.
+func (m *memRooms) add(r supervisor.Room) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rooms = append(m.rooms, r)
+	m.seats[r.ID] = map[netip.AddrPort]bool{}
+	m.changed(supervisor.RoomCreated, r)
+}
+
+// changed bumps the version and tells the watchers; m.mu is held.
+func (m *memRooms) changed(kind supervisor.EventKind, r supervisor.Room) {
+	m.version++
+	for _, w := range m.watchers {
+		select {
+		case w <- supervisor.Event{Kind: kind, Room: r, Version: m.version}:
+		default:
+		}
+	}
+}
+
+func (m *memRooms) List() supervisor.Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return supervisor.Snapshot{Version: m.version, Rooms: slices.Clone(m.rooms)}
+}
+
+func (m *memRooms) Create(ctx context.Context, creator netip.AddrPort) (supervisor.Room, error) {
+	m.creates.Add(1)
+	if m.gate != nil {
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+			return supervisor.Room{}, ctx.Err()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.rooms) >= m.maxInstances {
+		return supervisor.Room{}, supervisor.ErrCapacity
+	}
+	id := uint32(len(m.rooms) + 1)
+	r := supervisor.Room{ID: id, Port: uint16(30000 + id), MaxPlayers: 4, Seats: 1, State: packet.Waiting}
+	m.rooms = append(m.rooms, r)
+	m.seats[id] = map[netip.AddrPort]bool{creator: true}
+	m.changed(supervisor.RoomCreated, r)
+	return r, nil
+}
+
+func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort) (supervisor.Room, error) {
+	m.joins.Add(1)
+	if m.joinGate != nil {
+		<-m.joinGate
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := slices.IndexFunc(m.rooms, func(r supervisor.Room) bool { return r.ID == id })
+	if i < 0 {
+		return supervisor.Room{}, supervisor.ErrNoRoom
+	}
+	r := &m.rooms[i]
+	switch {
+	case m.seats[id][player]:
+		return *r, nil
+	case r.State != packet.Waiting && r.State != packet.Countdown:
+		return supervisor.Room{}, supervisor.ErrNotJoinable
+	case r.Players+r.Seats >= r.MaxPlayers:
+		return supervisor.Room{}, supervisor.ErrFull
+	}
+	m.seats[id][player] = true
+	r.Seats++
+	m.changed(supervisor.RoomChanged, *r)
+	return *r, nil
+}
+
+func (m *memRooms) Watch(ctx context.Context) <-chan supervisor.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := make(chan supervisor.Event, 64)
+	m.watchers = append(m.watchers, ch)
+	go func() {
+		<-ctx.Done()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.watchers = slices.DeleteFunc(m.watchers, func(w chan supervisor.Event) bool { return w == ch })
+		close(ch)
+	}()
+	return ch
+}

@@ -1,0 +1,422 @@
+// Package tests runs the real foyer binary as a child process and talks
+// to it over real UDP on loopback.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the foyer binary TestMain builds once.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "foyer-tests-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "foyer")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/foyer")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building foyer:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Message types of the native protocol.
+const (
+	listRooms   = 0x40
+	roomList    = 0x41
+	createRoom  = 0x42
+	roomCreated = 0x43
+	joinRoom    = 0x44
+	joinSuccess = 0x45
+	joinFailed  = 0x46
+)
+
+// framing is the header layout of a request: compact (8 bytes) or the
+// original game's legacy 17-byte header.
+type framing int
+
+const (
+	compact framing = iota
+	legacy
+)
+
+// encode builds a request by hand from the protocol notes, independently
+// of package packet, so the tests check the lobby against the spec and
+// can build every malformed shape.
+func encode(f framing, typ byte, seq uint16, tick uint32, payload []byte) []byte {
+	var b []byte
+	if f == legacy {
+		b = append(b, 0xA3, 0x5F, 0xC8, 0x1D, 0x01, 0x01, typ)
+		b = binary.BigEndian.AppendUint16(b, seq)
+		b = binary.BigEndian.AppendUint32(b, tick)
+	} else {
+		b = append(b, 0x01, typ)
+		b = binary.BigEndian.AppendUint16(b, seq)
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(payload)))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(payload)))
+	return appendChecksum(append(b, payload...))
+}
+
+// appendChecksum appends the CRC-32 (IEEE) of b, big-endian.
+func appendChecksum(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func joinPayload(room uint32) []byte { return binary.BigEndian.AppendUint32(nil, room) }
+
+// reply is a decoded server message.
+type reply struct {
+	framing framing
+	typ     byte
+	seq     uint16
+	tick    uint32
+	payload []byte
+}
+
+// decode checks a server datagram strictly: framing, direction, sizes,
+// CRC.
+func decode(b []byte) (reply, error) {
+	var r reply
+	if len(b) < 4 || crc32.ChecksumIEEE(b[:len(b)-4]) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return r, errors.New("bad CRC or short")
+	}
+	h := b
+	if b[0] == 0xA3 {
+		if len(b) < 21 || !bytes.Equal(b[:5], []byte{0xA3, 0x5F, 0xC8, 0x1D, 0x01}) {
+			return r, errors.New("bad legacy header")
+		}
+		r.framing, r.tick, h = legacy, binary.BigEndian.Uint32(b[9:]), b[5:9]
+		h = append(h[:4:4], b[13:17]...)
+	}
+	if len(h) < 8 || h[0] != 0x02 {
+		return r, errors.New("not a server message")
+	}
+	r.typ, r.seq = h[1], binary.BigEndian.Uint16(h[2:])
+	size, orig := binary.BigEndian.Uint16(h[4:]), binary.BigEndian.Uint16(h[6:])
+	hl := 8
+	if r.framing == legacy {
+		hl = 17
+	}
+	if size != orig || len(b) != hl+int(size)+4 {
+		return r, errors.New("bad sizes")
+	}
+	r.payload = b[hl : hl+int(size)]
+	return r, nil
+}
+
+// room is one ROOM_LIST entry.
+type room struct {
+	id           uint32
+	players, max uint16
+	port         uint16
+	state        byte
+}
+
+func (r reply) rooms(t testing.TB) []room {
+	t.Helper()
+	if r.typ != roomList || len(r.payload) < 2 {
+		t.Fatalf("not a ROOM_LIST: %#x %x", r.typ, r.payload)
+	}
+	// The fields of an entry add up to 11 bytes, as in the golden
+	// ROOM_LIST (the notes' "13 bytes per room" counts otherwise).
+	const entry = 11
+	n := int(binary.BigEndian.Uint16(r.payload))
+	if len(r.payload) != 2+entry*n {
+		t.Fatalf("ROOM_LIST of %d rooms has %d bytes", n, len(r.payload))
+	}
+	out := make([]room, n)
+	for i := range out {
+		e := r.payload[2+entry*i:]
+		out[i] = room{binary.BigEndian.Uint32(e), binary.BigEndian.Uint16(e[4:]), binary.BigEndian.Uint16(e[6:]),
+			binary.BigEndian.Uint16(e[8:]), e[10]}
+	}
+	return out
+}
+
+// roomPort reads ROOM_CREATED / JOIN_SUCCESS.
+func (r reply) roomPort(t testing.TB) (uint32, uint16) {
+	t.Helper()
+	if (r.typ != roomCreated && r.typ != joinSuccess) || len(r.payload) != 6 {
+		t.Fatalf("not ROOM_CREATED or JOIN_SUCCESS: %#x %x", r.typ, r.payload)
+	}
+	return binary.BigEndian.Uint32(r.payload), binary.BigEndian.Uint16(r.payload[4:])
+}
+
+// client is one UDP socket talking to the lobby.
+type client struct {
+	t    testing.TB
+	conn *net.UDPConn
+	to   netip.AddrPort
+}
+
+func newClient(t testing.TB, ip string, to netip.AddrPort) *client {
+	t.Helper()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, conn: c, to: to}
+}
+
+func (c *client) send(b []byte) {
+	c.t.Helper()
+	if _, err := c.conn.WriteToUDPAddrPort(b, c.to); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv waits up to wait for one datagram; ok is false if none came.
+func (c *client) recv(wait time.Duration) (reply, bool) {
+	c.t.Helper()
+	r, err := c.tryRecv(wait)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r, r.typ != 0
+}
+
+// tryRecv is recv for other goroutines than the test's: it reports
+// instead of failing. A zero reply means none came in time.
+func (c *client) tryRecv(wait time.Duration) (reply, error) {
+	buf := make([]byte, 1<<16)
+	c.conn.SetReadDeadline(time.Now().Add(wait))
+	n, err := c.conn.Read(buf)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return reply{}, nil
+		}
+		return reply{}, err
+	}
+	r, err := decode(buf[:n])
+	if err != nil {
+		return reply{}, fmt.Errorf("reply %x: %w", buf[:n], err)
+	}
+	return r, nil
+}
+
+// request sends one request and returns the reply that echoes it;
+// CREATE may take as long as an instance takes to start.
+func (c *client) request(f framing, typ byte, seq uint16, payload []byte) reply {
+	c.t.Helper()
+	r, err := c.exchange(f, typ, seq, payload)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// exchange is request for other goroutines than the test's.
+func (c *client) exchange(f framing, typ byte, seq uint16, payload []byte) (reply, error) {
+	tick := uint32(0)
+	if f == legacy {
+		tick = rand.Uint32()
+	}
+	if _, err := c.conn.WriteToUDPAddrPort(encode(f, typ, seq, tick, payload), c.to); err != nil {
+		return reply{}, err
+	}
+	r, err := c.tryRecv(15 * time.Second)
+	switch {
+	case err != nil:
+		return r, err
+	case r.typ == 0:
+		return r, fmt.Errorf("no reply to %#x seq %d", typ, seq)
+	case r.seq != seq || r.framing != f || r.tick != tick:
+		return r, fmt.Errorf("reply (framing %d seq %d tick %d) does not echo request (framing %d seq %d tick %d)",
+			r.framing, r.seq, r.tick, f, seq, tick)
+	}
+	return r, nil
+}
+
+func (c *client) list(seq uint16) []room {
+	c.t.Helper()
+	return c.request(compact, listRooms, seq, nil).rooms(c.t)
+}
+
+// quiet is how long a test waits to conclude that no reply is coming; each
+// such check is followed by a request that must be answered.
+const quiet = 300 * time.Millisecond
+
+// server is one running `foyer serve`.
+type server struct {
+	t     testing.TB
+	cmd   *exec.Cmd
+	lobby netip.AddrPort
+	ports [2]int // the instance port pool
+	logs  *logBuffer
+	exit  chan error
+}
+
+// logBuffer keeps the server's stderr (JSON lines) for the test to read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// lines returns the JSON log lines whose message is msg.
+func (l *logBuffer) lines(msg string) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(l.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// freeUDPPort returns a loopback UDP port free a moment ago.
+func freeUDPPort(t testing.TB) int {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// startServer writes a config (the lobby and instance sections are filled
+// in, extra is appended inside [lobby] ... as given) and runs foyer serve
+// until the test ends, then checks that SIGTERM makes it exit 0.
+func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
+	t.Helper()
+	port := freeUDPPort(t)
+	// A pool of 20 ports somewhere high, away from other tests' pools.
+	first := 40000 + rand.IntN(1000)*20
+	cfg := fmt.Sprintf(`[lobby]
+listen = "127.0.0.1:%d"
+%s
+[supervisor]
+ports = "%d-%d"
+bind = "127.0.0.1"
+%s
+[log]
+level = "debug"
+format = "json"
+`, port, lobbyExtra, first, first+19, supervisorExtra)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
+		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + 19}}
+	s.cmd = exec.Command(bin, "serve", "--config", path)
+	s.cmd.Stderr = s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exit <- s.cmd.Wait() }()
+	t.Cleanup(s.stop)
+	s.waitReady()
+	return s
+}
+
+// waitReady polls LIST until the lobby answers.
+func (s *server) waitReady() {
+	s.t.Helper()
+	c := newClient(s.t, "127.0.0.1", s.lobby)
+	deadline := time.Now().Add(20 * time.Second)
+	for seq := uint16(0); time.Now().Before(deadline); seq++ {
+		c.send(encode(compact, listRooms, seq, 0, nil))
+		if _, ok := c.recv(100 * time.Millisecond); ok {
+			return
+		}
+		select {
+		case err := <-s.exit:
+			s.t.Fatalf("foyer serve exited early (%v):\n%s", err, s.logs)
+		default:
+		}
+	}
+	s.t.Fatalf("the lobby never answered:\n%s", s.logs)
+}
+
+// stop sends SIGTERM: the server must stop its instances and exit 0.
+func (s *server) stop() {
+	s.t.Helper()
+	if s.cmd.ProcessState == nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case err := <-s.exit:
+		if err != nil {
+			s.t.Errorf("foyer serve did not exit cleanly on SIGTERM: %v\n%s", err, s.logs)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Errorf("foyer serve ignored SIGTERM:\n%s", s.logs)
+	}
+	for _, m := range s.logs.lines("room created") {
+		if pid, ok := m["pid"].(float64); ok && alive(int(pid)) {
+			s.t.Errorf("instance pid %d outlived the server", int(pid))
+		}
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// instancePID returns the pid the supervisor logged for room id. The log
+// reaches the test through a pipe, so it may lag the reply: poll.
+func (s *server) instancePID(id uint32) int {
+	s.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range s.logs.lines("room created") {
+			if v, ok := m["id"].(float64); ok && uint32(v) == id {
+				if pid, ok := m["pid"].(float64); ok && pid > 0 {
+					return int(pid)
+				}
+			}
+		}
+	}
+	s.t.Fatalf("no pid logged for room %d:\n%s", id, s.logs)
+	return 0
+}
