@@ -273,7 +273,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		return
 	}
 	var oob []byte
-	if false && l.wantDst && arrived.IsValid() {
+	if l.wantDst && arrived.IsValid() {
 		oob = (&ipv4.ControlMessage{Src: arrived.AsSlice()}).Marshal()
 	}
 	if _, _, err := l.conn.WriteMsgUDPAddrPort(r.out, oob, from); err != nil {
