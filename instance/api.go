@@ -1,17 +1,27 @@
 // Package instance is the SDK a game process uses to be a Foyer room, and
 // the host side the supervisor uses to run one.
 //
-// API CONTRACT (being implemented; signatures are fixed, bodies are stubs).
+// Every room is its own OS process. The host starts it with [Launch], which
+// runs the hashicorp/go-plugin handshake (gRPC over a unix socket), then
+// hands it its room with [Process.Start]. The instance pushes its status
+// (state, player count, each player's arrival and departure) on a
+// server-streaming Watch call, on every change and as a heartbeat; the host
+// never polls. The service is defined in instance/proto, so a room can be
+// written in any language with gRPC; a Go game needs only [Serve].
+//
+// The process side is built to survive a careless host and the host side a
+// careless process: the instance exits when its parent dies, and nothing an
+// instance writes to stdout or stderr can crash or stall the host.
 package instance
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/netip"
-	"os/exec"
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/rs/zerolog"
 )
 
 // Assignment is what the host hands an instance in Start.
@@ -20,11 +30,15 @@ type Assignment struct {
 	Port       uint16
 	MaxPlayers int
 	Settings   map[string]string
+	// Bind is the address the game port is bound on; the zero value means
+	// every address.
+	Bind netip.Addr
 }
 
 // PlayerEventKind says whether a player came or went.
 type PlayerEventKind uint8
 
+// The player events a Status can carry.
 const (
 	NoPlayerEvent PlayerEventKind = iota
 	PlayerConnected
@@ -40,8 +54,23 @@ type Status struct {
 	IP      netip.Addr      // the player's IP when Event is set
 }
 
-// Reporter is how a game tells the host about itself.
+// HeartbeatInterval is the longest an instance stays silent on Watch: it
+// repeats its status when nothing else was sent for this long. It is below
+// the promised 2 s so a busy scheduler does not make a healthy room look
+// late.
+const HeartbeatInterval = 1900 * time.Millisecond
+
+// ErrPortInUse is matched (errors.Is) by the error [Process.Start] returns
+// when the instance could not bind its UDP port because another socket
+// holds it. The instance is still fresh: Start may be called again with
+// another port.
+var ErrPortInUse = errors.New("instance: port in use")
+
+// Reporter is how a game tells the host about itself. Its methods are safe
+// for concurrent use and never block on the host.
 type Reporter interface {
+	// SetState reports a state change. Reporting Finished ends the
+	// instance: once the host has the final status, the process exits.
 	SetState(packet.RoomState)
 	PlayerConnected(ip netip.Addr)
 	PlayerDisconnected(ip netip.Addr)
@@ -49,52 +78,12 @@ type Reporter interface {
 
 // Game is what a game process implements.
 type Game interface {
-	// Start binds a.Port and starts the game; it returns once the game is
-	// ready for players. The game runs until it reports Finished or ctx ends.
-	Start(ctx context.Context, a Assignment, r Reporter) error
+	// Start starts the game on conn, the UDP socket the SDK has bound on
+	// a.Port, and returns once the game is ready for players. The game
+	// owns conn from then on, and runs until it reports Finished or ctx
+	// ends. conn is an interface on purpose: the SDK may later answer
+	// server-browser queries on the same port before the game sees them.
+	Start(ctx context.Context, a Assignment, conn net.PacketConn, r Reporter) error
 	// Stop ends the game; ctx's deadline is the grace period.
 	Stop(ctx context.Context) error
 }
-
-// Serve runs g as an instance: it answers the plugin handshake and serves
-// until the host stops it. Run by hand, it says what it is and exits.
-func Serve(g Game) {}
-
-// LaunchConfig says how to start one instance process.
-type LaunchConfig struct {
-	Cmd          *exec.Cmd     // Setpgid and Pdeathsig are set by Launch
-	StartTimeout time.Duration // handshake deadline
-	Log          zerolog.Logger
-	// StartProcess starts cmd; the supervisor runs it on its one locked OS
-	// thread so Pdeathsig outlives nothing. Nil means cmd.Start.
-	StartProcess func(cmd *exec.Cmd) error
-}
-
-// Process is a running instance seen from the host.
-type Process struct{}
-
-// Launch starts the process and completes the plugin handshake.
-func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) { return nil, nil }
-
-// Start hands the instance its assignment; it returns once the game is ready.
-func (p *Process) Start(ctx context.Context, a Assignment) error { return nil }
-
-// Status delivers the instance's reports; it is closed when the stream ends.
-func (p *Process) Status() <-chan Status { return nil }
-
-// Stop asks the game to stop, then kills the process group after grace.
-// Safe to call more than once.
-func (p *Process) Stop(grace time.Duration) {}
-
-// Kill sends SIGKILL to the process group at once. Idempotent.
-func (p *Process) Kill() {}
-
-// Exited is closed once the process has exited and been waited for.
-func (p *Process) Exited() <-chan struct{} { return nil }
-
-// ExitStatus is the exit code (or -1) and the signal name, if any; valid
-// once Exited is closed.
-func (p *Process) ExitStatus() (code int, signal string) { return 0, "" }
-
-// PID is the process id.
-func (p *Process) PID() int { return 0 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/config"
 	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/announce"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -27,9 +31,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintln(w, "Usage: foyer serve [--config PATH]")
-		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol) and the supervisor of its rooms")
-		fmt.Fprintln(w, "until SIGINT or SIGTERM, which stop every room before exiting. Every")
-		fmt.Fprintln(w, "config key and its default is documented in config.toml.\n\nFlags:")
+		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol), the GG2-style and GunZ front-ends")
+		fmt.Fprintln(w, "and the upstream announcer when configured, and the supervisor of the")
+		fmt.Fprintln(w, "rooms, until SIGINT or SIGTERM, which stop every room before exiting.")
+		fmt.Fprintln(w, "Every config key and its default is documented in config.toml.\n\nFlags:")
 		fs.PrintDefaults()
 		fmt.Fprintln(w, "\nExample:\n  foyer serve --config config.toml")
 	}
@@ -68,36 +73,119 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serve runs until ctx is done, then stops taking CREATEs, stops every
-// instance and closes the lobby.
+// serve runs until ctx is done, then stops taking CREATEs, stops the
+// neighbour-protocol edges (the announcer unregisters its rooms upstream,
+// the GG2-style front-end its registered servers), stops every instance
+// and closes the lobby.
 func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 	cfg.Supervisor.Log = log
-	cfg.Lobby.Log = log
 	sup, err := supervisor.New(cfg.Supervisor)
 	if err != nil {
 		return err
 	}
-	l, err := lobby.New(cfg.Lobby, sup)
+	share(&cfg, log)
+	edges, err := neighbours(cfg, sup)
 	if err != nil {
 		shutdown(sup, log)
 		return err
 	}
+	l, err := lobby.New(cfg.Lobby, sup)
+	if err != nil {
+		for _, e := range edges {
+			e.Close()
+		}
+		shutdown(sup, log)
+		return err
+	}
+	lobbyDone := make(chan error, 1)
 	lobbyCtx, closeLobby := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- l.Serve(lobbyCtx) }()
+	go func() { lobbyDone <- l.Serve(lobbyCtx) }()
 	log.Info().Stringers("listen", stringers(l.Addrs())).Msg("lobby listening")
-	select {
+	edgeFailed := make(chan error, len(edges))
+	edgesCtx, stopEdges := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	for _, e := range edges {
+		running.Go(func() {
+			if err := e.Serve(edgesCtx); err != nil {
+				edgeFailed <- err
+			}
+		})
+	}
+	lobbyOver := false
+	select { // a socket that fails stops everything
 	case <-ctx.Done():
-	case err = <-served: // a socket failed: stop everything
+	case err = <-lobbyDone:
+		lobbyOver = true
+	case err = <-edgeFailed:
 	}
 	log.Info().Msg("shutting down")
 	l.Drain()
+	stopEdges()
+	running.Wait()
 	shutdown(sup, log)
 	closeLobby()
-	if err == nil {
-		err = <-served
+	if !lobbyOver {
+		if lerr := <-lobbyDone; err == nil {
+			err = lerr
+		}
 	}
 	return err
+}
+
+// share makes every edge draw from one table of per-source buckets and
+// charge one per-network reply budget, built from [lobby], and hands them
+// the logger.
+func share(cfg *config.Config, log zerolog.Logger) {
+	sources, replies := lobby.NewSources(cfg.Lobby), lobby.NewReplyBudget(cfg.Lobby)
+	cfg.Lobby.Sources, cfg.Lobby.Replies, cfg.Lobby.Log = sources, replies, log
+	cfg.GG2.Server.Sources, cfg.GG2.Server.Log = sources, log
+	cfg.GG2.Announce.Log = log
+	cfg.Gunz.Locator.Sources, cfg.Gunz.Locator.Replies, cfg.Gunz.Locator.Log = sources, replies, log
+}
+
+// edge is a server run next to the lobby until its context ends; Close
+// releases it if it is never served.
+type edge interface {
+	Serve(ctx context.Context) error
+	io.Closer
+}
+
+// neighbours binds the enabled neighbour-protocol front-ends and starts
+// the announcer, if configured; on error nothing is left bound.
+func neighbours(cfg config.Config, sup *supervisor.Supervisor) ([]edge, error) {
+	var edges []edge
+	fail := func(err error) ([]edge, error) {
+		for _, e := range edges {
+			e.Close()
+		}
+		return nil, err
+	}
+	if cfg.GG2.Enabled {
+		reg, ok := any(sup).(supervisor.Registry)
+		if !ok {
+			return fail(errors.New("gg2: the supervisor does not take registrations"))
+		}
+		s, err := gg2.New(cfg.GG2.Server, sup, reg)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, s)
+	}
+	if cfg.Gunz.Enabled {
+		loc, err := gunz.New(cfg.Gunz.Locator, sup)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, loc)
+	}
+	if cfg.GG2.Announce.Upstream != "" {
+		a, err := announce.New(cfg.GG2.Announce, sup)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, a)
+	}
+	return edges, nil
 }
 
 func shutdown(sup *supervisor.Supervisor, log zerolog.Logger) {

@@ -1,0 +1,567 @@
+package instance_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/rs/zerolog"
+)
+
+// The test binary doubles as the instance: with modeEnv set, TestMain
+// becomes that process instead of running tests.
+const (
+	modeEnv    = "FOYER_TEST_INSTANCE_MODE"
+	pidFileEnv = "FOYER_TEST_PID_FILE"
+)
+
+func TestMain(m *testing.M) {
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		os.Exit(m.Run())
+	}
+	if f := os.Getenv(pidFileEnv); f != "" {
+		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
+	switch mode {
+	case "game":
+		instance.Serve(&testGame{})
+	case "bad-stderr":
+		// Lines that would choke an hclog parser, before and after the
+		// handshake.
+		fmt.Fprintln(os.Stderr, `{"@message":123}`)
+		fmt.Fprintln(os.Stderr, `{"@level":["x"],"@message":{}}`)
+		fmt.Fprintln(os.Stderr, strings.Repeat("x", 100_000))
+		stderr := os.Stderr // Serve replaces the variable, not the file
+		go func() {
+			for range 5 {
+				fmt.Fprintln(stderr, `{"@message":123,"@timestamp":false}`)
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		instance.Serve(&testGame{})
+	case "garbage-stdout":
+		fmt.Println("hello, I am not a handshake")
+		time.Sleep(time.Hour)
+	case "foreign-handshake":
+		// A well-formed handshake that points the host at a TCP address.
+		fmt.Println("1|1|tcp|127.0.0.1:9|grpc|")
+		time.Sleep(time.Hour)
+	case "silent":
+		time.Sleep(time.Hour)
+	case "grandchild":
+		// A child in the same group holding stdout and stderr open.
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), modeEnv+"=sleep", pidFileEnv+"="+os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))
+		gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
+		if err := gc.Start(); err != nil {
+			os.Exit(3)
+		}
+		instance.Serve(&testGame{})
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "host":
+		// A host that launches one instance, then waits to be killed.
+		p, err := instance.Launch(context.Background(), instance.LaunchConfig{Cmd: selfCommand("game", os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))})
+		if err != nil {
+			os.Exit(3)
+		}
+		_ = p
+		time.Sleep(time.Hour)
+	}
+	os.Exit(4)
+}
+
+// testGame is driven over its UDP port by text commands: "state N",
+// "join", "leave".
+type testGame struct {
+	conn     net.PacketConn
+	hangStop bool
+}
+
+func (g *testGame) Start(_ context.Context, a instance.Assignment, conn net.PacketConn, r instance.Reporter) error {
+	if msg := a.Settings["fail"]; msg != "" {
+		return errors.New(msg)
+	}
+	g.conn, g.hangStop = conn, a.Settings["hang_stop"] != ""
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			ip := from.(*net.UDPAddr).AddrPort().Addr()
+			cmd := string(buf[:n])
+			switch {
+			case cmd == "join":
+				r.PlayerConnected(ip)
+			case cmd == "leave":
+				r.PlayerDisconnected(ip)
+			case strings.HasPrefix(cmd, "state "):
+				s, _ := strconv.Atoi(cmd[len("state "):])
+				r.SetState(packet.RoomState(s))
+			}
+		}
+	}()
+	return nil
+}
+
+func (g *testGame) Stop(context.Context) error {
+	if g.hangStop {
+		select {}
+	}
+	return g.conn.Close()
+}
+
+// selfCommand runs this test binary as an instance in mode.
+func selfCommand(mode, pidFile string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), modeEnv+"="+mode)
+	if pidFile != "" {
+		cmd.Env = append(cmd.Env, pidFileEnv+"="+pidFile)
+	}
+	return cmd
+}
+
+const patience = 10 * time.Second // liveness bound, never a speed check
+
+func launch(t *testing.T, mode string, log zerolog.Logger) *instance.Process {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: selfCommand(mode, ""), Log: log})
+	if err != nil {
+		t.Fatalf("Launch(%s): %v", mode, err)
+	}
+	t.Cleanup(func() { kill(t, p) })
+	return p
+}
+
+// kill kills p and waits, boundedly, for it to be gone.
+func kill(t *testing.T, p *instance.Process) {
+	t.Helper()
+	p.Kill()
+	select {
+	case <-p.Exited():
+	case <-time.After(patience):
+		t.Errorf("process %d survived SIGKILL to its group", p.PID())
+	}
+}
+
+func freePort(t *testing.T) uint16 {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
+}
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+func start(t *testing.T, p *instance.Process, settings map[string]string) uint16 {
+	t.Helper()
+	port := freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := p.Start(ctx, instance.Assignment{RoomID: 7, Port: port, MaxPlayers: 4, Settings: settings, Bind: loopback})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return port
+}
+
+// next returns the next status that is not a bare heartbeat repeating
+// the same state and count.
+func next(t *testing.T, p *instance.Process, prev instance.Status) instance.Status {
+	t.Helper()
+	timeout := time.After(patience)
+	for {
+		select {
+		case s, ok := <-p.Status():
+			if !ok {
+				t.Fatalf("status closed after %+v", prev)
+			}
+			if s.Event == instance.NoPlayerEvent && s.State == prev.State && s.Players == prev.Players {
+				continue
+			}
+			return s
+		case <-timeout:
+			t.Fatalf("no status after %+v", prev)
+		}
+	}
+}
+
+func send(t *testing.T, port uint16, msgs ...string) {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, m := range msgs {
+		if _, err := c.Write([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitExit(t *testing.T, p *instance.Process) (int, string) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-time.After(patience):
+		t.Fatal("process did not exit")
+	}
+	return p.ExitStatus()
+}
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	if p.PID() <= 0 {
+		t.Fatalf("PID() = %d", p.PID())
+	}
+	first := <-p.Status()
+	if first != (instance.Status{State: packet.Waiting}) {
+		t.Fatalf("first status %+v, want Waiting with no players", first)
+	}
+	port := start(t, p, nil)
+
+	send(t, port, "join")
+	s := next(t, p, first)
+	want := instance.Status{State: packet.Waiting, Players: 1, Event: instance.PlayerConnected, IP: loopback}
+	if s != want {
+		t.Fatalf("after join: %+v, want %+v", s, want)
+	}
+	send(t, port, "state 1")
+	if s = next(t, p, s); s.State != packet.Countdown || s.Players != 1 || s.Event != instance.NoPlayerEvent {
+		t.Fatalf("after state 1: %+v", s)
+	}
+	// With nothing happening, heartbeats repeat the status.
+	select {
+	case hb := <-p.Status():
+		if hb != s {
+			t.Fatalf("heartbeat %+v, want %+v", hb, s)
+		}
+	case <-time.After(patience):
+		t.Fatal("no heartbeat")
+	}
+	send(t, port, "leave")
+	if s = next(t, p, s); s.Event != instance.PlayerDisconnected || s.Players != 0 || s.IP != loopback {
+		t.Fatalf("after leave: %+v", s)
+	}
+	send(t, port, "state 3")
+	if s = next(t, p, s); s.State != packet.Finished {
+		t.Fatalf("after state 3: %+v", s)
+	}
+	if _, ok := <-p.Status(); ok {
+		t.Fatal("status stream goes on after Finished")
+	}
+	if code, sig := waitExit(t, p); code != 0 || sig != "" {
+		t.Fatalf("exit status %d %q, want 0", code, sig)
+	}
+}
+
+func drainUntilClosed(t *testing.T, p *instance.Process) instance.Status {
+	t.Helper()
+	var last instance.Status
+	timeout := time.After(patience)
+	for {
+		select {
+		case s, ok := <-p.Status():
+			if !ok {
+				return last
+			}
+			last = s
+		case <-timeout:
+			t.Fatal("status stream did not end")
+		}
+	}
+}
+
+func TestStop(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	start(t, p, nil)
+	p.Stop(patience)
+	p.Stop(patience)
+	if last := drainUntilClosed(t, p); last.State != packet.Finished {
+		t.Fatalf("last status %+v, want Finished", last)
+	}
+	if code, sig := waitExit(t, p); code != 0 || sig != "" {
+		t.Fatalf("exit status %d %q, want 0", code, sig)
+	}
+	p.Stop(time.Second)
+	p.Kill()
+}
+
+func TestStopHangingGameIsKilled(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	start(t, p, map[string]string{"hang_stop": "1"})
+	p.Stop(200 * time.Millisecond)
+	if code, sig := waitExit(t, p); code != -1 || sig != "SIGKILL" {
+		t.Fatalf("exit status %d %q, want -1 SIGKILL", code, sig)
+	}
+	drainUntilClosed(t, p)
+}
+
+func TestKill(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	p.Kill()
+	p.Kill()
+	if code, sig := waitExit(t, p); code != -1 || sig != "SIGKILL" {
+		t.Fatalf("exit status %d %q, want -1 SIGKILL", code, sig)
+	}
+	drainUntilClosed(t, p)
+	p.Kill()
+	p.Stop(time.Second)
+}
+
+func TestStartPortInUse(t *testing.T) {
+	t.Parallel()
+	held, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := uint16(held.LocalAddr().(*net.UDPAddr).Port)
+
+	p := launch(t, "game", zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	for _, bind := range []netip.Addr{loopback, {}} {
+		err = p.Start(ctx, instance.Assignment{RoomID: 1, Port: port, MaxPlayers: 2, Bind: bind})
+		if !errors.Is(err, instance.ErrPortInUse) {
+			t.Fatalf("Start on a held port (bind %v): %v, want ErrPortInUse", bind, err)
+		}
+	}
+	// The instance is still fresh: another port works.
+	start(t, p, nil)
+}
+
+func TestStartGameError(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := p.Start(ctx, instance.Assignment{RoomID: 1, Port: freePort(t), MaxPlayers: 2, Bind: loopback,
+		Settings: map[string]string{"fail": "bad setting countdown"}})
+	if err == nil || errors.Is(err, instance.ErrPortInUse) || !strings.Contains(err.Error(), "bad setting countdown") {
+		t.Fatalf("Start with a failing game: %v", err)
+	}
+	err = p.Start(ctx, instance.Assignment{RoomID: 1, Port: 0, MaxPlayers: 2})
+	if err == nil || errors.Is(err, instance.ErrPortInUse) {
+		t.Fatalf("Start with port 0: %v", err)
+	}
+}
+
+// syncBuffer is a log sink the stderr forwarder and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestMalformedStderrIsForwardedNotParsed(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	p := launch(t, "bad-stderr", zerolog.New(&logs).Level(zerolog.DebugLevel))
+	start(t, p, nil)
+	p.Stop(patience)
+	if code, _ := waitExit(t, p); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"line":{"@message":123}`) {
+		t.Fatalf("stderr line not forwarded as JSON; log:\n%.2000s", out)
+	}
+	for l := range strings.Lines(out) {
+		if len(l) > 8192 {
+			t.Fatalf("a forwarded line is %d bytes long", len(l))
+		}
+	}
+}
+
+func pidFile(t *testing.T) string { return t.TempDir() + "/pid" }
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			pid, err := strconv.Atoi(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", file)
+	return 0
+}
+
+// waitGone waits until pid is no longer a live process (gone or a zombie).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d is still running", pid)
+}
+
+func TestLaunchFailuresKillTheProcess(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"garbage-stdout", "foreign-handshake", "silent"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			file := pidFile(t)
+			_, err := instance.Launch(context.Background(), instance.LaunchConfig{
+				Cmd:          selfCommand(mode, file),
+				StartTimeout: 500 * time.Millisecond,
+			})
+			if err == nil {
+				t.Fatal("Launch succeeded")
+			}
+			waitGone(t, readPID(t, file))
+		})
+	}
+}
+
+func TestLaunchCancelled(t *testing.T) {
+	t.Parallel()
+	file := pidFile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		readPID(t, file)
+		cancel()
+	}()
+	_, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: selfCommand("silent", file), StartTimeout: patience})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Launch: %v, want context.Canceled", err)
+	}
+	waitGone(t, readPID(t, file))
+}
+
+func TestKillTakesTheWholeGroup(t *testing.T) {
+	t.Parallel()
+	file := pidFile(t)
+	cmd := selfCommand("grandchild", "")
+	cmd.Env = append(cmd.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	p, err := instance.Launch(context.Background(), instance.LaunchConfig{Cmd: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := readPID(t, file)
+	kill(t, p)
+	waitGone(t, gc)
+	drainUntilClosed(t, p)
+}
+
+func TestInstanceDiesWithItsHost(t *testing.T) {
+	t.Parallel()
+	file := pidFile(t)
+	host := selfCommand("host", "")
+	host.Env = append(host.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inst := readPID(t, file)
+	host.Process.Kill()
+	host.Wait()
+	waitGone(t, inst)
+}
+
+func TestRunByHand(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), modeEnv+"=game")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("run by hand: %v, want exit status 1", err)
+	}
+	if !bytes.Contains(out, []byte("Foyer room")) {
+		t.Fatalf("run by hand says %q", out)
+	}
+}
+
+func TestStartProcessHookAndProcessGroup(t *testing.T) {
+	t.Parallel()
+	// A starter on one locked thread that never exits, as a supervisor
+	// runs it for the parent-death signal.
+	reqs := make(chan *exec.Cmd)
+	errs := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		for cmd := range reqs {
+			errs <- cmd.Start()
+		}
+	}()
+	defer close(reqs)
+	calls := 0
+	p, err := instance.Launch(context.Background(), instance.LaunchConfig{
+		Cmd: selfCommand("game", ""),
+		StartProcess: func(cmd *exec.Cmd) error {
+			calls++
+			reqs <- cmd
+			return <-errs
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kill(t, p)
+	if calls != 1 {
+		t.Fatalf("StartProcess called %d times", calls)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis: state, ppid, pgrp.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if pgrp, _ := strconv.Atoi(f[2]); pgrp != p.PID() {
+		t.Fatalf("process group %d, want its own (%d)", pgrp, p.PID())
+	}
+	start(t, p, nil)
+}

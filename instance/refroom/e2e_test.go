@@ -1,0 +1,385 @@
+package refroom_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/game"
+	"github.com/rs/zerolog"
+)
+
+// With roomEnv set, the test binary is a reference room process, as
+// `foyer instance` is.
+const roomEnv = "FOYER_TEST_REFROOM"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(roomEnv) != "" {
+		instance.Serve(refroom.New(zerolog.New(os.Stderr)))
+	}
+	os.Exit(m.Run())
+}
+
+const patience = 10 * time.Second // liveness bound, never a speed check
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+func roomCommand() *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), roomEnv+"=1")
+	return cmd
+}
+
+func freePort(t testing.TB) uint16 {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
+}
+
+// openRoom launches a reference room and starts it on a free port.
+func openRoom(t testing.TB, maxPlayers int, settings map[string]string) (*instance.Process, uint16, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: roomCommand()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Kill()
+		<-p.Exited()
+	})
+	port := freePort(t)
+	err = p.Start(ctx, instance.Assignment{RoomID: 42, Port: port, MaxPlayers: maxPlayers, Settings: settings, Bind: loopback})
+	return p, port, err
+}
+
+// client is a player on a real UDP socket.
+type client struct {
+	t    *testing.T
+	conn *net.UDPConn
+	seq  uint16
+}
+
+func dial(t *testing.T, port uint16) *client {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, conn: c}
+}
+
+func (c *client) send(typ game.Type) {
+	c.t.Helper()
+	c.seq++
+	m := game.Message{Type: typ, Seq: c.seq, Token: uint32(c.seq) * 1000}
+	b, err := m.Append(nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.conn.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) recv() game.Message {
+	c.t.Helper()
+	buf := make([]byte, 1500)
+	c.conn.SetReadDeadline(time.Now().Add(patience))
+	n, err := c.conn.Read(buf)
+	if err != nil {
+		c.t.Fatalf("waiting for the room: %v", err)
+	}
+	m, err := game.Parse(buf[:n])
+	if err != nil {
+		c.t.Fatalf("the room sent %x: %v", buf[:n], err)
+	}
+	return m
+}
+
+// expect reads messages until one of type typ, which it returns; only
+// pongs may come before it.
+func (c *client) expect(typ game.Type) game.Message {
+	c.t.Helper()
+	for {
+		m := c.recv()
+		if m.Type == typ {
+			return m
+		}
+		if m.Type != game.ServerPong {
+			c.t.Fatalf("got %v, want %v", m.Type, typ)
+		}
+	}
+}
+
+// states collects the distinct states of p's status stream until it
+// ends, and the player events.
+func states(p *instance.Process) (seen []packet.RoomState, events []string) {
+	for s := range p.Status() {
+		if len(seen) == 0 || seen[len(seen)-1] != s.State {
+			seen = append(seen, s.State)
+		}
+		switch s.Event {
+		case instance.PlayerConnected:
+			events = append(events, "+"+s.IP.String())
+		case instance.PlayerDisconnected:
+			events = append(events, "-"+s.IP.String())
+		}
+	}
+	return seen, events
+}
+
+func collect(p *instance.Process) <-chan [2][]string {
+	ch := make(chan [2][]string, 1)
+	go func() {
+		seen, events := states(p)
+		var names []string
+		for _, s := range seen {
+			names = append(names, s.String())
+		}
+		ch <- [2][]string{names, events}
+	}()
+	return ch
+}
+
+func waitExit(t *testing.T, p *instance.Process) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-time.After(patience):
+		t.Fatal("room did not exit")
+	}
+	if code, sig := p.ExitStatus(); code != 0 {
+		t.Fatalf("room exited with %d %s", code, sig)
+	}
+}
+
+func TestMatchEndToEnd(t *testing.T) {
+	t.Parallel()
+	p, port, err := openRoom(t, 2, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := collect(p)
+	alice, bob, carol := dial(t, port), dial(t, port), dial(t, port)
+	alice.send(game.ClientHello)
+	if m := alice.expect(game.ServerHello); m.RoomID != 42 || m.Slot != 0 || m.MaxPlayers != 2 {
+		t.Fatalf("alice's hello: %+v", m)
+	}
+	bob.send(game.ClientHello)
+	if m := bob.expect(game.ServerHello); m.Slot != 1 {
+		t.Fatalf("bob's hello: %+v", m)
+	}
+	carol.send(game.ClientHello)
+	if m := carol.expect(game.ServerJoinDeny); m.Deny != game.DenyFull {
+		t.Fatalf("carol's deny: %+v", m)
+	}
+	alice.send(game.ClientPing)
+	if m := alice.expect(game.ServerPong); m.Seq != alice.seq || m.Token != uint32(alice.seq)*1000 {
+		t.Fatalf("pong %+v does not echo ping %d", m, alice.seq)
+	}
+	alice.send(game.ClientReady)
+	bob.send(game.ClientReady)
+	for _, c := range []*client{alice, bob} {
+		for _, want := range []uint16{2, 1} {
+			if m := c.expect(game.CountdownTick); m.Seconds != want {
+				t.Fatalf("tick %d, want %d", m.Seconds, want)
+			}
+		}
+		if m := c.expect(game.GameStart); m.Seconds != 1 {
+			t.Fatalf("game start %+v", m)
+		}
+		if m := c.expect(game.GameEnd); m.End != game.EndTimeUp {
+			t.Fatalf("game end %+v", m)
+		}
+	}
+	h := <-history
+	if got := strings.Join(h[0], " "); got != "waiting countdown playing finished" {
+		t.Fatalf("states %q", got)
+	}
+	if got := strings.Join(h[1], " "); got != "+127.0.0.1 +127.0.0.1" {
+		t.Fatalf("player events %q", got)
+	}
+	waitExit(t, p)
+}
+
+func TestSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
+	t.Parallel()
+	p, port, err := openRoom(t, 4, map[string]string{"silence_timeout": "200ms", "idle_timeout": "400ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := collect(p)
+	c := dial(t, port)
+	c.send(game.ClientHello)
+	c.expect(game.ServerHello)
+	h := <-history
+	if got := strings.Join(h[0], " "); got != "waiting finished" {
+		t.Fatalf("states %q", got)
+	}
+	if got := strings.Join(h[1], " "); got != "+127.0.0.1 -127.0.0.1" {
+		t.Fatalf("player events %q", got)
+	}
+	waitExit(t, p)
+}
+
+func TestStopEndsTheMatch(t *testing.T) {
+	t.Parallel()
+	p, port, err := openRoom(t, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, port)
+	c.send(game.ClientHello)
+	c.expect(game.ServerHello)
+	p.Stop(patience)
+	if m := c.expect(game.GameEnd); m.End != game.EndStopped {
+		t.Fatalf("game end %+v", m)
+	}
+	waitExit(t, p)
+}
+
+func TestGarbageGetsNoAnswer(t *testing.T) {
+	t.Parallel()
+	_, port, err := openRoom(t, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, port)
+	hello, _ := (&game.Message{Type: game.ClientHello}).Append(nil)
+	bad := slices.Clone(hello)
+	bad[len(bad)-1] ^= 1
+	for _, b := range [][]byte{bad, hello[:5], []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffgie3\x05")} {
+		c.conn.Write(b)
+	}
+	c.send(game.ClientPing) // a stranger's ping gets nothing either
+	c.send(game.ClientHello)
+	if m := c.recv(); m.Type != game.ServerHello {
+		t.Fatalf("first answer is %v, want the hello's", m.Type)
+	}
+}
+
+func TestBadSettingsFailStart(t *testing.T) {
+	t.Parallel()
+	_, _, err := openRoom(t, 4, map[string]string{"countdown": "three"})
+	if err == nil || !strings.Contains(err.Error(), `countdown="three"`) {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// BenchmarkColdStart measures what a room create waits for without a warm
+// pool: Launch (process start and handshake) plus Start until ready.
+func BenchmarkColdStart(b *testing.B) {
+	var took []time.Duration
+	ctx := context.Background()
+	for b.Loop() {
+		begin := time.Now()
+		p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: roomCommand()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = p.Start(ctx, instance.Assignment{RoomID: 1, Port: freePort(b), MaxPlayers: 4, Bind: loopback})
+		took = append(took, time.Since(begin))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Kill()
+		<-p.Exited()
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	ms := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))]) / 1e6 }
+	b.ReportMetric(ms(0.5), "p50-ms")
+	b.ReportMetric(ms(0.99), "p99-ms")
+}
+
+// BenchmarkIdleRSS measures the resident memory of a started, idle room:
+// all of it (VmRSS), and the part no other room shares (RssAnon; the rest
+// is the executable's pages, in memory once for every room).
+func BenchmarkIdleRSS(b *testing.B) {
+	var rss, private float64
+	n := 0
+	for b.Loop() {
+		p, _, err := openRoom(b, 4, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // let it settle past a heartbeat
+		rss += procStatusMB(b, p.PID(), "VmRSS:")
+		private += procStatusMB(b, p.PID(), "RssAnon:")
+		n++
+		p.Kill()
+		<-p.Exited()
+	}
+	b.ReportMetric(rss/float64(n), "rss-MB")
+	b.ReportMetric(private/float64(n), "private-MB")
+}
+
+// procStatusMB reads one kB field of /proc/PID/status, in MB.
+func procStatusMB(b *testing.B, pid int, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l := range strings.Lines(string(data)) {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == field {
+			kb, err := strconv.Atoi(f[1])
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// BenchmarkIdleRoomsHostCPU measures what idle rooms cost their host:
+// rooms are started, their status streams read (heartbeats included), and
+// the host's CPU time over a quiet window is reported per 200 rooms.
+func BenchmarkIdleRoomsHostCPU(b *testing.B) {
+	const rooms = 100
+	const window = 5 * time.Second
+	for b.Loop() {
+		for range rooms {
+			p, _, err := openRoom(b, rooms, map[string]string{"idle_timeout": "10m"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() {
+				for range p.Status() {
+				}
+			}()
+		}
+		before := cpuTime(b)
+		time.Sleep(window)
+		used := cpuTime(b) - before
+		b.ReportMetric(100*float64(used)/float64(window)*200/rooms, "host-cpu-%-per-200-rooms")
+	}
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,290 @@
+package refroom
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/game"
+)
+
+// Datagram is a message the room wants sent.
+type Datagram struct {
+	To  netip.AddrPort
+	Msg game.Message
+}
+
+type player struct {
+	slot     uint8
+	ready    bool
+	lastSeen time.Time
+}
+
+// Room is the reference room's rules as a state machine, free of sockets
+// and clocks: the caller feeds it messages and the time, sends what it
+// puts in its outbox, and calls Advance by the time Next says.
+//
+//	Waiting --(min_players connected, all ready)--> Countdown
+//	Countdown --(a player left, too few remain)--> Waiting
+//	Countdown --(countdown over)--> Playing
+//	Playing --(match over, or nobody left)--> Finished
+//	Waiting --(nobody connected for idle_timeout)--> Finished
+//	any --(Stop)--> Finished
+type Room struct {
+	id      uint32
+	max     int
+	cfg     Config
+	rep     instance.Reporter
+	state   packet.RoomState
+	players map[netip.AddrPort]*player
+	seq     uint16
+
+	idleSince    time.Time // when the room became empty; zero if it is not
+	countdownEnd time.Time
+	nextTick     time.Time // next CountdownTick; zero once all are sent
+	ticksLeft    int       // the seconds the next tick announces
+	matchEnd     time.Time
+
+	out []Datagram
+}
+
+// NewRoom opens room id in Waiting at now. maxPlayers must be within
+// 1-MaxPlayers and cfg must come from ParseSettings.
+func NewRoom(id uint32, maxPlayers int, cfg Config, rep instance.Reporter, now time.Time) *Room {
+	return &Room{
+		id:        id,
+		max:       maxPlayers,
+		cfg:       cfg,
+		rep:       rep,
+		players:   make(map[netip.AddrPort]*player, maxPlayers),
+		idleSince: now,
+	}
+}
+
+// State is the room's current state.
+func (r *Room) State() packet.RoomState { return r.state }
+
+// Players is the number of connected players.
+func (r *Room) Players() int { return len(r.players) }
+
+// Outbox returns the datagrams to send, in order, and forgets them. The
+// slice is reused by the next call.
+func (r *Room) Outbox() []Datagram {
+	out := r.out
+	r.out = r.out[:0]
+	return out
+}
+
+// Receive handles one message from a player's address.
+func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
+	if r.state == packet.Finished {
+		return
+	}
+	p := r.players[from]
+	switch m.Type {
+	case game.ClientHello:
+		if p == nil {
+			if p = r.admit(from); p == nil {
+				return
+			}
+		}
+		r.send(from, game.Message{Type: game.ServerHello, RoomID: r.id, Slot: p.slot, MaxPlayers: uint8(r.max)})
+	case game.ClientReady:
+		if p != nil {
+			p.ready = true
+		}
+	case game.ClientPing:
+		if p != nil {
+			r.out = append(r.out, Datagram{from, game.Message{Type: game.ServerPong, Seq: m.Seq, Token: m.Token}})
+		}
+	case game.ClientDisconnect:
+		if p != nil {
+			r.remove(now, from)
+			p = nil
+		}
+	default:
+		return // a server's message, sent to a server: ignored
+	}
+	if p != nil {
+		p.lastSeen = now
+	}
+	r.Advance(now)
+}
+
+// admit seats a new player, or answers with a deny and returns nil.
+func (r *Room) admit(from netip.AddrPort) *player {
+	if r.state != packet.Waiting {
+		r.send(from, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyInProgress})
+		return nil
+	}
+	if len(r.players) >= r.max {
+		r.send(from, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyFull})
+		return nil
+	}
+	p := &player{slot: r.freeSlot()}
+	r.players[from] = p
+	r.idleSince = time.Time{}
+	r.rep.PlayerConnected(from.Addr())
+	return p
+}
+
+func (r *Room) freeSlot() uint8 {
+	var taken [MaxPlayers]bool
+	for _, p := range r.players {
+		taken[p.slot] = true
+	}
+	for i, t := range taken {
+		if !t {
+			return uint8(i)
+		}
+	}
+	return 0 // unreachable: admit checks the room is not full
+}
+
+func (r *Room) remove(now time.Time, addr netip.AddrPort) {
+	delete(r.players, addr)
+	r.rep.PlayerDisconnected(addr.Addr())
+	if len(r.players) == 0 {
+		r.idleSince = now
+	}
+}
+
+// Advance applies what time alone changes: silent players are dropped,
+// the countdown ticks, states change.
+func (r *Room) Advance(now time.Time) {
+	if r.state == packet.Finished {
+		return
+	}
+	for addr, p := range r.players {
+		if now.Sub(p.lastSeen) >= r.cfg.SilenceTimeout {
+			r.remove(now, addr)
+		}
+	}
+	switch r.state {
+	case packet.Waiting:
+		if len(r.players) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleTimeout {
+			r.finish(game.EndAbandoned)
+		} else if r.allReady() {
+			r.startCountdown(now)
+		}
+	case packet.Countdown:
+		switch {
+		case len(r.players) < r.cfg.MinPlayers:
+			r.setState(packet.Waiting)
+		case !now.Before(r.countdownEnd):
+			r.play(now)
+		case !now.Before(r.nextTick):
+			r.tick()
+		}
+	case packet.Playing:
+		if len(r.players) == 0 {
+			r.finish(game.EndAbandoned)
+		} else if !now.Before(r.matchEnd) {
+			r.finish(game.EndTimeUp)
+		}
+	}
+}
+
+func (r *Room) allReady() bool {
+	if len(r.players) < r.cfg.MinPlayers {
+		return false
+	}
+	for _, p := range r.players {
+		if !p.ready {
+			return false
+		}
+	}
+	return true
+}
+
+// startCountdown enters Countdown: ticks announce the whole seconds left,
+// rounded up, at each whole second before the end. A zero countdown goes
+// through Countdown straight to Playing, without a tick.
+func (r *Room) startCountdown(now time.Time) {
+	r.setState(packet.Countdown)
+	r.countdownEnd = now.Add(r.cfg.Countdown)
+	r.ticksLeft = int(ceilSeconds(r.cfg.Countdown))
+	if r.ticksLeft == 0 {
+		r.play(now)
+		return
+	}
+	r.tick()
+}
+
+func (r *Room) play(now time.Time) {
+	r.setState(packet.Playing)
+	r.matchEnd = now.Add(r.cfg.MatchDuration)
+	r.broadcast(game.Message{Type: game.GameStart, Seconds: uint16(min(ceilSeconds(r.cfg.MatchDuration), 0xFFFF))})
+}
+
+// ceilSeconds is d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+func (r *Room) tick() {
+	// A tick's byte says 255 for anything longer; the ticks are exact
+	// from there on.
+	r.broadcast(game.Message{Type: game.CountdownTick, Seconds: uint16(min(r.ticksLeft, 0xFF))})
+	r.ticksLeft--
+	r.nextTick = r.countdownEnd.Add(-time.Duration(r.ticksLeft) * time.Second)
+}
+
+// Stop ends the room on the host's request.
+func (r *Room) Stop() {
+	if r.state != packet.Finished {
+		r.finish(game.EndStopped)
+	}
+}
+
+func (r *Room) finish(why game.EndReason) {
+	r.broadcast(game.Message{Type: game.GameEnd, End: why})
+	clear(r.players)
+	r.setState(packet.Finished)
+}
+
+func (r *Room) setState(s packet.RoomState) {
+	r.state = s
+	r.rep.SetState(s)
+}
+
+// Next is when Advance next has something to do; the zero time once the
+// room has finished.
+func (r *Room) Next() time.Time {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	switch r.state {
+	case packet.Finished:
+		return time.Time{}
+	case packet.Waiting:
+		if len(r.players) == 0 {
+			earliest(r.idleSince.Add(r.cfg.IdleTimeout))
+		}
+	case packet.Countdown:
+		if r.ticksLeft > 0 {
+			earliest(r.nextTick)
+		}
+		earliest(r.countdownEnd)
+	case packet.Playing:
+		earliest(r.matchEnd)
+	}
+	for _, p := range r.players {
+		earliest(p.lastSeen.Add(r.cfg.SilenceTimeout))
+	}
+	return next
+}
+
+func (r *Room) send(to netip.AddrPort, m game.Message) {
+	m.Seq = r.seq
+	r.seq++
+	r.out = append(r.out, Datagram{to, m})
+}
+
+func (r *Room) broadcast(m game.Message) {
+	for addr := range r.players {
+		r.send(addr, m)
+	}
+}

@@ -1,0 +1,289 @@
+package refroom
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/game"
+)
+
+// recorder is an instance.Reporter that writes down what it is told.
+type recorder struct{ events []string }
+
+func (r *recorder) SetState(s packet.RoomState)      { r.events = append(r.events, s.String()) }
+func (r *recorder) PlayerConnected(ip netip.Addr)    { r.events = append(r.events, "+"+ip.String()) }
+func (r *recorder) PlayerDisconnected(ip netip.Addr) { r.events = append(r.events, "-"+ip.String()) }
+
+func (r *recorder) take() string {
+	s := strings.Join(r.events, " ")
+	r.events = nil
+	return s
+}
+
+var (
+	t0    = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	alice = netip.MustParseAddrPort("127.0.0.1:5001")
+	bob   = netip.MustParseAddrPort("127.0.0.2:5002")
+	carol = netip.MustParseAddrPort("127.0.0.3:5003")
+)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func newTestRoom(t *testing.T, maxPlayers int, settings map[string]string) (*Room, *recorder) {
+	t.Helper()
+	cfg, err := ParseSettings(settings, maxPlayers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	return NewRoom(9, maxPlayers, cfg, rec, t0), rec
+}
+
+// outbox renders the room's outbox as "to:TYPE(field)" words, in order.
+func outbox(r *Room) string {
+	var words []string
+	for _, d := range r.Outbox() {
+		w := fmt.Sprintf("%s:%s", d.To.Addr(), d.Msg.Type)
+		switch d.Msg.Type {
+		case game.ServerHello:
+			w += fmt.Sprintf("(room=%d,slot=%d,max=%d)", d.Msg.RoomID, d.Msg.Slot, d.Msg.MaxPlayers)
+		case game.ServerJoinDeny:
+			w += fmt.Sprintf("(%d)", d.Msg.Deny)
+		case game.GameEnd:
+			w += fmt.Sprintf("(%d)", d.Msg.End)
+		case game.CountdownTick, game.GameStart:
+			w += fmt.Sprintf("(%d)", d.Msg.Seconds)
+		case game.ServerPong:
+			w += fmt.Sprintf("(seq=%d,token=%d)", d.Msg.Seq, d.Msg.Token)
+		}
+		words = append(words, w)
+	}
+	slices.Sort(words) // broadcasts come in map order
+	return strings.Join(words, " ")
+}
+
+func say(r *Room, now time.Time, from netip.AddrPort, typ game.Type) {
+	r.Receive(now, from, game.Message{Type: typ})
+}
+
+func check(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+func TestRoomPlaysAMatch(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"match_duration": "8s"})
+	say(r, at(0), alice, game.ClientHello)
+	check(t, "hello", outbox(r), "127.0.0.1:SERVER_HELLO(room=9,slot=0,max=4)")
+	say(r, at(0), bob, game.ClientHello)
+	check(t, "hello", outbox(r), "127.0.0.2:SERVER_HELLO(room=9,slot=1,max=4)")
+	say(r, at(time.Second), alice, game.ClientReady)
+	check(t, "one ready", outbox(r)+rec.take(), "+127.0.0.1 +127.0.0.2")
+	if r.State() != packet.Waiting {
+		t.Fatalf("state %v with one player not ready", r.State())
+	}
+	say(r, at(2*time.Second), bob, game.ClientReady)
+	check(t, "all ready", outbox(r), "127.0.0.1:COUNTDOWN_TICK(3) 127.0.0.2:COUNTDOWN_TICK(3)")
+	check(t, "all ready", rec.take(), "countdown")
+	if next := r.Next(); !next.Equal(at(3 * time.Second)) {
+		t.Fatalf("Next = %v, want the second tick", next.Sub(t0))
+	}
+	r.Advance(at(3 * time.Second))
+	check(t, "tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(2) 127.0.0.2:COUNTDOWN_TICK(2)")
+	r.Advance(at(4 * time.Second))
+	check(t, "tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(1) 127.0.0.2:COUNTDOWN_TICK(1)")
+	r.Advance(at(4*time.Second + 999*time.Millisecond))
+	check(t, "before the end", outbox(r)+rec.take(), "")
+	r.Advance(at(5 * time.Second))
+	check(t, "start", outbox(r), "127.0.0.1:GAME_START(8) 127.0.0.2:GAME_START(8)")
+	check(t, "start", rec.take(), "playing")
+	// Pings keep both players alive through the match.
+	for s := 6; s < 13; s += 3 {
+		r.Receive(at(time.Duration(s)*time.Second), alice, game.Message{Type: game.ClientPing, Seq: uint16(s), Token: 77})
+		say(r, at(time.Duration(s)*time.Second), bob, game.ClientReady)
+	}
+	check(t, "pongs", outbox(r), "127.0.0.1:SERVER_PONG(seq=12,token=77) 127.0.0.1:SERVER_PONG(seq=6,token=77) 127.0.0.1:SERVER_PONG(seq=9,token=77)")
+	r.Advance(at(13 * time.Second))
+	check(t, "end", outbox(r), "127.0.0.1:GAME_END(1) 127.0.0.2:GAME_END(1)")
+	check(t, "end", rec.take(), "finished")
+	if !r.Next().IsZero() {
+		t.Fatal("a finished room still wants time")
+	}
+	say(r, at(14*time.Second), carol, game.ClientHello)
+	r.Advance(at(time.Hour))
+	check(t, "after the end", outbox(r)+rec.take(), "")
+}
+
+func TestRoomDeniesWhenFullOrStarted(t *testing.T) {
+	r, rec := newTestRoom(t, 2, map[string]string{"countdown": "1s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), bob, game.ClientHello)
+	outbox(r)
+	say(r, at(0), carol, game.ClientHello)
+	check(t, "full", outbox(r), "127.0.0.3:SERVER_JOIN_DENY(1)")
+	say(r, at(0), alice, game.ClientHello)
+	check(t, "hello again keeps the slot", outbox(r), "127.0.0.1:SERVER_HELLO(room=9,slot=0,max=2)")
+	say(r, at(0), bob, game.ClientDisconnect)
+	say(r, at(0), carol, game.ClientHello)
+	check(t, "freed slot", outbox(r), "127.0.0.3:SERVER_HELLO(room=9,slot=1,max=2)")
+	say(r, at(0), alice, game.ClientReady)
+	say(r, at(0), carol, game.ClientReady)
+	outbox(r)
+	say(r, at(0), bob, game.ClientHello)
+	check(t, "in progress", outbox(r), "127.0.0.2:SERVER_JOIN_DENY(2)")
+	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 -127.0.0.2 +127.0.0.3 countdown")
+}
+
+func TestRoomIgnoresStrangers(t *testing.T) {
+	r, rec := newTestRoom(t, 2, nil)
+	r.Receive(at(0), alice, game.Message{Type: game.ClientPing, Token: 1})
+	say(r, at(0), alice, game.ClientReady)
+	say(r, at(0), alice, game.ClientDisconnect)
+	say(r, at(0), alice, game.ServerHello)
+	check(t, "strangers", outbox(r)+rec.take(), "")
+}
+
+func TestRoomDropsSilentPlayers(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"silence_timeout": "10s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(4*time.Second), bob, game.ClientHello)
+	outbox(r)
+	if next := r.Next(); !next.Equal(at(10 * time.Second)) {
+		t.Fatalf("Next = %v, want alice's silence limit", next.Sub(t0))
+	}
+	r.Advance(at(10*time.Second - time.Nanosecond))
+	check(t, "just in time", rec.take(), "+127.0.0.1 +127.0.0.2")
+	r.Advance(at(10 * time.Second))
+	check(t, "silent", rec.take(), "-127.0.0.1")
+	r.Advance(at(14 * time.Second))
+	check(t, "silent", rec.take(), "-127.0.0.2")
+	check(t, "nobody is told", outbox(r), "")
+}
+
+func TestRoomCountdownFallsBackWhenAPlayerLeaves(t *testing.T) {
+	r, rec := newTestRoom(t, 4, nil)
+	for _, p := range []netip.AddrPort{alice, bob} {
+		say(r, at(0), p, game.ClientHello)
+		say(r, at(0), p, game.ClientReady)
+	}
+	say(r, at(time.Second), bob, game.ClientDisconnect)
+	check(t, "fallback", rec.take(), "+127.0.0.1 +127.0.0.2 countdown -127.0.0.2 waiting")
+	outbox(r)
+	say(r, at(2*time.Second), carol, game.ClientHello)
+	say(r, at(2*time.Second), carol, game.ClientReady)
+	check(t, "again", rec.take(), "+127.0.0.3 countdown")
+}
+
+func TestRoomFinishesWhenEveryoneLeaves(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"min_players": "1", "countdown": "1s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), alice, game.ClientReady)
+	r.Advance(at(time.Second))
+	say(r, at(2*time.Second), alice, game.ClientDisconnect)
+	check(t, "abandoned", rec.take(), "+127.0.0.1 countdown playing -127.0.0.1 finished")
+}
+
+func TestRoomIdleTimeout(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"idle_timeout": "30s"})
+	if next := r.Next(); !next.Equal(at(30 * time.Second)) {
+		t.Fatalf("Next = %v, want the idle limit", next.Sub(t0))
+	}
+	// A visitor resets the clock.
+	say(r, at(20*time.Second), alice, game.ClientHello)
+	say(r, at(25*time.Second), alice, game.ClientDisconnect)
+	r.Advance(at(54 * time.Second))
+	check(t, "not yet idle", rec.take(), "+127.0.0.1 -127.0.0.1")
+	r.Advance(at(55 * time.Second))
+	check(t, "idle", rec.take(), "finished")
+}
+
+func TestRoomStop(t *testing.T) {
+	r, rec := newTestRoom(t, 4, nil)
+	say(r, at(0), alice, game.ClientHello)
+	outbox(r)
+	r.Stop()
+	r.Stop()
+	check(t, "stop", outbox(r), "127.0.0.1:GAME_END(3)")
+	check(t, "stop", rec.take(), "+127.0.0.1 finished")
+}
+
+func TestRoomShortCountdownTicksOnce(t *testing.T) {
+	r, _ := newTestRoom(t, 1, map[string]string{"countdown": "200ms"})
+	say(r, at(0), alice, game.ClientHello)
+	outbox(r)
+	say(r, at(0), alice, game.ClientReady)
+	check(t, "tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(1)")
+	r.Advance(at(200 * time.Millisecond))
+	check(t, "start", outbox(r), "127.0.0.1:GAME_START(120)")
+}
+
+func TestRoomZeroCountdownStartsAtOnce(t *testing.T) {
+	r, rec := newTestRoom(t, 1, map[string]string{"countdown": "0s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), alice, game.ClientReady)
+	check(t, "start", outbox(r), "127.0.0.1:GAME_START(120) 127.0.0.1:SERVER_HELLO(room=9,slot=0,max=1)")
+	check(t, "start", rec.take(), "+127.0.0.1 countdown playing")
+}
+
+func TestRoomLongTimesSaturate(t *testing.T) {
+	r, _ := newTestRoom(t, 1, map[string]string{"countdown": "300s", "match_duration": "20h"})
+	say(r, at(0), alice, game.ClientHello)
+	outbox(r)
+	say(r, at(0), alice, game.ClientReady)
+	check(t, "first tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(255)")
+	for s := 1; s <= 299; s++ {
+		say(r, at(time.Duration(s)*time.Second), alice, game.ClientReady) // keeps alice alive
+	}
+	words := strings.Fields(outbox(r))
+	if len(words) != 299 || words[0] != "127.0.0.1:COUNTDOWN_TICK(1)" {
+		t.Fatalf("%d ticks, lowest %q", len(words), words[0])
+	}
+	r.Advance(at(300 * time.Second))
+	check(t, "start", outbox(r), "127.0.0.1:GAME_START(65535)")
+}
+
+func TestParseSettings(t *testing.T) {
+	cfg, err := ParseSettings(nil, 4)
+	if err != nil || cfg != DefaultConfig {
+		t.Fatalf("defaults: %+v, %v", cfg, err)
+	}
+	cfg, err = ParseSettings(map[string]string{
+		"min_players": "3", "countdown": "1500ms", "match_duration": "2m",
+		"idle_timeout": "5s", "silence_timeout": "250ms",
+	}, 4)
+	want := Config{3, 1500 * time.Millisecond, 2 * time.Minute, 5 * time.Second, 250 * time.Millisecond}
+	if err != nil || cfg != want {
+		t.Fatalf("settings: %+v, %v; want %+v", cfg, err, want)
+	}
+	if cfg, _ := ParseSettings(nil, 1); cfg.MinPlayers != 1 {
+		t.Fatalf("a one-player room needs %d players", cfg.MinPlayers)
+	}
+	for _, tc := range []struct {
+		settings map[string]string
+		max      int
+		want     string
+	}{
+		{nil, 0, "max players 0"},
+		{nil, 256, "max players 256"},
+		{map[string]string{"countdown": "3"}, 4, `countdown="3"`},
+		{map[string]string{"countdown": "-1s"}, 4, `countdown="-1s"`},
+		{map[string]string{"match_duration": "0s"}, 4, `match_duration="0s"`},
+		{map[string]string{"idle_timeout": "soon"}, 4, `idle_timeout="soon"`},
+		{map[string]string{"min_players": "5"}, 4, `min_players="5"`},
+		{map[string]string{"min_players": "0"}, 4, `min_players="0"`},
+		{map[string]string{"min_players": "two"}, 4, `min_players="two"`},
+		{map[string]string{"countdwon": "3s"}, 4, `unknown setting "countdwon"`},
+	} {
+		_, err := ParseSettings(tc.settings, tc.max)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseSettings(%v, %d) = %v, want an error with %q", tc.settings, tc.max, err, tc.want)
+		}
+	}
+}

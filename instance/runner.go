@@ -1,0 +1,244 @@
+package instance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// Bounds on what an instance can make the host read.
+const (
+	// maxLogLine is the longest stderr line forwarded whole; the rest of a
+	// longer line is dropped.
+	maxLogLine = 4096
+	// pipeLinger is how long after the process exits the host keeps
+	// reading its stdout and stderr. Something that escaped the process
+	// group may hold them open forever; go-plugin would wait for it.
+	pipeLinger = time.Second
+)
+
+// procRunner is the go-plugin runner for one instance process. It owns the
+// process: it starts it (on the caller's thread, for the parent-death
+// signal), reaps it, kills its group, and decides what go-plugin may read.
+// go-plugin reads the handshake from stdout and gets an empty stderr,
+// because it parses stderr as hclog JSON and a hostile line can panic it;
+// the real stderr is forwarded to the host's log as opaque lines.
+type procRunner struct {
+	cmd       *exec.Cmd
+	start     func(*exec.Cmd) error
+	log       zerolog.Logger
+	socketDir string // go-plugin's; removed here once the process is gone
+
+	stdout, stderr *os.File // read ends
+
+	mu        sync.Mutex
+	pid       int  // 0 until started
+	cancelled bool // killed at once if it starts after all
+	reaped    bool // after this, the pid may belong to someone else
+	code      int
+	signal    string
+
+	exited chan struct{}
+}
+
+func (r *procRunner) Start(context.Context) error {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	r.cmd.Stdout, r.cmd.Stderr = outW, errW
+	err = r.start(r.cmd)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		os.RemoveAll(r.socketDir)
+		return err
+	}
+	r.stdout, r.stderr = outR, errR
+	r.mu.Lock()
+	r.pid = r.cmd.Process.Pid
+	if r.cancelled {
+		_ = unix.Kill(-r.pid, unix.SIGKILL)
+	}
+	r.mu.Unlock()
+	go r.forwardStderr()
+	go r.wait()
+	return nil
+}
+
+// started reports whether the process was started.
+func (r *procRunner) started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pid != 0
+}
+
+// wait reaps the process. It first waits without reaping, so that the
+// leader, a zombie until reaped, keeps its pid and group id from being
+// reused while whatever it left in its group is killed.
+func (r *procRunner) wait() {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, r.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	_ = unix.Kill(-r.pid, unix.SIGKILL)
+	_ = r.cmd.Wait()
+	code, sig := -1, ""
+	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			sig = unix.SignalName(ws.Signal())
+		} else {
+			code = ws.ExitStatus()
+		}
+	}
+	r.mu.Lock()
+	r.reaped, r.code, r.signal = true, code, sig
+	r.mu.Unlock()
+	// The socket is dead with its server; go-plugin would remove the
+	// directory too, but only once every pipe is drained.
+	os.RemoveAll(r.socketDir)
+	close(r.exited)
+	time.AfterFunc(pipeLinger, func() {
+		r.stdout.Close()
+		r.stderr.Close()
+	})
+}
+
+// cancel kills the process group, now or as soon as it exists.
+func (r *procRunner) cancel() {
+	r.mu.Lock()
+	r.cancelled = true
+	r.mu.Unlock()
+	r.signalGroup(unix.SIGKILL)
+}
+
+// signalGroup sends sig to the process group while the leader is unreaped.
+func (r *procRunner) signalGroup(sig unix.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pid != 0 && !r.reaped {
+		_ = unix.Kill(-r.pid, sig)
+	}
+}
+
+func (r *procRunner) exitStatus() (int, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.code, r.signal
+}
+
+// forwardStderr logs each stderr line at debug level: as embedded JSON if
+// it is valid JSON, as a string otherwise, cut at maxLogLine.
+func (r *procRunner) forwardStderr() {
+	br := bufio.NewReaderSize(r.stderr, maxLogLine)
+	skip := false // inside the dropped tail of a long line
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && !skip {
+			r.logLine(line)
+		}
+		skip = errors.Is(err, bufio.ErrBufferFull)
+		if err != nil && !skip {
+			return
+		}
+	}
+}
+
+func (r *procRunner) logLine(line []byte) {
+	e := r.log.Debug()
+	if !e.Enabled() {
+		return
+	}
+	line = []byte(strings.TrimRight(string(line), "\r\n"))
+	if json.Valid(line) {
+		e.RawJSON("line", line)
+	} else {
+		e.Str("line", string(line))
+	}
+	e.Int("pid", r.pid).Msg("instance stderr")
+}
+
+// The rest of runner.Runner.
+
+func (r *procRunner) Diagnose(context.Context) string { return "" }
+func (r *procRunner) Stdout() io.ReadCloser           { return r.stdout }
+func (r *procRunner) Stderr() io.ReadCloser           { return io.NopCloser(strings.NewReader("")) }
+func (r *procRunner) Name() string                    { return r.cmd.Path }
+
+func (r *procRunner) Wait(ctx context.Context) error {
+	select {
+	case <-r.exited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if code, sig := r.exitStatus(); code != 0 {
+		return &exitError{code: code, signal: sig}
+	}
+	return nil
+}
+
+func (r *procRunner) Kill(context.Context) error {
+	r.signalGroup(unix.SIGKILL)
+	return nil
+}
+
+func (r *procRunner) ID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(r.pid)
+}
+
+// PluginToHost accepts only a unix socket in the directory go-plugin made
+// for this instance: the host dials what the instance names, and an
+// instance must not point it anywhere else.
+func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+	if network != "unix" || filepath.Dir(addr) != filepath.Clean(r.socketDir) {
+		return "", "", fmt.Errorf("instance: handshake names %s %q, not a socket in %s", network, addr, r.socketDir)
+	}
+	return network, addr, nil
+}
+
+func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+// exitError says how an instance ended when that was not exit status 0.
+type exitError struct {
+	code   int
+	signal string
+}
+
+func (e *exitError) Error() string {
+	if e.signal != "" {
+		return "instance: killed by " + e.signal
+	}
+	return "instance: exit status " + strconv.Itoa(e.code)
+}
