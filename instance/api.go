@@ -7,7 +7,9 @@
 // (state, player count, each player's arrival and departure) on a
 // server-streaming Watch call, on every change and as a heartbeat; the host
 // never polls. The service is defined in instance/proto, so a room can be
-// written in any language with gRPC; a Go game needs only [Serve].
+// written in any language with gRPC; a Go game needs only [Serve]. The
+// SDK also answers Teeworlds/DDNet server-info requests on the room's UDP
+// port, so every room shows up in Teeworlds-style browsers ([Describer]).
 //
 // The process side is built to survive a careless host and the host side a
 // careless process: the instance exits when its parent dies, and nothing an
@@ -81,8 +83,9 @@ type Game interface {
 	// Start starts the game on conn, the UDP socket the SDK has bound on
 	// a.Port, and returns once the game is ready for players. The game
 	// owns conn from then on, and runs until it reports Finished or ctx
-	// ends. conn is an interface on purpose: the SDK may later answer
-	// server-browser queries on the same port before the game sees them.
+	// ends. conn is not the bare socket: the SDK answers Teeworlds
+	// server-browser queries on the same port before the game sees them
+	// (see Describer).
 	Start(ctx context.Context, a Assignment, conn net.PacketConn, r Reporter) error
 	// Stop ends the game; ctx's deadline is the grace period.
 	Stop(ctx context.Context) error

@@ -87,10 +87,15 @@ func TestMain(m *testing.M) {
 }
 
 // testGame is driven over its UDP port by text commands: "state N",
-// "join", "leave".
+// "join", "join N" (N players at once), "leave". It echoes every other
+// datagram, so a test sees what reached the game. In server browsers it
+// shows the settings room_name and player_names (comma-separated) when
+// they are set.
 type testGame struct {
 	conn     net.PacketConn
 	hangStop bool
+	name     string
+	players  []string
 }
 
 func (g *testGame) Start(_ context.Context, a instance.Assignment, conn net.PacketConn, r instance.Reporter) error {
@@ -98,6 +103,10 @@ func (g *testGame) Start(_ context.Context, a instance.Assignment, conn net.Pack
 		return errors.New(msg)
 	}
 	g.conn, g.hangStop = conn, a.Settings["hang_stop"] != ""
+	g.name = a.Settings["room_name"]
+	if names := a.Settings["player_names"]; names != "" {
+		g.players = strings.Split(names, ",")
+	}
 	go func() {
 		buf := make([]byte, 512)
 		for {
@@ -110,15 +119,31 @@ func (g *testGame) Start(_ context.Context, a instance.Assignment, conn net.Pack
 			switch {
 			case cmd == "join":
 				r.PlayerConnected(ip)
+			case strings.HasPrefix(cmd, "join "):
+				n, _ := strconv.Atoi(cmd[len("join "):])
+				for range n {
+					r.PlayerConnected(ip)
+				}
 			case cmd == "leave":
 				r.PlayerDisconnected(ip)
 			case strings.HasPrefix(cmd, "state "):
 				s, _ := strconv.Atoi(cmd[len("state "):])
 				r.SetState(packet.RoomState(s))
+			default:
+				conn.WriteTo(buf[:n], from)
 			}
 		}
 	}()
 	return nil
+}
+
+// Describe runs on the read loop's goroutine, inside ReadFrom, so it reads
+// the fields Start set without locking.
+func (g *testGame) Describe(info *instance.BrowserInfo) {
+	if g.name != "" {
+		info.Name = g.name
+	}
+	info.Players = append(info.Players, g.players...)
 }
 
 func (g *testGame) Stop(context.Context) error {

@@ -95,6 +95,13 @@ func (r *reporter) current() *instancepb.Status {
 	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
 }
 
+// playerCount is the number of players the game reports as connected.
+func (r *reporter) playerCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.players
+}
+
 // take returns the pending reports and clears them.
 func (r *reporter) take() []*instancepb.Status {
 	r.mu.Lock()

@@ -122,7 +122,10 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 		return nil, status.Errorf(codes.FailedPrecondition, "instance: udp port %d: %v", a.Port, err)
 	}
 	s.started = true
-	if err := s.game.Start(s.life, a, conn, s.rep); err != nil {
+	// The game reads through infoConn, which answers server browsers on
+	// the same port before the game sees anything.
+	gameConn := &infoConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game)}
+	if err := s.game.Start(s.life, a, gameConn, s.rep); err != nil {
 		conn.Close()
 		if errors.Is(err, ErrPortInUse) {
 			s.started = false
@@ -152,16 +155,12 @@ func assignmentFrom(req *instancepb.StartRequest) (Assignment, error) {
 	return a, nil
 }
 
-func listenUDP(bind netip.Addr, port uint16) (net.PacketConn, error) {
+func listenUDP(bind netip.Addr, port uint16) (*net.UDPConn, error) {
 	addr := &net.UDPAddr{Port: int(port)}
 	if bind.IsValid() {
 		addr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind, port))
 	}
-	c, err := net.ListenUDP("udp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return net.ListenUDP("udp", addr)
 }
 
 // Stop stops the game and reports Finished, which ends the process.

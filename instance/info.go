@@ -1,0 +1,264 @@
+package instance
+
+import (
+	"hash/maphash"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet/teeinfo"
+)
+
+// BrowserInfo is what a room shows in Teeworlds/DDNet server browsers,
+// which query the room's own UDP port. The SDK fills in its defaults and
+// hands it to a game that implements [Describer] to change.
+type BrowserInfo struct {
+	Name     string // "Foyer room <id>" by default
+	Map      string // DefaultMap by default
+	GameType string // DefaultGameType by default
+	// Players names the connected players, in the order the game wants
+	// them shown; it comes empty, with room to append. The answer lists
+	// as many players as the game reported as connected, or as Players
+	// names if that is more; those without a name here are called
+	// "player N". Player IPs are never shown.
+	Players []string
+}
+
+// Describer is implemented by a Game that names itself, its map, its game
+// type or its players in server browsers.
+//
+// Describe is called while the SDK answers a browser, from inside a
+// ReadFrom call on the game's socket and on that caller's goroutine, so a
+// game that reads its socket from one goroutine may read its own state
+// without locking. It should be quick and should not keep info.
+type Describer interface {
+	Describe(info *BrowserInfo)
+}
+
+// What a room shows in server browsers unless its game says otherwise.
+const (
+	DefaultMap      = "lobby"
+	DefaultGameType = "foyer"
+	// InfoVersion is the version a room reports: the Teeworlds protocol
+	// version that browsers expect, then Foyer's name.
+	InfoVersion = "0.6.4, foyer"
+)
+
+// Bounds of the info answers. A request is 15 bytes and an extended
+// answer up to maxInfoPackets datagrams of teeinfo.MaxDatagram bytes, so
+// answers are what a spoofed source could turn against a victim: each
+// network gets a few per second, and the room as a whole a few dozen.
+const (
+	// maxInfoPackets caps the datagrams sent for one request; a player
+	// list that needs more is cut. With default names about 250 players
+	// fit.
+	maxInfoPackets = 4
+	// perNetInterval and perNetBurst are the answers a source network
+	// (IPv4 /24, IPv6 /48) gets: one per interval, up to burst at once.
+	perNetInterval = 500 * time.Millisecond
+	perNetBurst    = 5
+	// allInterval and allBurst bound the answers of the whole room.
+	allInterval = 25 * time.Millisecond
+	allBurst    = 40
+	// limitSlots is the size of the per-network table. Networks that
+	// hash to the same slot share a budget, which only makes the limit
+	// stricter; the seed is random, so a sender cannot aim at a slot.
+	limitSlots = 4096
+)
+
+// isConnless reports whether b looks like a Teeworlds connless datagram:
+// six 0xFF bytes, or DDNet's "xe" header followed by the 0xFF padding.
+// These are the SDK's, whether or not they are a request it answers: no
+// Foyer game packet starts this way.
+func isConnless(b []byte) bool {
+	if len(b) >= 6 && string(b[:6]) == "\xff\xff\xff\xff\xff\xff" {
+		return true
+	}
+	return len(b) >= 10 && string(b[:2]) == "xe" && string(b[6:10]) == "\xff\xff\xff\xff"
+}
+
+// infoConn is the socket a game gets: it answers info requests itself and
+// returns every other datagram to the game unchanged.
+type infoConn struct {
+	net.PacketConn // the socket, as the game may use it
+	udp            *net.UDPConn
+	info           *infoAnswerer
+}
+
+// ReadFrom reads the next datagram that is not a connless one. Connless
+// datagrams are answered when they are well-formed requests within the
+// rate limits and dropped otherwise; the read deadline still applies to
+// the whole call.
+func (c *infoConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(p)
+		if err != nil || !isConnless(p[:n]) {
+			return n, addr, err
+		}
+		c.info.answer(c.udp, p[:n], addr, time.Now())
+	}
+}
+
+// infoAnswerer builds and sends info answers. Everything it needs per
+// answer is kept and reused, so a steady stream of requests allocates
+// nothing.
+type infoAnswerer struct {
+	rep      *reporter
+	game     Describer // nil when the game does not describe itself
+	name     string
+	maxSlots int
+
+	mu      sync.Mutex // one answer at a time, whoever reads the socket
+	limit   limiter
+	browser BrowserInfo
+	info    teeinfo.Info
+	names   []string // "player N", made once per N
+	vanilla [1][]byte
+	pkts    [][]byte
+}
+
+func newInfoAnswerer(a Assignment, rep *reporter, g Game) *infoAnswerer {
+	d, _ := g.(Describer)
+	return &infoAnswerer{
+		rep:      rep,
+		game:     d,
+		name:     "Foyer room " + strconv.FormatUint(uint64(a.RoomID), 10),
+		maxSlots: a.MaxPlayers,
+		limit:    newLimiter(time.Now()),
+	}
+}
+
+// answer answers b, a connless datagram from addr. It writes with an
+// AddrPort because WriteTo with a net.Addr allocates.
+func (ia *infoAnswerer) answer(w *net.UDPConn, b []byte, addr net.Addr, now time.Time) {
+	u, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return
+	}
+	to := u.AddrPort()
+	ia.mu.Lock()
+	defer ia.mu.Unlock()
+	for _, d := range ia.reply(b, to.Addr(), now) {
+		_, _ = w.WriteToUDPAddrPort(d, to)
+	}
+}
+
+// reply returns the datagrams that answer b, sent from ip at now: none
+// when b is not a request, or when ip's network or the room has spent its
+// budget. The cheap IsRequest check comes first so that garbage costs no
+// parse error. The caller holds ia.mu.
+func (ia *infoAnswerer) reply(b []byte, ip netip.Addr, now time.Time) [][]byte {
+	if !teeinfo.IsRequest(b) {
+		return nil
+	}
+	req, err := teeinfo.ParseRequest(b)
+	if err != nil || !ia.limit.allow(ip, now) {
+		return nil
+	}
+	return ia.build(req)
+}
+
+// build returns the datagrams that answer req, at most maxInfoPackets.
+// They live in ia's buffers until the next call.
+func (ia *infoAnswerer) build(req teeinfo.Request) [][]byte {
+	ia.describe()
+	ia.info.Token = req.ReplyToken()
+	if !req.Extended {
+		// AppendVanilla keeps to one datagram by itself.
+		ia.vanilla[0] = ia.info.AppendVanilla(ia.vanilla[0][:0])
+		return ia.vanilla[:]
+	}
+	for {
+		pkts, err := ia.info.AppendExtended(ia.pkts[:0])
+		ia.pkts = pkts
+		if err == nil && len(pkts) <= maxInfoPackets {
+			return pkts
+		}
+		// Too long a list: cut it, so that receivers still count as many
+		// players as are listed. Each round lists fewer, so it ends.
+		n := len(ia.info.Players) / 2
+		if err == nil {
+			n = min(len(ia.info.Players)-1, len(ia.info.Players)*maxInfoPackets/len(pkts))
+		}
+		ia.info.Players = ia.info.Players[:n]
+		ia.info.NumClients = n
+	}
+}
+
+// describe fills ia.info from the SDK's defaults, the reported players
+// and the game's own description.
+func (ia *infoAnswerer) describe() {
+	bi := &ia.browser
+	*bi = BrowserInfo{Name: ia.name, Map: DefaultMap, GameType: DefaultGameType, Players: bi.Players[:0]}
+	if ia.game != nil {
+		ia.game.Describe(bi)
+	}
+	n := min(max(ia.rep.playerCount(), len(bi.Players)), teeinfo.MaxPlayers)
+	for i := len(ia.names); i < n; i++ {
+		ia.names = append(ia.names, "player "+strconv.Itoa(i+1))
+	}
+	in := &ia.info
+	players := in.Players[:0]
+	for i := range n {
+		name := ia.names[i]
+		if i < len(bi.Players) && bi.Players[i] != "" {
+			name = bi.Players[i]
+		}
+		players = append(players, teeinfo.Player{Name: name, Country: -1, IsPlayer: true})
+	}
+	*in = teeinfo.Info{
+		Version:    InfoVersion,
+		Name:       bi.Name,
+		Map:        bi.Map,
+		GameType:   bi.GameType,
+		NumPlayers: n,
+		MaxPlayers: max(ia.maxSlots, n),
+		NumClients: n,
+		MaxClients: max(ia.maxSlots, n),
+		Players:    players,
+	}
+}
+
+// limiter is a token bucket per source network in a fixed table, and one
+// for everyone, in the GCRA form: each holds the time at which its bucket
+// will be full again, in nanoseconds since start.
+type limiter struct {
+	seed  maphash.Seed
+	start time.Time
+	all   int64
+	nets  [limitSlots]int64
+}
+
+func newLimiter(start time.Time) limiter {
+	return limiter{seed: maphash.MakeSeed(), start: start}
+}
+
+// allow spends one answer from ip's network and from the room's budget,
+// and reports whether both had one.
+func (l *limiter) allow(ip netip.Addr, now time.Time) bool {
+	ip = ip.Unmap()
+	bits := 48
+	if ip.Is4() {
+		bits = 24
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return false
+	}
+	key := p.Addr().As16()
+	slot := &l.nets[maphash.Bytes(l.seed, key[:])%limitSlots]
+	t := now.Sub(l.start).Nanoseconds()
+	return spend(slot, t, perNetInterval, perNetBurst) && spend(&l.all, t, allInterval, allBurst)
+}
+
+// spend takes one token from the bucket whose full-again time is *tat.
+func spend(tat *int64, now int64, interval time.Duration, burst int64) bool {
+	t := max(*tat, now)
+	if t-now > (burst-1)*int64(interval) {
+		return false
+	}
+	*tat = t + int64(interval)
+	return true
+}
