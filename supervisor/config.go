@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,4 +31,21 @@ type Config struct {
 	// (min_players, countdown, match_duration, idle_timeout).
 	Room map[string]string
 	Log  zerolog.Logger
+
+	// SeatTTL is how long a seat held by Create or Join waits for its
+	// player to connect; default 10s.
+	SeatTTL time.Duration
+	// IDFile, when set, persists the room-id high-water mark so ids never
+	// repeat across restarts, however fast rooms were created. Without it
+	// ids start at the Unix time in seconds, which a restart repeats only
+	// if the previous run created more than one room per second since its
+	// start.
+	IDFile string
+	// WarmMaxAge retires a warm instance not handed out within it, so that
+	// a room is never handed out with most of its idle_timeout gone; keep
+	// it well below the room's idle_timeout. Default 30s.
+	WarmMaxAge time.Duration
+	// Bind is the address instances bind their game port on; the zero
+	// value means every address.
+	Bind netip.Addr
 }

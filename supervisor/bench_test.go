@@ -1,0 +1,151 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchSupervisor runs reference rooms, as a lobby does by default, with
+// an idle timeout long enough that no room ends during a benchmark.
+func benchSupervisor(b *testing.B, rooms int, tune func(*Config)) *Supervisor {
+	b.Helper()
+	s, _ := newTest(b, "refroom", rooms, func(c *Config) {
+		c.PortCooldown = time.Millisecond
+		c.Room = map[string]string{"idle_timeout": "10m"}
+		if tune != nil {
+			tune(c)
+		}
+	})
+	return s
+}
+
+// createAndDiscard creates a room, returning how long Create took, then
+// kills it and waits for the reap so the next iteration starts alike.
+func createAndDiscard(b *testing.B, s *Supervisor) time.Duration {
+	b.Helper()
+	reaped := s.Stats().Reaped["crashed"]
+	t0 := time.Now()
+	r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	d := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	syscall.Kill(r.PID, syscall.SIGKILL)
+	for s.Stats().Reaped["crashed"] == reaped {
+		time.Sleep(100 * time.Microsecond)
+	}
+	return d
+}
+
+// reportPercentiles reports the p50 and p99 of ds in milliseconds.
+func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
+	slices.Sort(ds)
+	pct := func(p int) float64 { return float64(ds[(len(ds)-1)*p/100].Microseconds()) / 1000 }
+	b.ReportMetric(pct(50), name+"-p50-ms")
+	b.ReportMetric(pct(99), name+"-p99-ms")
+}
+
+// BenchmarkColdCreate measures Create from request to a ready reference
+// room, with no warm pool.
+func BenchmarkColdCreate(b *testing.B) {
+	s := benchSupervisor(b, 8, nil)
+	var ds []time.Duration
+	for b.Loop() {
+		ds = append(ds, createAndDiscard(b, s))
+	}
+	reportPercentiles(b, "create", ds)
+}
+
+// BenchmarkWarmCreate measures Create answered from the warm pool; the
+// refill happens between iterations, outside the measured call.
+func BenchmarkWarmCreate(b *testing.B) {
+	s := benchSupervisor(b, 8, func(c *Config) { c.Warm = 1 })
+	var ds []time.Duration
+	for b.Loop() {
+		for s.Stats().Warm == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		ds = append(ds, createAndDiscard(b, s))
+	}
+	if s.Stats().WarmHits != uint64(len(ds)) {
+		b.Fatalf("%d of %d creates were warm", s.Stats().WarmHits, len(ds))
+	}
+	reportPercentiles(b, "create", ds)
+}
+
+// BenchmarkInstanceRSS reports the resident memory of an idle reference
+// room process.
+func BenchmarkInstanceRSS(b *testing.B) {
+	s := benchSupervisor(b, 4, nil)
+	var total float64
+	n := 0
+	for b.Loop() {
+		r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // settled: past start-up, idle
+		total += vmRSS(b, r.PID)
+		n++
+		syscall.Kill(r.PID, syscall.SIGKILL)
+		for _, ok := listed(s, r.ID); ok; _, ok = listed(s, r.ID) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.ReportMetric(total/float64(n), "rss-MB")
+}
+
+// vmRSS reads a process's resident set in MB.
+func vmRSS(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range bytes.Lines(raw) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.Atoi(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// BenchmarkIdleRooms reports the supervisor's own CPU time, in percent of
+// one core, while 200 reference rooms sit idle and heartbeat.
+func BenchmarkIdleRooms(b *testing.B) {
+	const rooms = 200
+	s := benchSupervisor(b, rooms, nil)
+	createN(b, s, rooms)
+	time.Sleep(time.Second) // let start-up work settle
+	var cpu, wall time.Duration
+	for b.Loop() {
+		c0, w0 := cpuTime(b), time.Now()
+		time.Sleep(3 * time.Second)
+		cpu += cpuTime(b) - c0
+		wall += time.Since(w0)
+	}
+	if n := len(s.List().Rooms); n != rooms {
+		b.Fatalf("%d rooms left of %d", n, rooms)
+	}
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")
+}
+
+// cpuTime is this process's user plus system time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,81 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults returns the configuration used for every field left at its zero
+// value: ports 30000-30999, 64 instances, 4 players, no warm pool, the
+// built-in reference room, and the timeouts documented on Config.
+func Defaults() Config {
+	return Config{
+		FirstPort:      30000,
+		LastPort:       30999,
+		MaxInstances:   64,
+		MaxPlayers:     4,
+		SpawnTimeout:   5 * time.Second,
+		HealthTimeout:  6 * time.Second,
+		StopGrace:      5 * time.Second,
+		PortCooldown:   2 * time.Second,
+		PortQuarantine: 30 * time.Second,
+		SeatTTL:        10 * time.Second,
+		WarmMaxAge:     30 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from Defaults and rejects what cannot work.
+func (c Config) withDefaults() (Config, error) {
+	d := Defaults()
+	if c.FirstPort == 0 && c.LastPort == 0 {
+		c.FirstPort, c.LastPort = d.FirstPort, d.LastPort
+	}
+	fillInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fillInt(&c.MaxInstances, d.MaxInstances)
+	fillInt(&c.MaxPlayers, d.MaxPlayers)
+	for _, f := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.SpawnTimeout, d.SpawnTimeout},
+		{&c.HealthTimeout, d.HealthTimeout},
+		{&c.StopGrace, d.StopGrace},
+		{&c.PortCooldown, d.PortCooldown},
+		{&c.PortQuarantine, d.PortQuarantine},
+		{&c.SeatTTL, d.SeatTTL},
+		{&c.WarmMaxAge, d.WarmMaxAge},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+		if *f.v < 0 {
+			return c, fmt.Errorf("supervisor: negative duration %v", *f.v)
+		}
+	}
+	var errs []error
+	if c.FirstPort == 0 || c.FirstPort > c.LastPort {
+		errs = append(errs, fmt.Errorf("port range %d-%d is empty or starts at 0", c.FirstPort, c.LastPort))
+	}
+	if c.MaxInstances < 0 {
+		errs = append(errs, fmt.Errorf("max_instances %d is negative", c.MaxInstances))
+	}
+	if c.MaxPlayers < 0 || c.MaxPlayers > math.MaxUint16 {
+		errs = append(errs, fmt.Errorf("max_players %d is out of range", c.MaxPlayers))
+	}
+	if c.Warm < 0 || c.Warm > c.MaxInstances {
+		errs = append(errs, fmt.Errorf("warm %d is not within 0..max_instances (%d)", c.Warm, c.MaxInstances))
+	}
+	if c.Probe != "" {
+		errs = append(errs, fmt.Errorf("probe %q: only go-plugin instances are supported", c.Probe))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("supervisor: config: %w", err)
+	}
+	return c, nil
+}

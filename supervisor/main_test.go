@@ -1,0 +1,265 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// testroomBin is the instance binary the tests launch, built by TestMain
+// from ./internal/testroom.
+var testroomBin string
+
+// TestMain builds the test instance once, without the race detector (a
+// race-enabled process starts several times slower, and the churn test
+// starts a thousand), then runs the tests.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "supervisor-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testroomBin = filepath.Join(dir, "testroom")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", testroomBin, "./internal/testroom")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the test instance:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// nextPorts hands each test its own port range, in a window of 1000 ports
+// chosen by process id (so that concurrent runs rarely meet), below both
+// the default pool and Linux's ephemeral range, where client sockets land.
+var nextPorts atomic.Uint32
+
+func portRange(n int) (uint16, uint16) {
+	base := 20000 + uint32(os.Getpid()%10)*1000
+	first := base + (nextPorts.Add(uint32(n))-uint32(n))%1000
+	return uint16(first), uint16(first) + uint16(n) - 1
+}
+
+// logSink collects a supervisor's log lines and passes them to t.Log.
+type logSink struct {
+	t     testing.TB
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.lines = append(l.lines, string(p))
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// has reports whether a line with message msg was logged with every one
+// of the given substrings.
+func (l *logSink) has(msg string, parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if !strings.Contains(line, `"message":"`+msg+`"`) {
+			continue
+		}
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// await waits until has(msg, parts...) holds: lines are written after the
+// change they report is visible.
+func (l *logSink) await(t testing.TB, msg string, parts ...string) {
+	t.Helper()
+	eventually(t, "a "+msg+" line with "+strings.Join(parts, " "), func() bool { return l.has(msg, parts...) })
+}
+
+func (l *logSink) dump() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		l.t.Log(strings.TrimSpace(line))
+	}
+}
+
+// testExe is the command line of a test instance in mode.
+func testExe(mode string) []string { return []string{testroomBin, mode} }
+
+// newTest starts a supervisor of test instances in mode with short
+// timeouts, adjusted by tune, and shuts it down at the end of the test,
+// checking that every instance is gone.
+func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervisor, *logSink) {
+	t.Helper()
+	first, last := portRange(ports)
+	sink := &logSink{t: t}
+	cfg := Config{
+		FirstPort: first, LastPort: last, MaxInstances: ports,
+		Command:       testExe(mode),
+		SpawnTimeout:  10 * time.Second, // generous: a loaded machine is slow, not broken
+		HealthTimeout: 6 * time.Second,
+		StopGrace:     3 * time.Second,
+		PortCooldown:  50 * time.Millisecond,
+		Log:           zerolog.New(sink).With().Timestamp().Logger(),
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if n := len(s.List().Rooms); n != 0 {
+			t.Errorf("%d rooms listed after Shutdown", n)
+		}
+		if kids := childPIDs(t); len(kids) != 0 {
+			t.Errorf("processes left after Shutdown: %v", kids)
+		}
+		if t.Failed() {
+			sink.dump()
+		}
+	})
+	return s, sink
+}
+
+// childPIDs lists the live (not zombie) children of this process.
+func childPIDs(t testing.TB) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	var kids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, ppid, ok := procState(pid)
+		if ok && ppid == me && state != 'Z' {
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
+
+// procState reads a process's state letter and parent from /proc.
+func procState(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold anything
+	if i < 0 || i+4 >= len(b) {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0][0], ppid, true
+}
+
+// alive reports whether pid runs (a zombie is dead).
+func alive(pid int) bool {
+	state, _, ok := procState(pid)
+	return ok && state != 'Z'
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// nextEvent returns the next event, failing after a generous bound.
+func nextEvent(t testing.TB, events <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("watch channel closed")
+		}
+		return ev
+	case <-time.After(20 * time.Second):
+	}
+	t.Fatal("timed out waiting for an event")
+	return Event{}
+}
+
+// listed returns the listed row of id.
+func listed(s *Supervisor, id uint32) (Room, bool) {
+	for _, r := range s.List().Rooms {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Room{}, false
+}
+
+// send sends one command datagram to a room from a loopback socket bound
+// on from, and waits for the game's "ok".
+func send(t testing.TB, from netip.Addr, port uint16, cmd string) {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: from.AsSlice()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))
+	buf := make([]byte, 16)
+	for range 50 {
+		if _, err := c.WriteToUDP([]byte(cmd), to); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, _, err := c.ReadFromUDP(buf); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no answer to %q on port %d", cmd, port)
+}
+
+// ep is a client endpoint for seats.
+func ep(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

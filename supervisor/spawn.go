@@ -1,0 +1,184 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/foyerlobby/foyer/instance"
+)
+
+// maxPortAttempts bounds how many ports one create tries when instances
+// report their port taken, so a pool full of squatted ports fails fast.
+const maxPortAttempts = 8
+
+// The parent-death signal of a child is tied to the OS thread that forked
+// it, not to the process: with Go moving goroutines between threads and
+// retiring threads, a child forked from an arbitrary goroutine is killed
+// whenever that thread happens to exit. Every instance is therefore forked
+// by one goroutine locked to its thread that never returns, so the signal
+// fires exactly when the supervisor's process dies.
+var forker struct {
+	once sync.Once
+	reqs chan forkRequest
+}
+
+type forkRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startOnForkThread starts cmd from the dedicated locked thread; it is the
+// StartProcess of every LaunchConfig.
+func startOnForkThread(cmd *exec.Cmd) error {
+	forker.once.Do(func() {
+		forker.reqs = make(chan forkRequest)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range forker.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	forker.reqs <- forkRequest{cmd, done}
+	return <-done
+}
+
+// commandLine returns the argv of one instance: Config.Command, or this
+// executable's hidden "instance" subcommand.
+func commandLine(cfg Config) ([]string, error) {
+	if len(cfg.Command) > 0 {
+		return cfg.Command, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: locating the reference room: %w", err)
+	}
+	return []string{exe, "instance"}, nil
+}
+
+// spawn starts one instance on a free port and waits until its game is
+// ready. A port the instance cannot bind is quarantined and another is
+// tried, invisibly to the caller. Errors wrap ErrNoPorts or ErrSpawn.
+func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SpawnTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // Shutdown aborts spawns in flight
+	defer stop()
+
+	t0 := time.Now()
+	s.mu.Lock()
+	id, idErr := s.ids.take()
+	s.mu.Unlock()
+	if idErr != nil {
+		s.log.Error().Err(idErr).Msg("room id mark not persisted")
+	}
+	p, err := instance.Launch(ctx, instance.LaunchConfig{
+		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
+		StartTimeout: s.cfg.SpawnTimeout,
+		Log:          s.log,
+		StartProcess: startOnForkThread,
+	})
+	if err != nil {
+		return nil, s.spawnFailed(id, 0, 1, s.spawnError(ctx, err))
+	}
+	// A fresh instance refusing a port it cannot bind stays fresh, so the
+	// next port is tried on the same process.
+	for attempt := 1; ; attempt++ {
+		port, err := s.acquirePort()
+		if err != nil {
+			p.Kill()
+			<-p.Exited()
+			return nil, s.spawnFailed(id, 0, attempt, err)
+		}
+		err = p.Start(ctx, instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind})
+		if err == nil {
+			now := time.Now()
+			return &room{
+				row: Room{
+					ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
+					StartedAt: now, Source: "instance",
+				},
+				proc:       p,
+				lastStatus: now,
+				spawnTime:  now.Sub(t0),
+			}, nil
+		}
+		inUse := errors.Is(err, instance.ErrPortInUse)
+		if inUse {
+			s.quarantine(port, err)
+			if attempt < maxPortAttempts && ctx.Err() == nil {
+				continue
+			}
+		}
+		p.Kill()
+		<-p.Exited() // the port is free only once the process is gone
+		if !inUse {
+			s.releasePort(port)
+		}
+		return nil, s.spawnFailed(id, port, attempt, s.spawnError(ctx, err))
+	}
+}
+
+// spawnError says why a spawn failed, wrapping ErrSpawn, or ErrClosed when
+// Shutdown interrupted it.
+func (s *Supervisor) spawnError(ctx context.Context, err error) error {
+	switch {
+	case s.ctx.Err() != nil:
+		return ErrClosed
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w: not ready within %v: %v", ErrSpawn, s.cfg.SpawnTimeout, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrSpawn, err)
+	}
+}
+
+// acquirePort takes a ready port that passes the bind pre-check;
+// ports failing it are quarantined on the way.
+func (s *Supervisor) acquirePort() (uint16, error) {
+	for {
+		s.mu.Lock()
+		now := time.Now()
+		port, ok := s.ports.acquire(now)
+		if !ok {
+			_, cooling, quarantined, inUse := s.ports.counts(now)
+			s.mu.Unlock()
+			return 0, fmt.Errorf("%w: %d in use, %d cooling down, %d quarantined", ErrNoPorts, inUse, cooling, quarantined)
+		}
+		s.mu.Unlock()
+		if portFree(port) {
+			return port, nil
+		}
+		s.quarantine(port, errors.New("bound by another process"))
+	}
+}
+
+func (s *Supervisor) quarantine(port uint16, why error) {
+	s.mu.Lock()
+	s.ports.quarantineAcquired(port, time.Now())
+	s.stats.Quarantines++
+	s.mu.Unlock()
+	s.log.Warn().Uint16("port", port).Err(why).Dur("for", s.cfg.PortQuarantine).Msg("port quarantined")
+}
+
+func (s *Supervisor) releasePort(port uint16) {
+	s.mu.Lock()
+	s.ports.release(port, time.Now())
+	s.mu.Unlock()
+}
+
+func (s *Supervisor) spawnFailed(id uint32, port uint16, attempt int, err error) error {
+	s.mu.Lock()
+	s.stats.SpawnFailures++
+	s.mu.Unlock()
+	if !errors.Is(err, ErrClosed) {
+		s.log.Error().Uint32("id", id).Uint16("port", port).Int("attempt", attempt).Err(err).Msg("spawn failed")
+	}
+	return err
+}

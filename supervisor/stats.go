@@ -1,0 +1,51 @@
+package supervisor
+
+import "time"
+
+// SpawnBuckets are the upper bounds of the spawn-latency histogram.
+var SpawnBuckets = []time.Duration{
+	5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+	30 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	250 * time.Millisecond, time.Second, 5 * time.Second,
+}
+
+// Histogram counts observations per bucket: Counts[i] those at most
+// SpawnBuckets[i], the last entry those above every bound.
+type Histogram struct {
+	Counts []uint64
+	Sum    time.Duration
+}
+
+func (h *Histogram) observe(d time.Duration) {
+	i := 0
+	for i < len(SpawnBuckets) && d > SpawnBuckets[i] {
+		i++
+	}
+	h.Counts[i]++
+	h.Sum += d
+}
+
+// Stats is what the lobby and its admin page observe of a supervisor.
+type Stats struct {
+	Version  uint64 // the table version
+	Rooms    int    // listed rooms, including ones being stopped
+	Warm     int    // ready instances not handed out
+	Spawning int    // spawns in flight
+
+	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
+
+	Created       uint64            // rooms handed out, warm or cold
+	WarmHits      uint64            // creates answered from the warm pool
+	SpawnFailures uint64            // spawns that produced no instance
+	Quarantines   uint64            // ports quarantined
+	Reaped        map[string]uint64 // exits by cause (see Event.Cause)
+	WatchDrops    uint64            // events a slow watcher missed
+	SpawnLatency  Histogram         // launch to ready, successful spawns
+}
+
+func newStats() Stats {
+	return Stats{
+		Reaped:       make(map[string]uint64),
+		SpawnLatency: Histogram{Counts: make([]uint64, len(SpawnBuckets)+1)},
+	}
+}
