@@ -14,6 +14,11 @@
 //	                    worker pool; CREATE on its own goroutine (bounded)
 //	reflection guard    bytes per /24 or /56 per second, before every send
 //
+// The per-IP buckets and the reflection guard are package limit's, and
+// can be shared with the neighbour-protocol front-ends (Config.Sources,
+// Config.Replies) so that a source's allowance and a network's reply
+// budget span every edge of one Foyer.
+//
 // Nothing on that path waits for the supervisor: when the JOIN queue or
 // the CREATE slots are full, the request is dropped and counted, and the
 // client retries. Nothing is logged per datagram at info level; drops are
@@ -57,6 +62,11 @@ type Config struct {
 	// (IPv4) or /56 (IPv6); MaxPrefixes bounds that table.
 	ReflectionLimit int
 	MaxPrefixes     int
+	// Sources and Replies, when set, are tables shared with the other
+	// edges (see NewSources, NewReplyBudget) and the five fields above
+	// them are not used; when nil, New builds the lobby's own.
+	Sources *Sources
+	Replies *ReplyBudget
 	// RetryWindow is how long a CREATE or JOIN reply is replayed to a
 	// retry; RetryCache bounds how many are kept.
 	RetryWindow time.Duration
@@ -102,8 +112,8 @@ type Lobby struct {
 	rooms   supervisor.Rooms
 	log     zerolog.Logger
 	conns   []*net.UDPConn
-	sources *sources
-	reflect *reflection
+	sources *Sources
+	replies *ReplyBudget
 	retries *retries
 	lists   lists
 	stats   counters
@@ -155,13 +165,19 @@ func newLobby(cfg Config, rooms supervisor.Rooms) *Lobby {
 		cfg:     cfg,
 		rooms:   rooms,
 		log:     cfg.Log.With().Str("component", "lobby").Logger(),
-		sources: newSources(cfg),
-		reflect: newReflection(cfg),
+		sources: cfg.Sources,
+		replies: cfg.Replies,
 		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
 		lists:   lists{rooms: rooms},
 		jobs:    make(chan joinJob, joinQueue),
 		ctx:     ctx,
 		stop:    stop,
+	}
+	if l.sources == nil {
+		l.sources = NewSources(cfg)
+	}
+	if l.replies == nil {
+		l.replies = NewReplyBudget(cfg)
 	}
 	l.stats.drops = map[string]uint64{}
 	l.stats.failures = map[string]uint64{}
@@ -172,12 +188,12 @@ func (c Config) check() error {
 	switch {
 	case len(c.Listen) == 0:
 		return errors.New("lobby: no listen address")
-	case c.Rate <= 0 || c.Burst < 1 || c.CreateRate <= 0 || c.CreateBurst < 1:
-		return errors.New("lobby: rates and bursts must be positive")
-	case c.MaxSources < 1 || c.MaxPrefixes < 1 || c.RetryCache < 1 || c.MaxCreates < 1:
-		return errors.New("lobby: table sizes must be positive")
-	case c.ReflectionLimit < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
-		return errors.New("lobby: reflection limit, retry window and report interval must be positive")
+	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.CreateRate <= 0 || c.CreateBurst < 1 || c.MaxSources < 1):
+		return errors.New("lobby: rates, bursts and max sources must be positive")
+	case c.Replies == nil && (c.ReflectionLimit < 1 || c.MaxPrefixes < 1):
+		return errors.New("lobby: reflection limit and max prefixes must be positive")
+	case c.RetryCache < 1 || c.MaxCreates < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
+		return errors.New("lobby: retry cache, max creates, retry window and report interval must be positive")
 	}
 	return nil
 }
@@ -198,8 +214,8 @@ func (l *Lobby) Drain() { l.draining.Store(true) }
 // Stats returns the lobby's counters.
 func (l *Lobby) Stats() Stats {
 	s := l.stats.snapshot()
-	s.Sources = l.sources.len()
-	s.Prefixes = l.reflect.len()
+	s.Sources = l.sources.Len()
+	s.Prefixes = l.replies.Len()
 	s.CreatesInFlight = int(l.creating.Load())
 	return s
 }
@@ -296,7 +312,7 @@ func (l *Lobby) handle(c sender, b []byte, from netip.AddrPort, out []byte) []by
 	// Retries do not draw from the CREATE bucket (they run nothing), so
 	// the general bucket is taken first and the CREATE one only for a
 	// request that will run.
-	if ok, newly := l.sources.allow(from.Addr().Unmap(), now); !ok {
+	if ok, newly := l.sources.Allow(from.Addr(), now); !ok {
 		l.limited(newly)
 		return out
 	}
@@ -346,7 +362,7 @@ func (l *Lobby) limited(newly bool) {
 }
 
 func (l *Lobby) startCreate(c sender, h packet.Header, from netip.AddrPort, key retryKey, now time.Time) {
-	if ok, newly := l.sources.allowCreate(from.Addr().Unmap(), now); !ok {
+	if ok, newly := l.sources.AllowCreate(from.Addr(), now); !ok {
 		l.retries.abandon(key)
 		l.limited(newly)
 		return
@@ -453,7 +469,7 @@ func failureReason(err error) string {
 // send writes one reply of type typ if the reflection guard lets it
 // through.
 func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, typ packet.Type, now time.Time) {
-	if !l.reflect.allow(to.Addr(), len(b), now) {
+	if !l.replies.Allow(to.Addr(), len(b), now) {
 		l.stats.drop("reflection")
 		return
 	}

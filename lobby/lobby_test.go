@@ -429,30 +429,6 @@ func TestSourcesTableBounded(t *testing.T) {
 	}
 }
 
-func TestTableSecondChance(t *testing.T) {
-	tb := newTable[int, string](3)
-	tb.put(1, "a")
-	tb.put(2, "b")
-	tb.put(3, "c")
-	tb.put(4, "d") // all were used: the hand clears them all, evicts 1
-	if _, ok := tb.get(1); ok {
-		t.Error("1 survived")
-	}
-	tb.get(2) // 2 gets a second chance, 3 does not
-	tb.put(5, "e")
-	if _, ok := tb.get(3); ok {
-		t.Error("3 survived")
-	}
-	for _, k := range []int{2, 4, 5} {
-		if _, ok := tb.get(k); !ok {
-			t.Errorf("%d evicted", k)
-		}
-	}
-	if tb.len() != 3 || len(tb.index) != 3 {
-		t.Errorf("len %d, index %d", tb.len(), len(tb.index))
-	}
-}
-
 func TestRetriesBounded(t *testing.T) {
 	r := newRetries(2, time.Minute)
 	now := time.Now()

@@ -36,7 +36,8 @@ type Stats struct {
 	// Retries counts requests answered from the retry cache.
 	Retries uint64
 	// Sources and Prefixes are the entries in the per-IP and per-network
-	// tables now; CreatesInFlight the CREATEs running now.
+	// tables now (shared with the other edges when Config.Sources and
+	// Config.Replies are); CreatesInFlight the CREATEs running now.
 	Sources, Prefixes, CreatesInFlight int
 }
 

@@ -150,7 +150,7 @@ type edge interface {
 	io.Closer
 }
 
-// neighbours binds the enabled neighbour-protocol front-ends and starts
+// neighbours binds the enabled neighbour-protocol front-ends and makes
 // the announcer, if configured; on error nothing is left bound.
 func neighbours(cfg config.Config, sup *supervisor.Supervisor) ([]edge, error) {
 	var edges []edge
@@ -161,11 +161,7 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor) ([]edge, error) {
 		return nil, err
 	}
 	if cfg.GG2.Enabled {
-		reg, ok := any(sup).(supervisor.Registry)
-		if !ok {
-			return fail(errors.New("gg2: the supervisor does not take registrations"))
-		}
-		s, err := gg2.New(cfg.GG2.Server, sup, reg)
+		s, err := gg2.New(cfg.GG2.Server, sup, sup)
 		if err != nil {
 			return fail(err)
 		}

@@ -21,6 +21,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/announce"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -28,9 +31,28 @@ import (
 // configures.
 type Config struct {
 	Lobby      lobby.Config
+	GG2        GG2
+	Gunz       Gunz
 	Supervisor supervisor.Config // Log is left for the caller to set
 	Room       Room
 	Log        Log
+}
+
+// GG2 is the [gg2] section: the GG2-style front-end and the announcer
+// that registers this Foyer's rooms with an upstream lobby. Each is on by
+// itself: Enabled serves the port, a non-empty Announce.Upstream
+// announces. Rate limits are [lobby]'s, shared by every edge.
+type GG2 struct {
+	Enabled  bool
+	Server   gg2.Config
+	Announce announce.Config
+}
+
+// Gunz is the [gunz] section: the GunZ locator front-end. Rate limits and
+// the reply budget are [lobby]'s, shared by every edge.
+type Gunz struct {
+	Enabled bool
+	Locator gunz.Config
 }
 
 // Room is the [room] section: the settings every reference room gets.
@@ -62,6 +84,8 @@ type Log struct {
 func Default() Config {
 	c := Config{
 		Lobby:      lobby.DefaultConfig(),
+		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
+		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
 		Supervisor: supervisor.Defaults(),
 		Room: Room{
 			MinPlayers:    2,
@@ -82,6 +106,8 @@ var sections = []struct {
 	read func(*section, *Config)
 }{
 	{"lobby", readLobby},
+	{"gg2", readGG2},
+	{"gunz", readGunz},
 	{"supervisor", readSupervisor},
 	{"room", readRoom},
 	{"log", readLog},

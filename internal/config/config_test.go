@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // The documented file must say exactly what the binary does without it.
@@ -65,6 +67,47 @@ format = "json"
 	}
 }
 
+func TestParseNeighbours(t *testing.T) {
+	c, err := Parse("x.toml", `
+[gg2]
+enabled = true
+listen = "[::1]:29945"
+lobby = "0AD2E3A4-0000-1111-2222-333344445555"
+public_addr = "192.0.2.7"
+game = "gg2"
+ttl = "2s"
+max_servers_per_ip = 3
+announce = "localhost:29944"
+announce_interval = "200ms"
+[gunz]
+enabled = true
+listen = "127.0.0.1:8901"
+public_addr = "::ffff:192.0.2.8"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.GG2
+	lobbyID := gg2wire.MustParseUUID("0ad2e3a4-0000-1111-2222-333344445555")
+	if !g.Enabled || g.Server.Listen != netip.MustParseAddrPort("[::1]:29945") || g.Server.Lobby != lobbyID ||
+		g.Server.PublicAddr != netip.MustParseAddr("192.0.2.7") || g.Server.Game != "gg2" ||
+		g.Server.TTL != 2*time.Second || g.Server.MaxServersPerIP != 3 || g.Server.MaxServers != 4096 {
+		t.Errorf("gg2 server = %+v", g.Server)
+	}
+	// The lobby ID and game are the announcer's too.
+	if a := g.Announce; a.Upstream != "localhost:29944" || a.Interval != 200*time.Millisecond || a.Lobby != lobbyID || a.Game != "gg2" {
+		t.Errorf("announce = %+v", a)
+	}
+	if z := c.Gunz; !z.Enabled || z.Locator.Listen != netip.MustParseAddrPort("127.0.0.1:8901") ||
+		z.Locator.PublicAddr != netip.MustParseAddr("192.0.2.8") {
+		t.Errorf("gunz = %+v", z)
+	}
+	// Off by default: an operator opens these ports on purpose.
+	if d := Default(); d.GG2.Enabled || d.Gunz.Enabled || d.GG2.Announce.Upstream != "" {
+		t.Errorf("defaults open ports: %+v %+v", d.GG2, d.Gunz)
+	}
+}
+
 func TestSizes(t *testing.T) {
 	for in, want := range map[string]int64{"256KiB": 256 << 10, "1MiB": 1 << 20, "64kB": 64000, "512B": 512, "4096": 4096, " 2 KiB ": 2048} {
 		if got, err := parseSize(in); err != nil || got != want {
@@ -112,6 +155,25 @@ func TestRefusals(t *testing.T) {
 		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "none"]`},
 		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
 		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
+		{"gg2 enabled string", "[gg2]\nenabled = \"yes\"\n", `bad.toml:2: [gg2] enabled "yes": want true or false`},
+		{"gg2 listen host name", "[gg2]\nlisten = \"localhost:29944\"\n", `bad.toml:2: [gg2] listen "localhost:29944": not IP:port`},
+		{"gg2 listen no port", "[gg2]\n\nlisten = \"0.0.0.0\"\n", `bad.toml:3: [gg2] listen "0.0.0.0": not IP:port`},
+		{"gg2 lobby short", "[gg2]\nlobby = \"1ccf16b1-436d-856f-504d\"\n", `bad.toml:2: [gg2] lobby "1ccf16b1-436d-856f-504d": not a UUID`},
+		{"gg2 lobby not hex", "[gg2]\nlobby = \"1ccf16b1-436d-856f-504d-cc1af306aaaz\"\n", `bad.toml:2: [gg2] lobby "1ccf16b1-436d-856f-504d-cc1af306aaaz": not a UUID`},
+		{"gg2 public_addr", "[gg2]\npublic_addr = \"example.org\"\n", `bad.toml:2: [gg2] public_addr "example.org": not an IP address`},
+		{"gg2 game empty", "[gg2]\ngame = \"\"\n", `bad.toml:2: [gg2] game "": must not be empty`},
+		{"gg2 ttl garbage", "[gg2]\nttl = \"long\"\n", `bad.toml:2: [gg2] ttl "long": not a duration`},
+		{"gg2 ttl short", "[gg2]\nttl = \"10ms\"\n", `bad.toml:2: [gg2] ttl "10ms": must be at least 1s`},
+		{"gg2 per-ip above max", "[gg2]\nmax_servers = 10\nmax_servers_per_ip = 11\n", `bad.toml:3: [gg2] max_servers_per_ip 11: must be at most 10`},
+		{"gg2 announce no port", "[gg2]\nannounce = \"lobby.example.org\"\n", `bad.toml:2: [gg2] announce "lobby.example.org": want "host:port"`},
+		{"gg2 announce no host", "[gg2]\nannounce = \":29944\"\n", `bad.toml:2: [gg2] announce ":29944": want "host:port"`},
+		{"gg2 announce port", "[gg2]\nannounce = \"127.0.0.1:70000\"\n", `bad.toml:2: [gg2] announce "127.0.0.1:70000": port 70000 outside 1-65535`},
+		{"gg2 announce interval", "[gg2]\nannounce_interval = \"-1s\"\n", `bad.toml:2: [gg2] announce_interval "-1s": must be at least 100ms`},
+		{"gg2 unknown key", "[gg2]\nenabled = true\nrate = 5\n", `bad.toml:3: [gg2] rate: unknown key`},
+		{"gunz listen IPv6", "[gunz]\nlisten = \"[::]:8900\"\n", `bad.toml:2: [gunz] listen "[::]:8900": must be an IPv4 address`},
+		{"gunz listen garbage", "[gunz]\nlisten = \"8900\"\n", `bad.toml:2: [gunz] listen "8900": not IPv4:port`},
+		{"gunz public_addr IPv6", "[gunz]\npublic_addr = \"2001:db8::1\"\n", `bad.toml:2: [gunz] public_addr "2001:db8::1": must be an IPv4 address`},
+		{"gunz enabled number", "[gunz]\nenabled = 1\n", `bad.toml:2: [gunz] enabled 1: want true or false`},
 		{"level unknown", "[log]\nlevel = \"loud\"\n", `bad.toml:2: [log] level "loud": want one of ["trace", "debug", "info", "warn", "error"]`},
 		{"format unknown", "[log]\nformat = \"xml\"\n", `bad.toml:2: [log] format "xml": want one of ["console", "json"]`},
 		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key`},

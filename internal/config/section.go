@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -204,6 +205,58 @@ func (s *section) duration(key string, dst *time.Duration, min time.Duration) {
 	default:
 		*dst = d
 	}
+}
+
+// bool reads true or false.
+func (s *section) bool(key string, dst *bool) {
+	v, ok := s.get(key)
+	if !ok {
+		return
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		s.refuse(key, v, "want true or false")
+		return
+	}
+	*dst = b
+}
+
+// ip reads an IP address, or "" for none (the zero netip.Addr); with
+// only4, IPv6 addresses are refused.
+func (s *section) ip(key string, dst *netip.Addr, only4 bool) {
+	s.text(key, func(v string) error {
+		if v == "" {
+			*dst = netip.Addr{}
+			return nil
+		}
+		ip, err := netip.ParseAddr(v)
+		switch {
+		case err != nil:
+			return errors.New("not an IP address")
+		case only4 && !ip.Unmap().Is4():
+			return errors.New("must be an IPv4 address")
+		}
+		*dst = ip.Unmap()
+		return nil
+	})
+}
+
+// addrPort reads one "IP:port" address; with only4, IPv6 addresses are
+// refused. Host names are refused: a server binds exactly what it is told.
+func (s *section) addrPort(key string, dst *netip.AddrPort, only4 bool) {
+	s.text(key, func(v string) error {
+		ap, err := netip.ParseAddrPort(v)
+		switch {
+		case err != nil && only4:
+			return errors.New(`not IPv4:port, e.g. "0.0.0.0:8900"`)
+		case err != nil:
+			return errors.New("not IP:port (IPv6 as [::1]:29944)")
+		case only4 && !ap.Addr().Unmap().Is4():
+			return errors.New("must be an IPv4 address")
+		}
+		*dst = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return nil
+	})
 }
 
 // choice reads a string that must be one of allowed.

@@ -3,12 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
 func readLobby(s *section, c *Config) {
@@ -52,6 +55,71 @@ func parseListen(ss []string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
+func readGG2(s *section, c *Config) {
+	g, srv, ann := &c.GG2, &c.GG2.Server, &c.GG2.Announce
+	s.bool("enabled", &g.Enabled)
+	s.addrPort("listen", &srv.Listen, false)
+	s.text("lobby", func(v string) error {
+		id, err := gg2wire.ParseUUID(v)
+		if err != nil {
+			return errors.New("not a UUID (want 8-4-4-4-12 hex digits)")
+		}
+		srv.Lobby, ann.Lobby = id, id
+		return nil
+	})
+	s.ip("public_addr", &srv.PublicAddr, false)
+	s.text("game", func(v string) error {
+		if v == "" {
+			return errors.New("must not be empty")
+		}
+		srv.Game, ann.Game = v, v
+		return nil
+	})
+	s.duration("ttl", &srv.TTL, time.Second)
+	s.int("max_servers", &srv.MaxServers, 1, 1<<20)
+	s.int("max_servers_per_ip", &srv.MaxServersPerIP, 1, srv.MaxServers)
+	s.duration("dial_timeout", &srv.DialTimeout, 10*time.Millisecond)
+	s.int("max_checks", &srv.MaxChecks, 1, 1<<10)
+	s.duration("list_timeout", &srv.ListTimeout, 100*time.Millisecond)
+	s.int("max_list_conns", &srv.MaxListConns, 1, 1<<16)
+	s.text("announce", func(v string) error {
+		if v != "" {
+			if err := checkHostPort(v); err != nil {
+				return err
+			}
+		}
+		ann.Upstream = v
+		return nil
+	})
+	s.duration("announce_interval", &ann.Interval, 100*time.Millisecond)
+}
+
+// checkHostPort accepts "host:port" with a host name or IP and a port in
+// 1-65535; the name is resolved when announcing starts.
+func checkHostPort(v string) error {
+	const want = `want "host:port", e.g. "lobby.example.org:29944"`
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || host == "" {
+		return errors.New(want)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return errors.New(want)
+	}
+	if n < 1 || n > 65535 {
+		return fmt.Errorf("port %d outside 1-65535", n)
+	}
+	return nil
+}
+
+func readGunz(s *section, c *Config) {
+	g := &c.Gunz
+	s.bool("enabled", &g.Enabled)
+	// The protocol carries IPv4 addresses only.
+	s.addrPort("listen", &g.Locator.Listen, true)
+	s.ip("public_addr", &g.Locator.PublicAddr, true)
+}
+
 func readSupervisor(s *section, c *Config) {
 	sc := &c.Supervisor
 	s.text("ports", func(v string) error {
@@ -65,18 +133,7 @@ func readSupervisor(s *section, c *Config) {
 	s.int("max_players", &sc.MaxPlayers, 1, 1<<16-1)
 	s.int("warm", &sc.Warm, 0, sc.MaxInstances) // never more than may run
 	s.list("command", &sc.Command)
-	s.text("bind", func(v string) error {
-		if v == "" {
-			sc.Bind = netip.Addr{}
-			return nil
-		}
-		ip, err := netip.ParseAddr(v)
-		if err != nil {
-			return errors.New("not an IP address")
-		}
-		sc.Bind = ip
-		return nil
-	})
+	s.ip("bind", &sc.Bind, false)
 	s.text("id_file", func(v string) error { sc.IDFile = v; return nil })
 	s.choice("probe", &sc.Probe, "", "teeworlds", "none")
 	if sc.Probe != "" && len(sc.Command) == 0 {

@@ -94,6 +94,10 @@ func New(cfg Config, rooms supervisor.Rooms) (*Announcer, error) {
 		log: cfg.Log.With().Str("component", "announce").Str("upstream", cfg.Upstream).Logger()}, nil
 }
 
+// Close releases the socket of an Announcer that will not Serve (Serve
+// closes it itself when it ends).
+func (a *Announcer) Close() error { return a.conn.Close() }
+
 // Stats returns the announcer's counters.
 func (a *Announcer) Stats() Stats {
 	a.mu.Lock()

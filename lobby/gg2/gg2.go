@@ -5,7 +5,7 @@
 // UDP datagrams go through, in order:
 //
 //	gg2wire.Classify   neither registration nor unregister: dropped
-//	Limiter            per source IP, shared with the other edges
+//	limit.Sources      per source IP, shared with the other edges
 //	full parse         malformed, no name, other lobby: dropped, counted
 //	the table          keyed by source IP, port and transport; a TCP
 //	                   server appears only once a TCP connect to it works
@@ -34,13 +34,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/limit"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/supervisor"
 )
-
-// Limiter decides whether a source IP may be served now (UDP datagrams and
-// TCP connections alike).
-type Limiter = frontend.Limiter
 
 // Config is the [gg2] section of config.toml.
 type Config struct {
@@ -71,9 +68,11 @@ type Config struct {
 	// time; MaxListConns bounds the list connections served at once.
 	ListTimeout  time.Duration
 	MaxListConns int
-	// Limiter is applied per source IP. When nil, a default one is built
-	// from Rate, Burst and MaxSources.
-	Limiter    Limiter
+	// Sources are the per-source buckets UDP datagrams and TCP
+	// connections alike draw from, shared with the other edges (see
+	// lobby.NewSources). When nil, the front-end builds its own from
+	// Rate, Burst and MaxSources.
+	Sources    *limit.Sources
 	Rate       float64
 	Burst      int
 	MaxSources int
@@ -111,7 +110,7 @@ func (c Config) check() error {
 		return errors.New("gg2: ttl, dial timeout, list timeout and report interval must be positive")
 	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxChecks < 1 || c.MaxListConns < 1:
 		return errors.New("gg2: max_servers, max_servers_per_ip, max_checks and max_list_conns must be positive")
-	case c.Limiter == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
+	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
 		return errors.New("gg2: rate, burst and max_sources must be positive")
 	}
 	return nil
@@ -143,7 +142,7 @@ type Server struct {
 	log     zerolog.Logger
 	udp     *net.UDPConn
 	tcp     *net.TCPListener
-	limiter Limiter
+	sources *limit.Sources
 
 	requests, drops frontend.Counters
 	listConns       atomic.Int64
@@ -168,10 +167,10 @@ func New(cfg Config, rooms supervisor.Rooms, reg supervisor.Registry) (*Server, 
 
 // newServer builds a front-end without sockets.
 func newServer(cfg Config, rooms supervisor.Rooms, reg supervisor.Registry) *Server {
-	s := &Server{cfg: cfg, rooms: rooms, reg: reg, limiter: cfg.Limiter,
+	s := &Server{cfg: cfg, rooms: rooms, reg: reg, sources: cfg.Sources,
 		log: cfg.Log.With().Str("component", "gg2").Logger()}
-	if s.limiter == nil {
-		s.limiter = frontend.NewSourceLimiter(cfg.Rate, cfg.Burst, cfg.MaxSources)
+	if s.sources == nil {
+		s.sources = limit.NewSources(limit.Config{Rate: cfg.Rate, Burst: cfg.Burst, MaxSources: cfg.MaxSources})
 	}
 	s.table.init(s)
 	return s
@@ -200,6 +199,12 @@ func listenBoth(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
 // Addrs returns the bound address; UDP and TCP share it.
 func (s *Server) Addrs() []netip.AddrPort {
 	return []netip.AddrPort{s.udp.LocalAddr().(*net.UDPAddr).AddrPort()}
+}
+
+// Close releases the sockets of a Server that will not Serve (Serve
+// closes them itself when it ends).
+func (s *Server) Close() error {
+	return errors.Join(s.udp.Close(), s.tcp.Close())
 }
 
 // Stats returns the front-end's counters.
@@ -264,8 +269,7 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 		s.drops.Add("unknown_message")
 		return
 	}
-	if !s.limiter.Allow(ip) {
-		s.drops.Add("rate_limited")
+	if !s.allow(ip, now) {
 		return
 	}
 	if kind == gg2wire.KindUnregister {
@@ -292,6 +296,15 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 	}
 	s.table.register(ctx, ip, &r, now)
 	s.requests.Add("register")
+}
+
+// allow takes a token from ip's bucket, or counts the drop.
+func (s *Server) allow(ip netip.Addr, now time.Time) bool {
+	ok, _ := s.sources.Allow(ip, now)
+	if !ok {
+		s.drops.Add("rate_limited")
+	}
+	return ok
 }
 
 // reasons names the codec's sentinels for the drop counters.

@@ -38,8 +38,7 @@ func (s *Server) acceptLoop(ctx context.Context) {
 		}
 		pause = 0
 		ip := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if !s.limiter.Allow(ip) {
-			s.drops.Add("rate_limited")
+		if !s.allow(ip, time.Now()) {
 			c.Close()
 			continue
 		}

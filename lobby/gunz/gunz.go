@@ -5,8 +5,8 @@
 // A datagram goes through, in order:
 //
 //	gunzwire.ParseRequest   anything else, or a bad checksum: dropped, counted
-//	Limiter                 per source IP, shared with the other edges
-//	byte budget             reply bytes per /24 per second
+//	limit.Sources           per source IP, shared with the other edges
+//	limit.Budget            reply bytes per /24 per second, shared too
 //
 // The byte budget matters because an 11-byte request can draw a reply of
 // up to 64 KiB and UDP source addresses can be forged: without it the
@@ -37,13 +37,11 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/limit"
 	"github.com/foyerlobby/foyer/packet"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/supervisor"
 )
-
-// Limiter decides whether a source IP may be served now.
-type Limiter = frontend.Limiter
 
 // Config is the [gunz] section of config.toml.
 type Config struct {
@@ -53,14 +51,18 @@ type Config struct {
 	// PublicAddr is the IPv4 address listed for Foyer's own rooms; when
 	// invalid, the local address each request arrived on.
 	PublicAddr netip.Addr
-	// Limiter is applied per source IP. When nil, a default one is built
-	// from Rate, Burst and MaxSources.
-	Limiter    Limiter
+	// Sources are the per-source buckets, shared with the other edges
+	// (see lobby.NewSources). When nil, the locator builds its own from
+	// Rate, Burst and MaxSources.
+	Sources    *limit.Sources
 	Rate       float64
 	Burst      int
 	MaxSources int
-	// ReflectionLimit is the reply bytes per second sent to one /24;
-	// MaxPrefixes bounds that table.
+	// Replies is the reply bytes budget per /24, shared with the other
+	// edges (see lobby.NewReplyBudget). When nil, the locator builds its
+	// own: ReflectionLimit bytes per second to one /24, MaxPrefixes
+	// networks tracked.
+	Replies         *limit.Budget
 	ReflectionLimit int
 	MaxPrefixes     int
 	// ReportInterval is how often non-zero drop counts are logged.
@@ -88,10 +90,12 @@ func (c Config) check() error {
 		return errors.New("gunz: listen address must be IPv4")
 	case c.PublicAddr.IsValid() && !c.PublicAddr.Is4():
 		return errors.New("gunz: public address must be IPv4")
-	case c.Limiter == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
+	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
 		return errors.New("gunz: rate, burst and max_sources must be positive")
-	case c.ReflectionLimit < 1 || c.MaxPrefixes < 1 || c.ReportInterval <= 0:
-		return errors.New("gunz: reflection limit, max prefixes and report interval must be positive")
+	case c.Replies == nil && (c.ReflectionLimit < 1 || c.MaxPrefixes < 1):
+		return errors.New("gunz: reflection limit and max prefixes must be positive")
+	case c.ReportInterval <= 0:
+		return errors.New("gunz: report interval must be positive")
 	}
 	return nil
 }
@@ -114,8 +118,8 @@ type Locator struct {
 	rooms   supervisor.Rooms
 	log     zerolog.Logger
 	conn    *net.UDPConn
-	limiter Limiter
-	budget  *frontend.ByteBudget
+	sources *limit.Sources
+	budget  *limit.Budget
 	// wantDst: the socket is bound to 0.0.0.0, so the address a request
 	// arrived on comes from IP_PKTINFO, and the reply is sent from it (a
 	// client on a host with several addresses expects the answer from
@@ -131,9 +135,12 @@ func New(cfg Config, rooms supervisor.Rooms) (*Locator, error) {
 		return nil, err
 	}
 	l := &Locator{cfg: cfg, rooms: rooms, log: cfg.Log.With().Str("component", "gunz").Logger(),
-		limiter: cfg.Limiter, budget: frontend.NewByteBudget(cfg.ReflectionLimit, cfg.MaxPrefixes)}
-	if l.limiter == nil {
-		l.limiter = frontend.NewSourceLimiter(cfg.Rate, cfg.Burst, cfg.MaxSources)
+		sources: cfg.Sources, budget: cfg.Replies}
+	if l.sources == nil {
+		l.sources = limit.NewSources(limit.Config{Rate: cfg.Rate, Burst: cfg.Burst, MaxSources: cfg.MaxSources})
+	}
+	if l.budget == nil {
+		l.budget = limit.NewBudget(cfg.ReflectionLimit, cfg.MaxPrefixes)
 	}
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
 	if err != nil {
@@ -154,6 +161,10 @@ func New(cfg Config, rooms supervisor.Rooms) (*Locator, error) {
 func (l *Locator) Addrs() []netip.AddrPort {
 	return []netip.AddrPort{l.conn.LocalAddr().(*net.UDPAddr).AddrPort()}
 }
+
+// Close releases the socket of a Locator that will not Serve (Serve
+// closes it itself when it ends).
+func (l *Locator) Close() error { return l.conn.Close() }
 
 // Stats returns the locator's counters.
 func (l *Locator) Stats() Stats {
@@ -248,8 +259,8 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.drops.Add(reason(err))
 		return
 	}
-	ip := from.Addr().Unmap()
-	if !l.limiter.Allow(ip) {
+	now := time.Now()
+	if ok, _ := l.sources.Allow(from.Addr(), now); !ok {
 		l.drops.Add("rate_limited")
 		return
 	}
@@ -268,7 +279,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.log.Error().Err(err).Msg("locator response not encoded")
 		return
 	}
-	if !l.budget.Allow(ip, len(r.out)) {
+	if !l.budget.Allow(from.Addr(), len(r.out), now) {
 		l.drops.Add("reflection")
 		return
 	}

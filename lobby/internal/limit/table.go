@@ -1,4 +1,4 @@
-package lobby
+package limit
 
 // table is a map with a fixed number of entries. When it is full, a new
 // key takes the place of one not used since the clock hand last passed it
@@ -32,22 +32,27 @@ func (t *table[K, V]) get(k K) (V, bool) {
 	return t.slots[i].val, true
 }
 
-// put stores v for k, which must not be present, evicting an entry if the
-// table is full.
-func (t *table[K, V]) put(k K, v V) {
+// insert makes an entry for k, which must not be present, evicting one
+// if the table is full, and returns a pointer to its value: the zero V in
+// a new slot, or the evicted entry's value, for the caller to reuse or
+// replace (so that a flood of new keys need not allocate). The pointer is
+// valid until the next insert.
+func (t *table[K, V]) insert(k K) *V {
 	if len(t.slots) < t.max {
 		t.index[k] = len(t.slots)
-		t.slots = append(t.slots, slot[K, V]{key: k, val: v, used: true})
-		return
+		t.slots = append(t.slots, slot[K, V]{key: k, used: true})
+		return &t.slots[len(t.slots)-1].val
 	}
 	for t.slots[t.hand].used {
 		t.slots[t.hand].used = false
 		t.hand = (t.hand + 1) % len(t.slots)
 	}
-	delete(t.index, t.slots[t.hand].key)
-	t.slots[t.hand] = slot[K, V]{key: k, val: v, used: true}
+	s := &t.slots[t.hand]
+	delete(t.index, s.key)
+	s.key, s.used = k, true
 	t.index[k] = t.hand
 	t.hand = (t.hand + 1) % len(t.slots)
+	return &s.val
 }
 
 // len is the number of entries.

@@ -1,0 +1,184 @@
+// Package limit is the rate limiting every Foyer edge shares: per-source
+// token buckets (Sources) checked before a request is served, and a
+// per-network budget of reply bytes (Budget) checked before a reply is
+// sent. One Sources and one Budget serve all of a Foyer's edges, so a
+// source's allowance spans the protocols it speaks and a victim network's
+// cap is the same whichever edge its forged requests reach.
+//
+// Both keep their entries in a table of fixed size with second-chance
+// eviction (see table): a flood from millions of spoofed sources costs at
+// most the table, allocates nothing once it is full (an evicted entry's
+// buckets are reset for the newcomer), and sources seen recently survive
+// it.
+package limit
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Config sizes Sources.
+type Config struct {
+	// Rate and Burst are each source IP's general bucket (requests per
+	// second); CreateRate and CreateBurst its stricter bucket for requests
+	// that start something (the native CREATE).
+	Rate        float64
+	Burst       int
+	CreateRate  float64
+	CreateBurst int
+	// MaxSources bounds the sources tracked; idle ones are evicted first.
+	MaxSources int
+}
+
+// Sources holds the token buckets of the source IPs seen lately. It is
+// safe for concurrent use.
+type Sources struct {
+	mu      sync.Mutex
+	t       *table[netip.Addr, *source]
+	general rate.Limit
+	burst   int
+	create  rate.Limit
+	cburst  int
+}
+
+// source is one source's state. An evicted source's is reset and reused
+// for the source that takes its place.
+type source struct {
+	general rate.Limiter
+	create  rate.Limiter // filled on the source's first create
+	created bool
+	limited bool // the last request was refused
+}
+
+// fill makes lim a full bucket of burst b refilling at r, without the
+// allocation of rate.NewLimiter: a Limiter last updated at the zero time
+// has had ages to fill, so its first use finds burst tokens.
+func fill(lim *rate.Limiter, r rate.Limit, b int) {
+	*lim = rate.Limiter{}
+	lim.SetBurstAt(time.Time{}, b)
+	lim.SetLimitAt(time.Time{}, r)
+}
+
+// NewSources returns an empty table sized by c; c.MaxSources must be
+// positive.
+func NewSources(c Config) *Sources {
+	return &Sources{
+		t:       newTable[netip.Addr, *source](c.MaxSources),
+		general: rate.Limit(c.Rate), burst: c.Burst,
+		create: rate.Limit(c.CreateRate), cburst: c.CreateBurst,
+	}
+}
+
+// Allow takes a token from ip's general bucket. newlyLimited reports a
+// source that was being served and now is not, so that limited sources
+// can be counted once per episode rather than once per packet. An
+// IPv4-mapped IPv6 address is the IPv4 source.
+func (s *Sources) Allow(ip netip.Addr, now time.Time) (ok, newlyLimited bool) {
+	return s.take(ip, now, false)
+}
+
+// AllowCreate takes a token from ip's create bucket; the general bucket
+// is the caller's to take first.
+func (s *Sources) AllowCreate(ip netip.Addr, now time.Time) (ok, newlyLimited bool) {
+	return s.take(ip, now, true)
+}
+
+func (s *Sources) take(ip netip.Addr, now time.Time, create bool) (ok, newlyLimited bool) {
+	ip = ip.Unmap()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src, found := s.t.get(ip)
+	if !found {
+		slot := s.t.insert(ip)
+		if *slot == nil {
+			*slot = new(source)
+		}
+		src = *slot
+		fill(&src.general, s.general, s.burst)
+		src.created, src.limited = false, false
+	}
+	bucket := &src.general
+	if create {
+		if !src.created {
+			fill(&src.create, s.create, s.cburst)
+			src.created = true
+		}
+		bucket = &src.create
+	}
+	ok = bucket.AllowN(now, 1)
+	newlyLimited = !ok && !src.limited
+	src.limited = !ok
+	return ok, newlyLimited
+}
+
+// Len is the number of sources tracked now.
+func (s *Sources) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.len()
+}
+
+// MaxDatagram is the largest UDP payload over IPv4. A network's budget
+// holds at least this much, or a reply of that size could never be sent.
+const MaxDatagram = 65507
+
+// Budget caps the reply bytes sent to each /24 (IPv4) or /56 (IPv6) per
+// second. Source addresses can be forged, so per-IP limits alone would let
+// a spoofer aim large replies to small requests (65 KB for a 12-byte
+// LIST) at a victim network from many forged IPs. It is safe for
+// concurrent use.
+type Budget struct {
+	mu    sync.Mutex
+	t     *table[netip.Prefix, *rate.Limiter]
+	limit rate.Limit
+	burst int
+}
+
+// NewBudget allows perSecond bytes to each network, tracking at most
+// maxPrefixes networks; both must be positive.
+func NewBudget(perSecond, maxPrefixes int) *Budget {
+	return &Budget{
+		t:     newTable[netip.Prefix, *rate.Limiter](maxPrefixes),
+		limit: rate.Limit(perSecond),
+		burst: max(perSecond, MaxDatagram),
+	}
+}
+
+// prefixOf returns the network a reply to ip is charged to.
+func prefixOf(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap()
+	bits := 56
+	if ip.Is4() {
+		bits = 24
+	}
+	p, _ := ip.Prefix(bits)
+	return p
+}
+
+// Allow charges n bytes to ip's network and reports whether they fit;
+// bytes that do not fit are not charged.
+func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
+	p := prefixOf(ip)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lim, found := b.t.get(p)
+	if !found {
+		slot := b.t.insert(p)
+		if *slot == nil {
+			*slot = new(rate.Limiter)
+		}
+		lim = *slot
+		fill(lim, b.limit, b.burst)
+	}
+	return lim.AllowN(now, n)
+}
+
+// Len is the number of networks tracked now.
+func (b *Budget) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.t.len()
+}

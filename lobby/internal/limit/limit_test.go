@@ -1,0 +1,225 @@
+package limit
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestSourcesBuckets(t *testing.T) {
+	s := NewSources(Config{Rate: 0.001, Burst: 2, CreateRate: 0.001, CreateBurst: 1, MaxSources: 100})
+	now := time.Now()
+	a := netip.MustParseAddr("192.0.2.1")
+	if ok, _ := s.Allow(a, now); !ok {
+		t.Fatal("first request refused")
+	}
+	if ok, _ := s.AllowCreate(a, now); !ok {
+		t.Fatal("first create refused")
+	}
+	if ok, newly := s.AllowCreate(a, now); ok || !newly {
+		t.Errorf("second create: ok %v, newly limited %v; want refused, newly", ok, newly)
+	}
+	// The create bucket is separate: the general one still has a token.
+	if ok, _ := s.Allow(a, now); !ok {
+		t.Error("general bucket drawn by creates")
+	}
+	if ok, newly := s.Allow(a, now); ok || !newly {
+		t.Errorf("third request: ok %v, newly %v", ok, newly)
+	}
+	if ok, newly := s.Allow(a, now); ok || newly {
+		t.Errorf("fourth request: ok %v, newly %v; an episode counts once", ok, newly)
+	}
+	// IPv4-mapped IPv6 is the same source, whichever edge saw it.
+	if ok, _ := s.Allow(netip.MustParseAddr("::ffff:192.0.2.1"), now); ok {
+		t.Error("mapped address got a bucket of its own")
+	}
+	// Tokens come back with time.
+	if ok, _ := s.Allow(a, now.Add(1001*time.Second)); !ok {
+		t.Error("bucket never refilled")
+	}
+	if ok, _ := s.Allow(netip.MustParseAddr("192.0.2.2"), now); !ok {
+		t.Error("another source limited")
+	}
+	if n := s.Len(); n != 2 {
+		t.Errorf("%d sources tracked, want 2", n)
+	}
+}
+
+func TestSourcesBounded(t *testing.T) {
+	s := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 100})
+	now := time.Now()
+	for i := range 1000 {
+		s.Allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now)
+	}
+	if n := s.Len(); n != 100 {
+		t.Errorf("%d sources tracked, want the bound 100", n)
+	}
+}
+
+func TestBudgetPerNetwork(t *testing.T) {
+	b := NewBudget(1, 10)
+	now := time.Now()
+	if !b.Allow(netip.MustParseAddr("192.0.2.1"), MaxDatagram, now) {
+		t.Fatal("one largest datagram must fit")
+	}
+	if b.Allow(netip.MustParseAddr("192.0.2.200"), 100, now) {
+		t.Error("same /24 not charged together")
+	}
+	if b.Allow(netip.MustParseAddr("::ffff:192.0.2.7"), 100, now) {
+		t.Error("mapped address of the same /24 not charged with it")
+	}
+	if !b.Allow(netip.MustParseAddr("192.0.3.1"), 100, now) {
+		t.Error("another /24 charged")
+	}
+	if !b.Allow(netip.MustParseAddr("2001:db8:0:100::1"), 100, now) || b.Allow(netip.MustParseAddr("2001:db8:0:1ff::1"), MaxDatagram, now) {
+		t.Error("IPv6 /56 not charged together")
+	}
+	if !b.Allow(netip.MustParseAddr("2001:db8:0:200::1"), MaxDatagram, now) {
+		t.Error("another /56 charged")
+	}
+	if n := b.Len(); n != 4 {
+		t.Errorf("%d networks tracked, want 4", n)
+	}
+}
+
+func TestTableSecondChance(t *testing.T) {
+	tb := newTable[int, string](3)
+	put := func(k int, v string) (evicted string) {
+		p := tb.insert(k)
+		evicted, *p = *p, v
+		return evicted
+	}
+	put(1, "a")
+	put(2, "b")
+	put(3, "c")
+	// All were used: the hand clears them all, evicts 1 and hands its
+	// value over for reuse.
+	if old := put(4, "d"); old != "a" {
+		t.Errorf("insert of 4 handed over %q, want 1's %q", old, "a")
+	}
+	if _, ok := tb.get(1); ok {
+		t.Error("1 survived")
+	}
+	tb.get(2) // 2 gets a second chance, 3 does not
+	if old := put(5, "e"); old != "c" {
+		t.Errorf("insert of 5 handed over %q, want 3's %q", old, "c")
+	}
+	if _, ok := tb.get(3); ok {
+		t.Error("3 survived")
+	}
+	for k, want := range map[int]string{2: "b", 4: "d", 5: "e"} {
+		if v, ok := tb.get(k); !ok || v != want {
+			t.Errorf("get(%d) = %q, %v; want %q", k, v, ok, want)
+		}
+	}
+	if tb.len() != 3 || len(tb.index) != 3 {
+		t.Errorf("len %d, index %d", tb.len(), len(tb.index))
+	}
+}
+
+// A source that takes an evicted source's place starts afresh: a full
+// general bucket, a full create bucket, not limited.
+func TestEvictedSourceReusedAfresh(t *testing.T) {
+	s := NewSources(Config{Rate: 0.001, Burst: 3, CreateRate: 0.001, CreateBurst: 2, MaxSources: 1})
+	now := time.Now()
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	for range 4 {
+		s.Allow(a, now)
+	}
+	for range 3 {
+		s.AllowCreate(a, now)
+	}
+	for i := range 3 {
+		if ok, newly := s.Allow(b, now); !ok || newly {
+			t.Fatalf("request %d of the new source: ok %v, newly limited %v", i, ok, newly)
+		}
+	}
+	if ok, newly := s.Allow(b, now); ok || !newly {
+		t.Errorf("past the burst: ok %v, newly limited %v", ok, newly)
+	}
+	for i := range 2 {
+		if ok, _ := s.AllowCreate(b, now); !ok {
+			t.Fatalf("create %d of the new source refused", i)
+		}
+	}
+	if ok, _ := s.AllowCreate(b, now); ok {
+		t.Error("create past the burst allowed")
+	}
+	// And a, evicted in turn, comes back afresh too.
+	if ok, newly := s.Allow(a, now); !ok || newly {
+		t.Errorf("returning source: ok %v, newly %v", ok, newly)
+	}
+	if n := s.Len(); n != 1 {
+		t.Errorf("%d sources tracked, bound is 1", n)
+	}
+}
+
+// A network that takes an evicted one's place gets a full budget.
+func TestEvictedNetworkReusedAfresh(t *testing.T) {
+	b := NewBudget(1, 1)
+	now := time.Now()
+	if !b.Allow(netip.MustParseAddr("192.0.2.1"), MaxDatagram, now) || b.Allow(netip.MustParseAddr("192.0.2.1"), 1, now) {
+		t.Fatal("budget not spent by one largest datagram")
+	}
+	if !b.Allow(netip.MustParseAddr("198.51.100.1"), MaxDatagram, now) {
+		t.Error("the network taking the evicted one's place has no full budget")
+	}
+}
+
+// A known source costs no allocation: the edges call Allow per datagram.
+func TestAllowKnownSourceAllocatesNothing(t *testing.T) {
+	s := NewSources(Config{Rate: 1e9, Burst: 1e9, CreateRate: 1e9, CreateBurst: 1e9, MaxSources: 10})
+	b := NewBudget(1<<30, 10)
+	ip := netip.MustParseAddr("192.0.2.1")
+	now := time.Now()
+	s.AllowCreate(ip, now)
+	b.Allow(ip, 1, now)
+	if n := testing.AllocsPerRun(100, func() {
+		s.Allow(ip, now)
+		s.AllowCreate(ip, now)
+		b.Allow(ip, 100, now)
+	}); n != 0 {
+		t.Errorf("%v allocations per known source", n)
+	}
+	// Nor does a new source once the table is full: a spoofed flood.
+	full := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 1})
+	fullB := NewBudget(1<<30, 1)
+	other := netip.MustParseAddr("192.0.2.2")
+	full.AllowCreate(ip, now)
+	fullB.Allow(ip, 1, now)
+	if n := testing.AllocsPerRun(100, func() {
+		full.AllowCreate(other, now)
+		full.AllowCreate(ip, now)
+		fullB.Allow(netip.MustParseAddr("198.51.100.1"), 1, now)
+		fullB.Allow(ip, 1, now)
+	}); n != 0 {
+		t.Errorf("%v allocations per evicting source", n)
+	}
+}
+
+func BenchmarkSources(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		sources    int
+		maxSources int
+	}{
+		{"one", 1, 100000},
+		{"many", 4096, 100000},
+		{"evicting", 4096, 256},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := NewSources(Config{Rate: 1e9, Burst: 1e9, CreateRate: 1, CreateBurst: 1, MaxSources: bc.maxSources})
+			ips := make([]netip.Addr, bc.sources)
+			for i := range ips {
+				ips[i] = netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
+			}
+			now := time.Now()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				s.Allow(ips[i%len(ips)], now)
+				i++
+			}
+		})
+	}
+}
