@@ -6,3 +6,7 @@ const (
 	PerNetInterval = perNetInterval
 	PerNetBurst    = perNetBurst
 )
+
+// HandshakeEnv is the variable that tells a process a Foyer host started
+// it, for tests that start an instance without Launch.
+var HandshakeEnv = handshake.MagicCookieKey + "=" + handshake.MagicCookieValue

@@ -28,8 +28,16 @@ import (
 const DefaultStartTimeout = 5 * time.Second
 
 // abandonWait bounds how long a failed Launch waits for the process it
-// killed to be reaped; SIGKILL makes that quick unless the system stalls.
-const abandonWait = time.Second
+// killed to be reaped. SIGKILL makes that quick, but a loaded machine can
+// take seconds to schedule the exit and the reaper; returning earlier would
+// let a caller believe the process gone while it still runs.
+const abandonWait = 10 * time.Second
+
+// connBuffer is the size of each gRPC read and write buffer on an
+// instance connection, on both sides. The default 32 KiB is sized for
+// bulk transfers; every message here is a few dozen bytes, and the host
+// keeps one connection per room.
+const connBuffer = 4 << 10
 
 // maxMessage bounds a message from an instance, on every call.
 const maxMessage = 64 << 10
@@ -111,11 +119,16 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 			// would wake the host for every heartbeat of every room.
 			grpc.WithInitialWindowSize(maxMessage),
 			grpc.WithInitialConnWindowSize(maxMessage),
+			grpc.WithReadBufferSize(connBuffer),
+			grpc.WithWriteBufferSize(connBuffer),
 		},
 	})
 	p := &Process{run: r, client: client, status: make(chan Status, statusBuffer)}
 	if err := p.connect(ctx); err != nil {
-		p.abandon()
+		if !p.abandon() {
+			cfg.Log.Error().Int("pid", p.PID()).Dur("waited", abandonWait).Msg("instance still running after SIGKILL")
+			err = fmt.Errorf("%w (process %d still running %v after SIGKILL)", err, p.PID(), abandonWait)
+		}
 		cfg.Log.Debug().Err(err).Str("cmd", cmd.Path).Msg("instance launch failed")
 		return nil, fmt.Errorf("instance: launch %s: %w", cmd.Path, err)
 	}
@@ -159,17 +172,24 @@ func (p *Process) dial() error {
 	return nil
 }
 
-// abandon kills what a failed launch started, waits a little for it to be
-// reaped, and lets go-plugin clean up after it in the background.
-func (p *Process) abandon() {
-	p.run.signalGroup(unix.SIGKILL)
-	if p.run.started() {
-		select {
-		case <-p.run.exited:
-		case <-time.After(abandonWait):
-		}
-	}
+// abandon kills what a failed launch started and waits, up to
+// abandonWait, until the process has been reaped, so that a failed Launch
+// leaves nothing running behind it; go-plugin cleans up after it in the
+// background. It reports false if the process outlived the wait.
+func (p *Process) abandon() bool {
+	p.run.cancel()
 	go p.release()
+	if !p.run.started() {
+		return true
+	}
+	t := time.NewTimer(abandonWait)
+	defer t.Stop()
+	select {
+	case <-p.run.exited:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // release frees go-plugin's side (connection, socket directory) once the

@@ -1,6 +1,7 @@
 package instance_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -32,6 +33,7 @@ const (
 func TestMain(m *testing.M) {
 	mode := os.Getenv(modeEnv)
 	if mode == "" {
+		noExitSleep()
 		os.Exit(m.Run())
 	}
 	if f := os.Getenv(pidFileEnv); f != "" {
@@ -73,6 +75,20 @@ func TestMain(m *testing.M) {
 		}
 		instance.Serve(&testGame{})
 	case "sleep":
+		time.Sleep(time.Hour)
+	case "plain-host":
+		// A host that starts its instance without Launch, so without a
+		// parent-death signal, and reports its pid once it serves.
+		inst := selfCommand("game", "")
+		inst.Env = append(inst.Env, instance.HandshakeEnv)
+		out, err := inst.StdoutPipe()
+		if err != nil || inst.Start() != nil {
+			os.Exit(3)
+		}
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			os.Exit(3)
+		}
+		os.WriteFile(os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"), []byte(strconv.Itoa(inst.Process.Pid)), 0o600)
 		time.Sleep(time.Hour)
 	case "host":
 		// A host that launches one instance, then waits to be killed.
@@ -337,6 +353,23 @@ func TestStop(t *testing.T) {
 	p.Kill()
 }
 
+// TestStopShortGrace stops a game with a 1 s grace: the final status
+// reaches the host and the process exits by itself, well before the
+// host's SIGKILL at the end of the grace; it does not sit out a wait for
+// an acknowledgement.
+func TestStopShortGrace(t *testing.T) {
+	t.Parallel()
+	p := launch(t, "game", zerolog.Nop())
+	start(t, p, nil)
+	p.Stop(time.Second)
+	if last := drainUntilClosed(t, p); last.State != packet.Finished {
+		t.Fatalf("last status %+v, want Finished", last)
+	}
+	if code, sig := waitExit(t, p); code != 0 || sig != "" {
+		t.Fatalf("exit status %d %q, want 0", code, sig)
+	}
+}
+
 func TestStopHangingGameIsKilled(t *testing.T) {
 	t.Parallel()
 	p := launch(t, "game", zerolog.Nop())
@@ -474,20 +507,47 @@ func waitGone(t *testing.T, pid int) {
 	t.Fatalf("process %d is still running", pid)
 }
 
+// startRecordingPID is a StartProcess hook that stores the started
+// process's pid in *pid.
+func startRecordingPID(pid *int) func(*exec.Cmd) error {
+	return func(cmd *exec.Cmd) error {
+		err := cmd.Start()
+		if err == nil {
+			*pid = cmd.Process.Pid
+		}
+		return err
+	}
+}
+
+// assertReaped fails unless pid has exited and been waited for: no process
+// and no zombie. A failed Launch promises this when it returns, so that a
+// caller shutting down can say everything is gone.
+func assertReaped(t *testing.T, pid int) {
+	t.Helper()
+	if pid == 0 {
+		t.Fatal("the process was never started")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d not reaped when Launch returned (stat: %v)", pid, err)
+	}
+}
+
 func TestLaunchFailuresKillTheProcess(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"garbage-stdout", "foreign-handshake", "silent"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			file := pidFile(t)
+			var pid int
 			_, err := instance.Launch(context.Background(), instance.LaunchConfig{
-				Cmd:          selfCommand(mode, file),
+				Cmd:          selfCommand(mode, ""),
 				StartTimeout: 500 * time.Millisecond,
+				StartProcess: startRecordingPID(&pid),
 			})
 			if err == nil {
 				t.Fatal("Launch succeeded")
 			}
-			waitGone(t, readPID(t, file))
+			assertReaped(t, pid)
 		})
 	}
 }
@@ -500,11 +560,14 @@ func TestLaunchCancelled(t *testing.T) {
 		readPID(t, file)
 		cancel()
 	}()
-	_, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: selfCommand("silent", file), StartTimeout: patience})
+	var pid int
+	_, err := instance.Launch(ctx, instance.LaunchConfig{
+		Cmd: selfCommand("silent", file), StartTimeout: patience, StartProcess: startRecordingPID(&pid),
+	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Launch: %v, want context.Canceled", err)
 	}
-	waitGone(t, readPID(t, file))
+	assertReaped(t, pid)
 }
 
 func TestKillTakesTheWholeGroup(t *testing.T) {
@@ -526,6 +589,22 @@ func TestInstanceDiesWithItsHost(t *testing.T) {
 	t.Parallel()
 	file := pidFile(t)
 	host := selfCommand("host", "")
+	host.Env = append(host.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inst := readPID(t, file)
+	host.Process.Kill()
+	host.Wait()
+	waitGone(t, inst)
+}
+
+// TestInstanceNoticesItsHostsEnd runs an instance whose host did not set
+// a parent-death signal: the instance sees its parent go by itself.
+func TestInstanceNoticesItsHostsEnd(t *testing.T) {
+	t.Parallel()
+	file := pidFile(t)
+	host := selfCommand("plain-host", "")
 	host.Env = append(host.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -589,4 +668,12 @@ func TestStartProcessHookAndProcessGroup(t *testing.T) {
 		t.Fatalf("process group %d, want its own (%d)", pgrp, p.PID())
 	}
 	start(t, p, nil)
+}
+
+// noExitSleep makes the instances this test binary starts exit at once.
+// Built with -race, a Go program sleeps 1 s in os.Exit by default
+// (GORACE atexit_sleep_ms), which would make every instance look as if it
+// ignored Stop for a second; the children inherit the environment.
+func noExitSleep() {
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,14 +27,17 @@ const (
 	// ackWait is how long a finished instance waits for the host to
 	// acknowledge its final status before it exits anyway.
 	ackWait = time.Second
-	// parentCheck is how often the instance looks for its parent. The
-	// host's parent-death signal is the first line of defence; this one
-	// also covers a host that forgot to set it.
+	// parentCheck is how often the instance looks for its parent when it
+	// cannot wait on a pidfd. The host's parent-death signal is the first
+	// line of defence; this one also covers a host that forgot to set it.
 	parentCheck = 500 * time.Millisecond
 	// closeGrace is what the game gets to stop when the host goes away
 	// without a Stop.
 	closeGrace = time.Second
 )
+
+// maxStreams bounds the concurrent calls on the instance's connection.
+const maxStreams = 16
 
 // Serve runs g as an instance: it answers the plugin handshake, serves
 // the host until the game finishes or the host goes away, and exits the
@@ -57,7 +61,7 @@ func Serve(g Game) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: handshake,
 		Plugins:         plugin.PluginSet{pluginName: &roomPlugin{server: s}},
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer:      newGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "plugin",
 			Level:      hclog.Error,
@@ -71,12 +75,69 @@ func Serve(g Game) {
 	os.Exit(0)
 }
 
+// newGRPCServer is the instance's gRPC server: sized for a handful of
+// small messages on one local connection. A fixed flow-control window
+// turns off the bandwidth probe, whose pings would cost the host a wake-up.
+func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts,
+		grpc.InitialWindowSize(maxMessage),
+		grpc.InitialConnWindowSize(maxMessage),
+		grpc.ReadBufferSize(connBuffer),
+		grpc.WriteBufferSize(connBuffer),
+		grpc.MaxRecvMsgSize(maxMessage),
+		// go-plugin's own services hold three streams open; the rest
+		// are Watch and the odd Start or Stop.
+		grpc.MaxConcurrentStreams(maxStreams),
+	)...)
+}
+
+// watchParent exits the process once its parent, the host, is gone. It
+// waits on a pidfd of the parent, which costs an idle room no wake-up; a
+// kernel without pidfds gets the polling fallback.
 func watchParent(ppid int) {
+	// A child is reparented before its parent's pidfd turns readable, so
+	// getppid is the final word on a wake-up.
+	for os.Getppid() == ppid {
+		if err := awaitParentExit(ppid); err != nil {
+			pollParent(ppid)
+		}
+	}
+	os.Exit(1)
+}
+
+// awaitParentExit returns nil once the parent ppid has exited (or after a
+// spurious wake-up), and an error when it cannot wait on a pidfd.
+func awaitParentExit(ppid int) error {
+	fd, err := unix.PidfdOpen(ppid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "parent pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if os.Getppid() != ppid {
+		return nil // gone before the pidfd was opened: ppid may be another's
+	}
+	// A pidfd turns readable when the process exits: the first call
+	// makes the runtime's poller wait for that, the second one ends it.
+	polled := false
+	return rc.Read(func(uintptr) bool {
+		done := polled
+		polled = true
+		return done
+	})
+}
+
+// pollParent returns once the parent is no longer ppid.
+func pollParent(ppid int) {
 	t := time.NewTicker(parentCheck)
 	defer t.Stop()
 	for range t.C {
 		if os.Getppid() != ppid {
-			os.Exit(1)
+			return
 		}
 	}
 }
@@ -95,6 +156,7 @@ type server struct {
 	stopOnce sync.Once
 	ackOnce  sync.Once
 	acked    chan struct{} // the host has the final status
+	exitBy   atomic.Int64  // Unix ns; set by Stop: exit before the host kills
 }
 
 func newServer(g Game) *server {
@@ -166,8 +228,13 @@ func listenUDP(bind netip.Addr, port uint16) (*net.UDPConn, error) {
 // Stop stops the game and reports Finished, which ends the process.
 func (s *server) Stop(_ context.Context, req *instancepb.StopRequest) (*instancepb.StopResponse, error) {
 	// The game gets most of the grace; the rest carries the final status
-	// to the host before it kills the process group.
-	s.stopGame(time.Duration(req.GetGraceMs()) * time.Millisecond * 3 / 4)
+	// to the host, and the process exits within 7/8 of it whether or not
+	// the host acknowledged that status: the host SIGKILLs the group at
+	// the end of the grace, and an instance it asked to stop should end
+	// cleanly, not be killed.
+	grace := time.Duration(req.GetGraceMs()) * time.Millisecond
+	s.exitBy.Store(time.Now().Add(grace * 7 / 8).UnixNano())
+	s.stopGame(grace * 3 / 4)
 	s.rep.SetState(packet.Finished)
 	return &instancepb.StopResponse{}, nil
 }
@@ -235,11 +302,16 @@ func (s *server) send(ctx context.Context, stream grpc.ServerStreamingServer[ins
 }
 
 // exitWhenFinished ends the process once the game has finished and the
-// host has its final status, or has had ackWait to take it.
+// host has its final status, or has had ackWait to take it (less when a
+// Stop's grace leaves less).
 func (s *server) exitWhenFinished() {
 	<-s.rep.finished
 	s.endLife()
-	t := time.NewTimer(ackWait)
+	wait := ackWait
+	if by := s.exitBy.Load(); by != 0 {
+		wait = min(wait, time.Until(time.Unix(0, by)))
+	}
+	t := time.NewTimer(wait)
 	select {
 	case <-s.acked:
 	case <-t.C:

@@ -30,6 +30,7 @@ type Game struct {
 	log      zerolog.Logger
 	conn     net.PacketConn
 	room     *Room
+	rep      *loggingReporter
 	stopping atomic.Bool
 	done     chan struct{}
 	dropped  int // malformed datagrams, owned by the loop
@@ -51,7 +52,8 @@ func (g *Game) Start(ctx context.Context, a instance.Assignment, conn net.Packet
 	}
 	g.log = g.log.With().Uint32("room", a.RoomID).Uint16("port", a.Port).Logger()
 	g.conn = conn
-	g.room = NewRoom(a.RoomID, a.MaxPlayers, cfg, loggingReporter{g.log, r}, time.Now())
+	g.rep = &loggingReporter{log: g.log, Reporter: r}
+	g.room = NewRoom(a.RoomID, a.MaxPlayers, cfg, g.rep, time.Now())
 	context.AfterFunc(ctx, g.requestStop)
 	g.log.Info().Int("max_players", a.MaxPlayers).Int("min_players", cfg.MinPlayers).
 		Dur("countdown", cfg.Countdown).Dur("match_duration", cfg.MatchDuration).
@@ -111,6 +113,9 @@ func (g *Game) loop() {
 		g.room.Advance(now)
 		g.flush(&out)
 	}
+	// Every GameEnd is on its way: now the host may learn of the end,
+	// which ends the process.
+	g.rep.releaseFinished()
 	g.log.Info().Int("dropped", g.dropped).Msg("room finished")
 }
 
@@ -145,23 +150,38 @@ func (g *Game) flush(out *[]byte) {
 	}
 }
 
-// loggingReporter logs what the room reports, then passes it on.
+// loggingReporter logs what the room reports, then passes it on. It holds
+// Finished back until releaseFinished: the room reports it while its last
+// datagrams (GameEnd) still wait in its outbox, and once the host has it
+// the process exits. Only the loop's goroutine uses it.
 type loggingReporter struct {
 	log zerolog.Logger
 	instance.Reporter
+	finished bool // Finished reported by the room, not yet passed on
 }
 
-func (l loggingReporter) SetState(s packet.RoomState) {
+func (l *loggingReporter) SetState(s packet.RoomState) {
 	l.log.Info().Stringer("state", s).Msg("room state")
+	if s == packet.Finished {
+		l.finished = true
+		return
+	}
 	l.Reporter.SetState(s)
 }
 
-func (l loggingReporter) PlayerConnected(ip netip.Addr) {
+// releaseFinished passes on a Finished the room reported.
+func (l *loggingReporter) releaseFinished() {
+	if l.finished {
+		l.Reporter.SetState(packet.Finished)
+	}
+}
+
+func (l *loggingReporter) PlayerConnected(ip netip.Addr) {
 	l.log.Debug().Stringer("ip", ip).Msg("player connected")
 	l.Reporter.PlayerConnected(ip)
 }
 
-func (l loggingReporter) PlayerDisconnected(ip netip.Addr) {
+func (l *loggingReporter) PlayerDisconnected(ip netip.Addr) {
 	l.log.Debug().Stringer("ip", ip).Msg("player disconnected")
 	l.Reporter.PlayerDisconnected(ip)
 }
