@@ -149,3 +149,37 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkIdleProbedRooms reports the supervisor's own CPU time, in
+// percent of one core, while the exec driver probes 200 idle foreign
+// servers (the test's Teeworlds-info server) once a second each.
+func BenchmarkIdleProbedRooms(b *testing.B) {
+	const rooms = 200
+	s, _ := newTest(b, "", rooms, func(c *Config) {
+		c.Command, c.Probe = []string{testroomBin, "tee", "{port}", "8"}, "teeworlds"
+	})
+	createN(b, s, rooms)
+	time.Sleep(time.Second) // let start-up work settle
+	var cpu, wall time.Duration
+	for b.Loop() {
+		c0, w0 := cpuTime(b), time.Now()
+		time.Sleep(3 * time.Second)
+		cpu += cpuTime(b) - c0
+		wall += time.Since(w0)
+	}
+	if n := len(s.List().Rooms); n != rooms {
+		b.Fatalf("%d rooms left of %d", n, rooms)
+	}
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")
+}
+
+// BenchmarkExecCreateDDNet measures Create from request to a DDNet-Server
+// answering its first info request on the room's port.
+func BenchmarkExecCreateDDNet(b *testing.B) {
+	s, _ := newExec(b, ddnetCommand(b), "teeworlds", func(c *Config) { c.PortCooldown = time.Millisecond })
+	var ds []time.Duration
+	for b.Loop() {
+		ds = append(ds, createAndDiscard(b, s))
+	}
+	reportPercentiles(b, "create", ds)
+}

@@ -17,10 +17,16 @@ type Config struct {
 	MaxPlayers          int    // default 4
 	Warm                int    // started, Waiting instances kept ready; default 0
 	// Command runs one instance; empty means the built-in reference room
-	// (this executable with the hidden "instance" subcommand).
+	// (this executable with the hidden "instance" subcommand). For the
+	// exec driver (Probe set) every argument has {port}, {room_id},
+	// {max_players} and {bind} (Bind, empty for every address) replaced
+	// with the room's values.
 	Command []string
 	// Probe says how to learn a foreign server's status: "" for go-plugin
-	// instances, "teeworlds" or "none" for the exec driver.
+	// instances; for the exec driver, which runs Command as a plain
+	// process in a private directory that is also its HOME, "teeworlds" (its extended server info, asked every second
+	// on its port; HealthTimeout without an answer reaps it) or "none"
+	// (no status: Waiting while it runs, seats from reservations only).
 	Probe          string
 	SpawnTimeout   time.Duration // default 5s
 	HealthTimeout  time.Duration // default 6s

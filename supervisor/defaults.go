@@ -71,8 +71,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Warm < 0 || c.Warm > c.MaxInstances {
 		errs = append(errs, fmt.Errorf("warm %d is not within 0..max_instances (%d)", c.Warm, c.MaxInstances))
 	}
-	if c.Probe != "" {
-		errs = append(errs, fmt.Errorf("probe %q: only go-plugin instances are supported", c.Probe))
+	switch {
+	case c.Probe != "" && c.Probe != "teeworlds" && c.Probe != "none":
+		errs = append(errs, fmt.Errorf("probe %q is not \"teeworlds\" or \"none\"", c.Probe))
+	case c.Probe != "" && len(c.Command) == 0:
+		errs = append(errs, fmt.Errorf("probe %q needs a command (the built-in room reports over go-plugin)", c.Probe))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("supervisor: config: %w", err)

@@ -22,7 +22,8 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		"warm too big":  {MaxInstances: 2, Warm: 3},
 		"negative time": {StopGrace: -time.Second},
 		"players":       {MaxPlayers: 70000},
-		"probe":         {Probe: "teeworlds"},
+		"probe":         {Probe: "ping", Command: []string{"true"}},
+		"probe no cmd":  {Probe: "teeworlds"},
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%s: New accepted %+v", name, bad)

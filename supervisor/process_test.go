@@ -145,9 +145,17 @@ func ports(rooms []Room) []uint16 {
 }
 
 func TestInstancesDieWithTheSupervisor(t *testing.T) {
+	for _, driver := range []string{"plugin", "exec"} {
+		t.Run(driver, func(t *testing.T) { dieWithTheSupervisor(t, driver) })
+	}
+}
+
+// dieWithTheSupervisor kill -9s a supervisor of rooms run by driver and
+// checks that its rooms die with it.
+func dieWithTheSupervisor(t *testing.T, driver string) {
 	const n = 5
 	first, _ := portRange(n)
-	cmd := exec.Command(testroomBin, "host", strconv.Itoa(n), strconv.Itoa(int(first)))
+	cmd := exec.Command(testroomBin, "host", strconv.Itoa(n), strconv.Itoa(int(first)), driver)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -89,7 +89,7 @@ type Event struct {
 	Room    Room
 	Version uint64
 	// Cause says why a room was reaped: "exited", "crashed", "finished",
-	// "unhealthy", "stopped"; ExitCode is the process's exit status, or -1
+	// "unhealthy", "stopped", or "unregistered" for a registered room; ExitCode is the process's exit status, or -1
 	// when it died of a signal (Signal names it).
 	Cause    string
 	ExitCode int
@@ -106,4 +106,7 @@ var (
 	ErrNoPorts     = errors.New("no free port in the pool")
 	ErrSpawn       = errors.New("instance failed to start")
 	ErrClosed      = errors.New("supervisor is shutting down")
+	// ErrListing is returned by Register for a listing that cannot be a
+	// room (no address or port, counts outside 0..65535).
+	ErrListing = errors.New("invalid listing")
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/packet"
 )
 
 // maxPortAttempts bounds how many ports one create tries when instances
@@ -79,6 +80,9 @@ func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
 	if idErr != nil {
 		s.log.Error().Err(idErr).Msg("room id mark not persisted")
 	}
+	if s.cfg.Probe != "" {
+		return s.spawnExec(ctx, id, t0)
+	}
 	p, err := instance.Launch(ctx, instance.LaunchConfig{
 		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
 		StartTimeout: s.cfg.SpawnTimeout,
@@ -106,6 +110,8 @@ func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
 					StartedAt: now, Source: "instance",
 				},
 				proc:       p,
+				status:     p.Status(),
+				watched:    true,
 				lastStatus: now,
 				spawnTime:  now.Sub(t0),
 			}, nil
@@ -123,6 +129,88 @@ func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
 			s.releasePort(port)
 		}
 		return nil, s.spawnFailed(id, port, attempt, s.spawnError(ctx, err))
+	}
+}
+
+// noProbeSettle is how long a server with probe "none" must keep running
+// after its start to count as ready: long enough for one that cannot bind
+// its port or read its configuration to have exited.
+const noProbeSettle = 200 * time.Millisecond
+
+// spawnExec runs the configured command as a plain process on a free port
+// and waits until it is ready: its first complete info reply on the port
+// (probe "teeworlds"), or still running after noProbeSettle (probe
+// "none"). A server that exits first fails the create; unlike a go-plugin
+// instance it cannot report its port taken, so it is not retried on
+// another port. Errors wrap ErrNoPorts or ErrSpawn.
+func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*room, error) {
+	port, err := s.acquirePort()
+	if err != nil {
+		return nil, s.spawnFailed(id, 0, 1, err)
+	}
+	var bind string
+	if s.cfg.Bind.IsValid() && !s.cfg.Bind.IsUnspecified() {
+		bind = s.cfg.Bind.String()
+	}
+	argv := expandArgs(s.argv, id, port, s.cfg.MaxPlayers, bind)
+	p, err := startExec(argv, s.log.With().Uint32("id", id).Logger())
+	if err != nil {
+		s.releasePort(port)
+		return nil, s.spawnFailed(id, port, 1, fmt.Errorf("%w: %v", ErrSpawn, err))
+	}
+	r := &room{
+		row: Room{
+			ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
+			State: packet.Waiting, Source: "exec",
+		},
+		proc: p,
+	}
+	if err := s.awaitExec(ctx, r, p); err != nil {
+		if r.probe != nil {
+			s.prober.remove(r.probe)
+		}
+		p.Kill()
+		<-p.Exited() // the port is free only once the process is gone
+		s.releasePort(port)
+		return nil, s.spawnFailed(id, port, 1, s.spawnError(ctx, err))
+	}
+	now := time.Now()
+	r.row.StartedAt, r.lastStatus, r.spawnTime = now, now, now.Sub(t0)
+	return r, nil
+}
+
+// awaitExec waits until the exec'd server r is ready, as spawnExec says.
+func (s *Supervisor) awaitExec(ctx context.Context, r *room, p *execProcess) error {
+	var ready <-chan struct{}          // probe "teeworlds": the first reply
+	var poll, settled <-chan time.Time // its polls; probe "none": the settle time
+	if s.cfg.Probe == "teeworlds" {
+		r.probe = s.prober.add(r.row.Port, r.row.ID, r)
+		r.watched = true
+		ready = r.probe.ready
+		t := time.NewTicker(probeReadyPoll)
+		defer t.Stop()
+		poll = t.C
+		s.prober.poke(r.probe)
+	} else {
+		t := time.NewTimer(noProbeSettle)
+		defer t.Stop()
+		settled = t.C
+	}
+	for {
+		select {
+		case <-ready:
+			setInfo(&r.row, s.prober.firstInfo(r.probe))
+			return nil
+		case <-settled:
+			return nil
+		case <-poll:
+			s.prober.poke(r.probe)
+		case <-p.Exited():
+			code, sig := p.ExitStatus()
+			return fmt.Errorf("exited before it was ready (exit code %d, signal %q)", code, sig)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

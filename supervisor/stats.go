@@ -27,10 +27,13 @@ func (h *Histogram) observe(d time.Duration) {
 
 // Stats is what the lobby and its admin page observe of a supervisor.
 type Stats struct {
-	Version  uint64 // the table version
-	Rooms    int    // listed rooms, including ones being stopped
-	Warm     int    // ready instances not handed out
-	Spawning int    // spawns in flight
+	Version uint64 // the table version
+	Rooms   int    // listed rooms, including ones being stopped and registered ones
+	// Registered is how many of Rooms were registered by an edge
+	// (Registry) rather than spawned here.
+	Registered int
+	Warm       int // ready instances not handed out
+	Spawning   int // spawns in flight
 
 	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
 

@@ -3,6 +3,12 @@
 // status the instance pushes, holds seats for players on their way in, and
 // reaps the process whatever it does.
 //
+// Two other kinds of room share the table, its ids and its seats. The exec
+// driver (Config.Probe) runs game servers that know nothing of Foyer as
+// plain processes with the same hygiene, learning their status by asking
+// for their Teeworlds server info, or not at all. Rooms registered by an
+// edge (Registry) run elsewhere and have no process.
+//
 // One mutex guards the table, the port pool and the counters; nothing
 // blocking (spawning, stopping, waiting for exits) happens under it, so a
 // slow spawn never delays List or Join. Each instance has one goroutine
@@ -15,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"sync"
@@ -22,6 +29,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/rs/zerolog"
 )
 
@@ -40,28 +48,37 @@ type Supervisor struct {
 	wg     sync.WaitGroup // trackers, spawns in flight, background loops
 	refill chan struct{}  // wakes the warm-pool loop
 
-	mu       sync.Mutex
-	closed   bool
-	live     map[uint32]*room // every running process: listed, warm, dying
-	warm     []*room          // ready and not handed out, oldest first
-	spawning int              // spawns in flight, counted against MaxInstances
-	version  uint64
-	snap     Snapshot
-	snapOK   bool
-	watchers map[chan Event]struct{}
-	ports    *portPool
-	ids      *roomIDs
-	stats    Stats
+	mu         sync.Mutex
+	closed     bool
+	live       map[uint32]*room // every room: listed, warm, dying, registered
+	registered map[string]*room // registered rooms by key; also in live
+	warm       []*room          // ready and not handed out, oldest first
+	spawning   int              // spawns in flight, counted against MaxInstances
+	version    uint64
+	snap       Snapshot
+	snapOK     bool
+	watchers   map[chan Event]struct{}
+	ports      *portPool
+	ids        *roomIDs
+	stats      Stats
+	prober     *prober // nil unless Probe is "teeworlds"
 }
 
-// room is the supervisor's record of one instance; all fields are guarded
-// by Supervisor.mu.
+// room is the supervisor's record of one room; all fields are guarded by
+// Supervisor.mu. A spawned room has a process; a registered room has a
+// key and nothing else.
 type room struct {
-	row        Room
-	proc       *instance.Process
-	listed     bool // handed out by Create; before that, warm or not yet entered
-	seats      map[netip.AddrPort]time.Time
+	row    Room
+	proc   process                // nil for registered rooms
+	status <-chan instance.Status // go-plugin instances: pushed status
+	probe  *probeTarget           // exec rooms with probe "teeworlds"
+	key    string                 // registered rooms: the registration key
+	listed bool                   // handed out by Create; before that, warm or not yet entered
+	seats  map[netip.AddrPort]time.Time
+	// lastStatus is when the room last said it is alive; only rooms
+	// that report (watched) are checked against HealthTimeout.
 	lastStatus time.Time
+	watched    bool
 	spawnTime  time.Duration
 	cause      string // why it is being stopped; "" while healthy
 }
@@ -84,17 +101,26 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{
-		cfg:      cfg,
-		log:      cfg.Log,
-		argv:     argv,
-		refill:   make(chan struct{}, 1),
-		live:     make(map[uint32]*room),
-		watchers: make(map[chan Event]struct{}),
-		ports:    newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
-		ids:      ids,
-		stats:    newStats(),
+		cfg:        cfg,
+		log:        cfg.Log,
+		argv:       argv,
+		refill:     make(chan struct{}, 1),
+		live:       make(map[uint32]*room),
+		registered: make(map[string]*room),
+		watchers:   make(map[chan Event]struct{}),
+		ports:      newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
+		ids:        ids,
+		stats:      newStats(),
+	}
+	if cfg.Probe == "teeworlds" {
+		if s.prober, err = newProber(probeAddrs(cfg), s.log, s.applyInfo); err != nil {
+			return nil, err
+		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.prober != nil {
+		s.prober.run(s.ctx.Done(), &s.wg)
+	}
 	s.wg.Add(1)
 	go s.housekeep()
 	if cfg.Warm > 0 {
@@ -157,10 +183,11 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (Room, 
 		row := s.publish(r, creator)
 		s.mu.Unlock()
 		s.wakeWarm()
-		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Bool("warm", true).Msg("room created")
+		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", row.Source).
+			Bool("warm", true).Msg("room created")
 		return row, nil
 	}
-	if n := len(s.live) + s.spawning; n >= s.cfg.MaxInstances {
+	if n := s.processes() + s.spawning; n >= s.cfg.MaxInstances {
 		s.mu.Unlock()
 		return Room{}, fmt.Errorf("%w: %d of %d instances running or starting", ErrCapacity, n, s.cfg.MaxInstances)
 	}
@@ -172,7 +199,7 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (Room, 
 	if err != nil {
 		return Room{}, err
 	}
-	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).
+	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", row.Source).
 		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
 	return row, nil
 }
@@ -255,6 +282,10 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort)
 	return row, nil
 }
 
+// processes is how many rooms have a process: every room but the
+// registered ones. s.mu is held.
+func (s *Supervisor) processes() int { return len(s.live) - len(s.registered) }
+
 // view is r's table row. s.mu is held.
 func (r *room) view() Room {
 	row := r.row
@@ -281,7 +312,7 @@ func (s *Supervisor) emit(ev Event) {
 // status the instance pushes and reaps it once the process is gone.
 func (s *Supervisor) track(r *room) {
 	defer s.wg.Done()
-	status, exited := r.proc.Status(), r.proc.Exited()
+	status, exited := r.status, r.proc.Exited()
 	for {
 		select {
 		case st, ok := <-status:
@@ -291,6 +322,9 @@ func (s *Supervisor) track(r *room) {
 			}
 			s.applyStatus(r, st)
 		case <-exited:
+			if r.probe != nil {
+				s.prober.remove(r.probe)
+			}
 			s.reap(r)
 			if status != nil {
 				for range status { // the stream waits for its reader to the end
@@ -343,6 +377,36 @@ func (s *Supervisor) applyStatus(r *room, st instance.Status) {
 		s.log.Info().Uint32("id", r.row.ID).Stringer("from", from).Stringer("to", st.State).
 			Int("players", st.Players).Bool("listed", listed).Msg("room state changed")
 	}
+}
+
+// applyInfo takes a probed server's info into the table: it is alive and
+// Waiting, with the players and maximum it reports. Players and the
+// maximum count clients, spectators included: a spectator takes a slot
+// as a player does.
+func (s *Supervisor) applyInfo(t *probeTarget, in teeinfo.Info) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.live[t.id]
+	if r != t.room || r.cause != "" {
+		return // not yet entered (the spawn applies the first reply) or leaving
+	}
+	r.lastStatus = time.Now()
+	old, before := r.view(), r.row.Players
+	setInfo(&r.row, in)
+	s.fillSeats(r, before)
+	if row := r.view(); row != old && r.listed {
+		s.emit(Event{Kind: RoomChanged, Room: row})
+	}
+}
+
+// setInfo copies what a Teeworlds server says of itself into its row. The
+// counts are whatever the server wrote, so they are bounded to what the
+// room list can carry.
+func setInfo(row *Room, in teeinfo.Info) {
+	row.State = packet.Waiting
+	row.Players, row.MaxPlayers = min(max(in.NumClients, 0), math.MaxUint16), min(max(in.MaxClients, 0), math.MaxUint16)
+	row.Name, row.Game, row.Map = in.Name, in.GameType, in.Map
+	row.Password = in.Flags&teeinfo.FlagPassword != 0
 }
 
 // stop ends r's process: Stop with the grace period (which SIGKILLs the
@@ -417,7 +481,7 @@ func (s *Supervisor) sweep(now time.Time) {
 		}
 	}()
 	for _, r := range s.live {
-		if r.cause == "" && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
+		if r.watched && r.cause == "" && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
 			unhealthy = append(unhealthy, r.row)
 			s.stop(r, "unhealthy", true)
 		}
@@ -481,7 +545,7 @@ func (s *Supervisor) keepWarm() {
 func (s *Supervisor) reserveWarm() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.warm) >= s.cfg.Warm || len(s.live)+s.spawning >= s.cfg.MaxInstances {
+	if s.closed || len(s.warm) >= s.cfg.Warm || s.processes()+s.spawning >= s.cfg.MaxInstances {
 		return false
 	}
 	s.spawning++
@@ -497,10 +561,17 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.cancel()
+	var dropped []Room
+	for _, r := range s.registered {
+		dropped = append(dropped, s.dropRegistered(r, "stopped"))
+	}
 	for _, r := range s.live {
 		s.stop(r, "stopped", false)
 	}
 	s.mu.Unlock()
+	for _, row := range dropped {
+		s.log.Info().Uint32("id", row.ID).Str("cause", "stopped").Str("source", row.Source).Msg("room reaped")
+	}
 
 	done := make(chan struct{})
 	go func() {
@@ -533,6 +604,7 @@ func (s *Supervisor) Stats() Stats {
 			st.Rooms++
 		}
 	}
+	st.Registered = len(s.registered)
 	st.Warm = len(s.warm)
 	st.Spawning = s.spawning
 	st.PortsReady, st.PortsCooling, st.PortsQuarantined, st.PortsInUse = s.ports.counts(time.Now())

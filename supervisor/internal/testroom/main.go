@@ -12,8 +12,13 @@
 //	garbage-handshake garbage on stdout where the handshake line belongs
 //	silent            never answers the handshake
 //	hang-stop         the test game, whose Stop never returns, ignoring SIGTERM
-//	host N PORT       a supervisor of N game rooms on ports from PORT: prints
-//	                  "pid P" per room, then "ready", then waits to be killed
+//	host N PORT DRIVER
+//	                  a supervisor of N rooms on ports from PORT, game
+//	                  instances (DRIVER "plugin") or tee servers ("exec"):
+//	                  prints "pid P" per room, then "ready", then waits to
+//	                  be killed
+//	tee PORT MAX      a foreign server answering Teeworlds info requests
+//	                  (see teeServer), for the exec driver
 package main
 
 import (
@@ -60,6 +65,8 @@ func main() {
 		instance.Serve(&testGame{hangStop: true})
 	case "host":
 		os.Exit(host(os.Args[2:]))
+	case "tee":
+		os.Exit(teeServer(os.Args[2:]))
 	default:
 		fmt.Fprintf(os.Stderr, "testroom: unknown mode %q\n", mode)
 		os.Exit(2)
@@ -140,10 +147,12 @@ func (g *testGame) Stop(ctx context.Context) error {
 	return nil
 }
 
-// host stands in for a lobby in the parent-death test.
+// host stands in for a lobby in the parent-death test. Its rooms are
+// game instances (driver "plugin") or tee servers run by the exec driver
+// ("exec").
 func host(args []string) int {
-	if len(args) != 2 {
-		fmt.Println("error: host N PORT")
+	if len(args) != 3 {
+		fmt.Println("error: host N PORT DRIVER")
 		return 2
 	}
 	n, _ := strconv.Atoi(args[0])
@@ -153,10 +162,14 @@ func host(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	s, err := supervisor.New(supervisor.Config{
+	cfg := supervisor.Config{
 		FirstPort: uint16(first), LastPort: uint16(first + n - 1), MaxInstances: n,
 		Command: []string{exe, "game"},
-	})
+	}
+	if args[2] == "exec" {
+		cfg.Command, cfg.Probe = []string{exe, "tee", "{port}", "8"}, "teeworlds"
+	}
+	s, err := supervisor.New(cfg)
 	if err != nil {
 		fmt.Println("error", err)
 		return 1

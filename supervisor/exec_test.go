@@ -1,0 +1,391 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/teeinfo"
+)
+
+// ddnetServer is the DDNet server binary; the tests that need it fail
+// without it (make test installs Debian's ddnet-server).
+func ddnetServer(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("DDNet-Server"); err == nil {
+		return p
+	}
+	const p = "/usr/games/DDNet-Server"
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("DDNet-Server not installed (Debian package ddnet-server; make test installs it): %v", err)
+	}
+	return p
+}
+
+// ddnetCommand runs DDNet-Server on the room's port on [::1] (it cannot
+// bind 127.0.0.1 alone), with the room's maximum as its client slots.
+func ddnetCommand(t testing.TB) []string {
+	return []string{ddnetServer(t),
+		"sv_port {port}; sv_name Room {room_id}; sv_register 0; bindaddr ::1; sv_max_clients {max_players}; sv_map Tutorial"}
+}
+
+// newExec starts a supervisor of the exec driver running argv.
+func newExec(t testing.TB, argv []string, probe string, tune func(*Config)) (*Supervisor, *logSink) {
+	t.Helper()
+	return newTest(t, "", 4, func(c *Config) {
+		c.Command, c.Probe = argv, probe
+		if tune != nil {
+			tune(c)
+		}
+	})
+}
+
+// askInfo asks the server on [::1]:port for its extended info and
+// assembles the reply.
+func askInfo(t *testing.T, port uint16) teeinfo.Info {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.IPv6Loopback(), port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := teeinfo.Request{Extended: true, ExtraToken: 0x1234, Token: 0x56}
+	buf := make([]byte, 2048)
+	for range 20 {
+		c.Write(req.Append(nil))
+		var a teeinfo.Assembler
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			rep, err := teeinfo.ParseReply(buf[:n])
+			if err != nil {
+				t.Fatalf("reply %q: %v", buf[:n], err)
+			}
+			if rep.Info.Token != req.ReplyToken() {
+				continue
+			}
+			if done, err := a.Add(&rep); err != nil {
+				t.Fatal(err)
+			} else if done {
+				return a.Info()
+			}
+		}
+	}
+	t.Fatalf("no info from port %d", port)
+	return teeinfo.Info{}
+}
+
+// reapedEvent waits for the reaping of room id.
+func reapedEvent(t *testing.T, events <-chan Event, id uint32) Event {
+	t.Helper()
+	for {
+		if ev := nextEvent(t, events); ev.Kind == RoomReaped && ev.Room.ID == id {
+			return ev
+		}
+	}
+}
+
+// homeOf reads a process's HOME from its environment.
+func homeOf(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := ""
+	for v := range bytes.SplitSeq(env, []byte{0}) {
+		if h, ok := strings.CutPrefix(string(v), "HOME="); ok {
+			home = h // the last one wins, as in getenv
+		}
+	}
+	return home
+}
+
+func TestExecDDNetCreateProbeKill(t *testing.T) {
+	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) {
+		c.MaxPlayers = 5
+		c.HealthTimeout = 2 * time.Second
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("Room %d", r.ID)
+	if r.Source != "exec" || r.State != packet.Waiting || r.MaxPlayers != 5 || r.Players != 0 || r.Seats != 1 ||
+		r.Name != name || r.Map != "Tutorial" || r.Game == "" || r.PID <= 0 || r.Port < s.cfg.FirstPort || r.Port > s.cfg.LastPort {
+		t.Fatalf("created %+v", r)
+	}
+	if ev := nextEvent(t, events); ev.Kind != RoomCreated || ev.Room.ID != r.ID {
+		t.Fatalf("event %+v", ev)
+	}
+	// The server is the one on the room's port, as the room says.
+	if in := askInfo(t, r.Port); in.Name != name || in.MaxClients != 5 || in.NumClients != 0 {
+		t.Fatalf("server info %+v", in)
+	}
+	// It runs in a private directory, its HOME, and its output reaches
+	// the log.
+	home := homeOf(t, r.PID)
+	if home == os.Getenv("HOME") || !strings.Contains(home, "foyer-room-") {
+		t.Fatalf("HOME %q", home)
+	}
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", r.PID)); err != nil || cwd != home {
+		t.Fatalf("working directory %q (%v), want its HOME %q", cwd, err, home)
+	}
+	sink.await(t, "room output", fmt.Sprintf(`"pid":%d`, r.PID))
+	// Answered probes keep it healthy well past the health timeout.
+	for range 3 {
+		if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001")); err != nil {
+			t.Fatalf("join: %v", err)
+		}
+		time.Sleep(probeInterval)
+	}
+	if got, ok := listed(s, r.ID); !ok || got.State != packet.Waiting || got.MaxPlayers != 5 {
+		t.Fatalf("after probing: %+v %v", got, ok)
+	}
+
+	if err := syscall.Kill(r.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ev := reapedEvent(t, events, r.ID)
+	if ev.Cause != "crashed" || ev.Signal != "SIGKILL" || ev.ExitCode != -1 {
+		t.Fatalf("reaped %+v", ev)
+	}
+	if _, ok := listed(s, r.ID); ok {
+		t.Fatal("reaped room listed")
+	}
+	eventually(t, "the private HOME to be removed", func() bool {
+		_, err := os.Stat(home)
+		return errors.Is(err, os.ErrNotExist)
+	})
+	// The port goes back to the pool: a new room runs fine after it.
+	r2, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil || r2.ID <= r.ID {
+		t.Fatalf("second room %+v %v", r2, err)
+	}
+}
+
+func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
+	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 2 * time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stopped server answers nothing, but its process lives on.
+	if err := syscall.Kill(r.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ev := reapedEvent(t, events, r.ID)
+	if ev.Cause != "unhealthy" || ev.Signal != "SIGKILL" {
+		t.Fatalf("reaped %+v", ev)
+	}
+	sink.await(t, "room unhealthy, killing", fmt.Sprintf(`"pid":%d`, r.PID))
+	if alive(r.PID) {
+		t.Fatalf("pid %d alive after the reap", r.PID)
+	}
+}
+
+func TestExecDDNetShutdownStopsGracefully(t *testing.T) {
+	// This one is told where to bind, and probed only there.
+	argv := []string{ddnetServer(t), "sv_port {port}; sv_register 0; bindaddr {bind}"}
+	s, _ := newExec(t, argv, "teeworlds", func(c *Config) { c.Bind = netip.IPv6Loopback() })
+	if got := s.prober.addrs; !slices.Equal(got, []netip.Addr{netip.IPv6Loopback()}) {
+		t.Fatalf("probing %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// SIGTERM ends DDNet by itself, well within the grace period.
+	if ev := reapedEvent(t, events, r.ID); ev.Cause != "stopped" || ev.Signal == "SIGKILL" {
+		t.Fatalf("reaped %+v", ev)
+	}
+}
+
+func TestExecProbeNone(t *testing.T) {
+	dir := t.TempDir()
+	argv := []string{"sh", "-c", `echo "{port} {room_id} {max_players} [{bind}]" > "$0/{room_id}"; exec sleep 60`, dir}
+	s, _ := newExec(t, argv, "none", func(c *Config) {
+		c.MaxPlayers = 2
+		c.HealthTimeout = 100 * time.Millisecond
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Source != "exec" || r.State != packet.Waiting || r.MaxPlayers != 2 || r.Seats != 1 || r.Players != 0 {
+		t.Fatalf("created %+v", r)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(r.ID)))
+	if want := fmt.Sprintf("%d %d 2 []\n", r.Port, r.ID); err != nil || string(got) != want {
+		t.Fatalf("arguments %q (%v), want %q", got, err, want)
+	}
+	// Seats come from reservations only.
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, ErrFull) {
+		t.Fatalf("third seat of two: %v", err)
+	}
+	// Without status there is no health to miss: the room outlives many
+	// health timeouts.
+	time.Sleep(5 * s.cfg.HealthTimeout)
+	if _, ok := listed(s, r.ID); !ok {
+		t.Fatal("unprobed room reaped while running")
+	}
+	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.Signal != "SIGTERM" {
+		t.Fatalf("reaped %+v", ev)
+	}
+}
+
+func TestExecExitCauses(t *testing.T) {
+	s, _ := newExec(t, []string{"sh", "-c", "sleep 0.5; exit {max_players}"}, "none", func(c *Config) { c.MaxPlayers = 3 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.ExitCode != 3 || ev.Signal != "" {
+		t.Fatalf("reaped %+v", ev)
+	}
+}
+
+func TestExecSpawnFailures(t *testing.T) {
+	for name, tc := range map[string]struct {
+		argv  []string
+		probe string
+	}{
+		"exits at once":     {[]string{"false"}, "none"},
+		"no such command":   {[]string{"/nonexistent/server"}, "none"},
+		"never answers":     {[]string{"sleep", "60"}, "teeworlds"},
+		"exits unanswering": {[]string{"sh", "-c", "sleep 0.1"}, "teeworlds"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newExec(t, tc.argv, tc.probe, func(c *Config) { c.SpawnTimeout = 500 * time.Millisecond })
+			_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+			if !errors.Is(err, ErrSpawn) {
+				t.Fatalf("create: %v", err)
+			}
+			st := s.Stats()
+			if st.SpawnFailures != 1 || st.PortsInUse != 0 || len(s.List().Rooms) != 0 {
+				t.Fatalf("after a failed spawn: %+v", st)
+			}
+		})
+	}
+}
+
+func TestProbeAddrs(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()
+	other := netip.MustParseAddr("127.0.0.9")
+	for _, tc := range []struct {
+		bind    netip.Addr
+		command string
+		want    []netip.Addr
+	}{
+		{netip.Addr{}, "bindaddr {bind}", []netip.Addr{v4, v6}},
+		{netip.IPv6Unspecified(), "", []netip.Addr{v4, v6}},
+		{other, "bindaddr {bind}", []netip.Addr{other}},
+		{other, "bindaddr ::1", []netip.Addr{other, v4, v6}},
+		{v6, "", []netip.Addr{v6, v4}},
+	} {
+		if got := probeAddrs(Config{Bind: tc.bind, Command: []string{"server", tc.command}}); !slices.Equal(got, tc.want) {
+			t.Errorf("bind %v, command %q: probing %v, want %v", tc.bind, tc.command, got, tc.want)
+		}
+	}
+}
+
+func TestExecProbeFollowsPlayers(t *testing.T) {
+	// The server's own maximum (12) wins over the configured one (4).
+	s, _ := newExec(t, []string{testroomBin, "tee", "{port}", "12"}, "teeworlds", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Watch(ctx)
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxPlayers != 12 || r.Players != 0 || r.Seats != 1 || r.Name != "tee" || r.Game != "DM" || r.Map != "dm1" {
+		t.Fatalf("created %+v", r)
+	}
+	for _, p := range []string{"127.0.0.1:5001", "127.0.0.1:5002"} {
+		if _, err := s.Join(context.Background(), r.ID, ep(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ten players arrive (their list spans several reply datagrams): the
+	// three seats are taken to be three of them.
+	send(t, loopback, r.Port, "players 10")
+	var changed Room
+	for changed.Players != 10 {
+		if ev := nextEvent(t, events); ev.Kind == RoomChanged && ev.Room.ID == r.ID {
+			changed = ev.Room
+		}
+	}
+	if changed.Seats != 0 || changed.MaxPlayers != 12 || changed.State != packet.Waiting {
+		t.Fatalf("after ten players: %+v", changed)
+	}
+	for i, p := range []string{"127.0.0.1:5003", "127.0.0.1:5004"} {
+		if j, err := s.Join(context.Background(), r.ID, ep(p)); err != nil || j.Seats != i+1 {
+			t.Fatalf("join: %+v %v", j, err)
+		}
+	}
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005")); !errors.Is(err, ErrFull) {
+		t.Fatalf("join of a full room: %v", err)
+	}
+	// Players leaving turn no seat into anything.
+	send(t, loopback, r.Port, "players 1")
+	eventually(t, "one player", func() bool {
+		got, ok := listed(s, r.ID)
+		return ok && got.Players == 1 && got.Seats == 2
+	})
+}
+
+// A server's counts are its own word: they are bounded to what the room
+// list can carry.
+func TestSetInfoBoundsCounts(t *testing.T) {
+	for _, tc := range []struct{ clients, max, wantPlayers, wantMax int }{
+		{3, 8, 3, 8},
+		{-5, -1, 0, 0},
+		{1 << 20, 1 << 31, 65535, 65535},
+	} {
+		var row Room
+		setInfo(&row, teeinfo.Info{NumClients: tc.clients, MaxClients: tc.max, Name: "n", Flags: teeinfo.FlagPassword})
+		if row.Players != tc.wantPlayers || row.MaxPlayers != tc.wantMax || !row.Password || row.Name != "n" || row.State != packet.Waiting {
+			t.Errorf("clients %d of %d: %+v", tc.clients, tc.max, row)
+		}
+	}
+}
