@@ -2,16 +2,20 @@
 // CREATE_ROOM and JOIN_ROOM (messages 0x40-0x46, see package packet) in
 // front of a supervisor.Rooms.
 //
-// Each listen address has one socket and one goroutine reading it into a
-// reused buffer. A datagram goes through, in order:
+// Each listen address has one socket and one goroutine reading it, a
+// batch of datagrams per system call into reused buffers (see batch);
+// the replies the loop makes to a batch leave together. A datagram goes
+// through, in order:
 //
 //	packet.Parse        malformed: dropped, counted by packet.Reason
 //	request type?       replies and unknown types: dropped
 //	per-IP buckets      general rate/burst, CREATE create_rate/create_burst
 //	retry cache         (CREATE, JOIN) a repeat gets the first reply again;
 //	                    LIST changes nothing, so a repeat gets the table now
-//	the request         LIST inline from a cached encoding; JOIN on a small
-//	                    worker pool; CREATE on its own goroutine (bounded)
+//	the request         LIST inline from a cached encoding; JOIN inline
+//	                    when the Rooms never waits (JoinNeverWaiter), else
+//	                    on a small worker pool; CREATE on its own
+//	                    goroutine (bounded)
 //	reflection guard    bytes per /24 or /56 per second, before every send
 //
 // The per-IP buckets and the reflection guard are package limit's, and
@@ -98,8 +102,25 @@ func DefaultConfig() Config {
 	}
 }
 
-// JOIN runs off the read loop so that a supervisor slow to answer cannot
-// stall LIST. The queue absorbs bursts; beyond it JOINs are dropped.
+// JoinNeverWaiter is implemented by a supervisor.Rooms whose Join waits for
+// nothing but a short in-memory lock, the one List takes too (the read
+// loop already calls List when the table changes, so it already relies on
+// that lock being short): the in-process supervisor, whose Join only
+// checks and updates its table. The lobby then answers JOIN on the read
+// loop itself, which spares every JOIN two goroutine handoffs (loop to
+// worker, worker back to the socket) and lets its reply leave in the
+// loop's batch. A Rooms that does not implement it, or says false (a
+// supervisor on another host, say), gets its JOINs run on a small worker
+// pool instead, so that a slow answer cannot stall LIST.
+type JoinNeverWaiter interface {
+	// JoinNeverWaits reports whether Join returns without waiting for
+	// I/O, a process or a lock held across either.
+	JoinNeverWaits() bool
+}
+
+// JOIN runs off the read loop, unless the Rooms never waits, so that a
+// supervisor slow to answer cannot stall LIST. The queue absorbs bursts;
+// beyond it JOINs are dropped.
 const (
 	joinWorkers = 4
 	joinQueue   = 1024
@@ -118,15 +139,17 @@ type Lobby struct {
 	lists   lists
 	stats   counters
 
-	jobs     chan joinJob
-	creating atomic.Int64
-	draining atomic.Bool
-	work     sync.WaitGroup // join workers and CREATEs
-	ctx      context.Context
-	stop     context.CancelFunc
+	jobs       chan joinJob // nil when JOIN runs on the read loop
+	inlineJoin bool
+	creating   atomic.Int64
+	draining   atomic.Bool
+	work       sync.WaitGroup // join workers and CREATEs
+	ctx        context.Context
+	stop       context.CancelFunc
 }
 
-// sender is the half of a socket replies go out on.
+// sender is where replies go out: a socket, or a read loop's batch, which
+// queues them until the loop has answered the whole batch.
 type sender interface {
 	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
 }
@@ -169,9 +192,13 @@ func newLobby(cfg Config, rooms supervisor.Rooms) *Lobby {
 		replies: cfg.Replies,
 		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
 		lists:   lists{rooms: rooms},
-		jobs:    make(chan joinJob, joinQueue),
 		ctx:     ctx,
 		stop:    stop,
+	}
+	if w, ok := rooms.(JoinNeverWaiter); ok && w.JoinNeverWaits() {
+		l.inlineJoin = true
+	} else {
+		l.jobs = make(chan joinJob, joinQueue)
 	}
 	if l.sources == nil {
 		l.sources = NewSources(cfg)
@@ -228,8 +255,10 @@ func (l *Lobby) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go l.lists.watch(l.rooms.Watch(ctx))
-	for range joinWorkers {
-		l.work.Go(l.joinWorker)
+	if l.jobs != nil {
+		for range joinWorkers {
+			l.work.Go(l.joinWorker)
+		}
 	}
 	var loops sync.WaitGroup
 	failed := make(chan error, len(l.conns))
@@ -250,7 +279,9 @@ func (l *Lobby) Serve(ctx context.Context) error {
 	}
 	l.closeConns()
 	loops.Wait()
-	close(l.jobs) // no loop sends any more
+	if l.jobs != nil {
+		close(l.jobs) // no loop sends any more
+	}
 	l.stop()
 	l.work.Wait()
 	<-reportDone
@@ -268,13 +299,16 @@ func (l *Lobby) closeConns() {
 // not spin.
 const maxReadErrors = 100
 
-// readLoop reads c until it is closed (nil) or keeps failing (the error).
+// readLoop reads c until it is closed (nil) or keeps failing (the error),
+// a batch of datagrams at a time; the replies to a batch leave together.
 func (l *Lobby) readLoop(c *net.UDPConn) error {
-	buf := make([]byte, 1<<16)
-	out := make([]byte, 0, 1<<16)
+	q := newBatch(c, batchIO)
+	handle := func(b []byte, from netip.AddrPort, out []byte) []byte {
+		return l.handle(q, c, b, from, out)
+	}
 	errs := 0
 	for {
-		n, from, err := c.ReadFromUDPAddrPort(buf)
+		n, err := q.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -286,12 +320,15 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			continue
 		}
 		errs = 0
-		out = l.handle(c, buf[:n], from, out[:0])
+		q.answer(n, handle)
+		q.flush(l.sent)
 	}
 }
 
-// handle answers one datagram; out is scratch space it returns for reuse.
-func (l *Lobby) handle(c sender, b []byte, from netip.AddrPort, out []byte) []byte {
+// handle answers one datagram: what it answers at once goes to c, what
+// it answers later (CREATE, JOIN on a worker) to later. out is scratch
+// space it returns for reuse.
+func (l *Lobby) handle(c, later sender, b []byte, from netip.AddrPort, out []byte) []byte {
 	m, err := packet.Parse(b)
 	if err != nil {
 		l.stats.drop(packet.Reason(err))
@@ -319,32 +356,37 @@ func (l *Lobby) handle(c sender, b []byte, from netip.AddrPort, out []byte) []by
 	switch m.Type {
 	case packet.ListRooms:
 		out = l.lists.get(now).appendReply(out, m.Header)
-		l.send(c, out, from, packet.RoomList, now)
+		l.send(c, out, from, now)
 		return out
 	case packet.JoinRoom:
 		if m.RoomID == 0 { // never a room: answered without asking anyone
 			l.failed("join", from, 0, errNoRoomZero)
 			out = l.appendAnswer(out, m.Header, supervisor.Room{}, errNoRoomZero)
-			l.send(c, out, from, packet.JoinFailed, now)
+			l.send(c, out, from, now)
 			return out
 		}
 	}
-	key := retryKey{from: from, typ: m.Type, seq: m.Seq}
+	key := newRetryKey(from, m.Type, m.Seq)
 	if out, found := l.retries.begin(key, now, out); found {
 		if len(out) == 0 { // still running; its reply will come
 			l.stats.drop("retry_pending")
 			return out
 		}
 		l.stats.retries.Add(1)
-		l.send(c, out, from, replyType(out), now)
+		l.send(c, out, from, now)
 		return out
 	}
 	if create {
-		l.startCreate(c, m.Header, from, key, now)
+		l.startCreate(later, m.Header, from, key, now)
 		return out
 	}
+	j := joinJob{conn: later, h: m.Header, room: m.RoomID, from: from, key: key}
+	if l.inlineJoin {
+		j.conn = c
+		return l.join(j, now, out)
+	}
 	select {
-	case l.jobs <- joinJob{conn: c, h: m.Header, room: m.RoomID, from: from, key: key}:
+	case l.jobs <- j:
 	default:
 		l.retries.abandon(key)
 		l.stats.drop("join_busy")
@@ -382,32 +424,40 @@ func (l *Lobby) startCreate(c sender, h packet.Header, from netip.AddrPort, key 
 		} else {
 			l.failed("create", from, 0, err)
 		}
-		l.answer(c, h, from, key, room, err, make([]byte, 0, 32))
+		l.answer(c, h, from, key, room, err, time.Now(), make([]byte, 0, 32))
 	})
 }
 
 func (l *Lobby) joinWorker() {
 	buf := make([]byte, 0, 64)
 	for j := range l.jobs {
-		room, err := l.rooms.Join(l.ctx, j.room, j.from)
-		if err == nil {
-			l.stats.granted[1].Add(1)
-			if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
-				e.Uint32("room", room.ID).Stringer("player", j.from).Msg("seat held")
-			}
-		} else {
-			l.failed("join", j.from, j.room, err)
-		}
-		buf = l.answer(j.conn, j.h, j.from, j.key, room, err, buf[:0])
+		buf = l.join(j, time.Now(), buf)
 	}
+}
+
+// join runs one JOIN, asked at now, and answers it, charging the reply to
+// the reflection guard at now too: one clock read per datagram, and a
+// Join that took a while can only make that charge stricter (the guard
+// refills less). buf is scratch space it returns for reuse.
+func (l *Lobby) join(j joinJob, now time.Time, buf []byte) []byte {
+	room, err := l.rooms.Join(l.ctx, j.room, j.from)
+	if err == nil {
+		l.stats.granted[1].Add(1)
+		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
+			e.Uint32("room", room.ID).Stringer("player", j.from).Msg("seat held")
+		}
+	} else {
+		l.failed("join", j.from, j.room, err)
+	}
+	return l.answer(j.conn, j.h, j.from, j.key, room, err, now, buf[:0])
 }
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries
 // and sends it.
-func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room supervisor.Room, err error, buf []byte) []byte {
+func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room supervisor.Room, err error, now time.Time, buf []byte) []byte {
 	buf = l.appendAnswer(buf, h, room, err)
 	l.retries.finish(key, buf)
-	l.send(c, buf, from, replyType(buf), time.Now())
+	l.send(c, buf, from, now)
 	return buf
 }
 
@@ -466,18 +516,26 @@ func failureReason(err error) string {
 	return "other"
 }
 
-// send writes one reply of type typ if the reflection guard lets it
-// through.
-func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, typ packet.Type, now time.Time) {
+// send writes one reply if the reflection guard lets it through. A reply queued in a read loop's batch is counted when the
+// batch is flushed, once it is known to have gone out.
+func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, now time.Time) {
 	if !l.replies.Allow(to.Addr(), len(b), now) {
 		l.stats.drop("reflection")
 		return
 	}
-	if _, err := c.WriteToUDPAddrPort(b, to); err != nil {
+	_, err := c.WriteToUDPAddrPort(b, to)
+	if _, queued := c.(*batch); !queued {
+		l.sent(b, err == nil)
+	}
+}
+
+// sent counts a reply that went out, or a send error.
+func (l *Lobby) sent(b []byte, ok bool) {
+	if !ok {
 		l.stats.drop("send_error")
 		return
 	}
-	l.stats.replies[replyIndex(typ)].Add(1)
+	l.stats.replies[replyIndex(replyType(b))].Add(1)
 }
 
 // replyType reads the message type of a reply the lobby encoded.

@@ -126,6 +126,20 @@ func (c *client) expectNothing() {
 	}
 }
 
+// statsOnce returns the lobby's counters once done says they are complete
+// (or, failing that, after a generous bound, for the test to report).
+func statsOnce(t testing.TB, l *Lobby, done func(Stats) bool) Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := l.Stats()
+		if done(s) || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func hdr(f packet.Framing, t packet.Type, seq uint16) packet.Header {
 	h := packet.Header{Framing: f, Type: t, Seq: seq}
 	if f == packet.Legacy {
@@ -252,7 +266,9 @@ func TestMalformedDroppedAndCounted(t *testing.T) {
 		}
 	}
 	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0) // still serving
-	s := l.Stats()
+	// A reply is counted once its write returned, which can be after the
+	// client has it.
+	s := statsOnce(t, l, func(s Stats) bool { return s.Replies["room_list"] > 0 })
 	var dropped uint64
 	for _, n := range s.Drops {
 		dropped += n
@@ -432,7 +448,7 @@ func TestSourcesTableBounded(t *testing.T) {
 func TestRetriesBounded(t *testing.T) {
 	r := newRetries(2, time.Minute)
 	now := time.Now()
-	k := func(seq uint16) retryKey { return retryKey{typ: packet.JoinRoom, seq: seq} }
+	k := func(seq uint16) retryKey { return newRetryKey(netip.AddrPort{}, packet.JoinRoom, seq) }
 	for seq := range uint16(3) {
 		if _, found := r.begin(k(seq), now, nil); found {
 			t.Fatalf("seq %d found before it ran", seq)
@@ -457,6 +473,27 @@ func TestRetriesBounded(t *testing.T) {
 	r.abandon(k(2)) // running again since it expired: forgotten
 	if _, found := r.begin(k(2), now.Add(2*time.Minute), nil); found {
 		t.Error("an abandoned entry was found")
+	}
+}
+
+// An entry that ran again after it expired lives in a new slot of the
+// ring; recycling its old slot must not forget it.
+func TestRetriesRecycledSlotKeepsNewerEntry(t *testing.T) {
+	r := newRetries(2, time.Minute)
+	now := time.Now()
+	k := func(seq uint16) retryKey {
+		return newRetryKey(netip.MustParseAddrPort("192.0.2.1:9"), packet.JoinRoom, seq)
+	}
+	r.begin(k(1), now, nil)
+	r.finish(k(1), []byte{1})
+	later := now.Add(2 * time.Minute)
+	if _, found := r.begin(k(1), later, nil); found {
+		t.Fatal("expired entry found")
+	}
+	r.finish(k(1), []byte{2})
+	r.begin(k(2), later, nil) // takes k(1)'s first slot
+	if reply, found := r.begin(k(1), later, nil); !found || !slices.Equal(reply, []byte{2}) {
+		t.Errorf("entry after recycling its old slot: %v %v", reply, found)
 	}
 }
 

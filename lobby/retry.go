@@ -1,6 +1,7 @@
 package lobby
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"sync"
 	"time"
@@ -9,11 +10,23 @@ import (
 )
 
 // retryKey names one request: a client that repeats it (same endpoint,
-// type and sequence) is retrying, not asking again.
-type retryKey struct {
-	from netip.AddrPort
-	typ  packet.Type
-	seq  uint16
+// type and sequence) is retrying, not asking again. It is packed into
+// bytes (IP as 16 bytes, IPv4 mapped; port; type; sequence) so that the
+// cache's map hashes and compares it as one block of memory, which under
+// a JOIN flood is most of the cache's cost. An IPv6 zone is left out:
+// it only tells apart link-local peers with the same address on
+// different links, and for those to collide they would also have to
+// share port, type and sequence.
+type retryKey [16 + 2 + 1 + 2]byte
+
+func newRetryKey(from netip.AddrPort, typ packet.Type, seq uint16) retryKey {
+	var k retryKey
+	ip := from.Addr().As16()
+	copy(k[:16], ip[:])
+	binary.BigEndian.PutUint16(k[16:], from.Port())
+	k[18] = byte(typ)
+	binary.BigEndian.PutUint16(k[19:], seq)
+	return k
 }
 
 // maxAnswer is the longest CREATE or JOIN answer: ROOM_CREATED in the
@@ -21,60 +34,66 @@ type retryKey struct {
 const maxAnswer = packet.LegacyHeaderLen + 6 + 4
 
 // answer is the outcome of one CREATE or JOIN, held inline so the cache
-// allocates nothing per request. n is 0 while the request runs.
+// allocates nothing per request. n is 0 while the request runs. live is
+// whether the map still points here (not since abandoned, or run again
+// after it expired), so that recycling the slot knows without a lookup
+// whether to delete its key. at is when it began, as time since the
+// cache's epoch: 8 bytes where a time.Time takes 24 make an answer one
+// 64-byte cache line, and the ring of a full cache is megabytes.
 type answer struct {
-	at    time.Time
-	gen   uint64 // tells this entry from a later one under the same key
+	key   retryKey
 	n     uint8
+	live  bool
 	reply [maxAnswer]byte
+	at    time.Duration
 }
 
 // retries remembers the answers of recent CREATE and JOIN requests, so a
 // retry gets the same reply and never runs the request twice. Entries live
 // for the retry window; the cache holds at most max of them, dropping the
 // oldest first (all entries live equally long, so the oldest is the first
-// to expire anyway).
+// to expire anyway). The answers sit in a ring in the order they began;
+// the map only points into it, which keeps the map's entries small.
 type retries struct {
 	mu     sync.Mutex
-	m      map[retryKey]answer
-	order  []retryEntry // ring, oldest at head once full
-	max    int          // the ring grows to max, then wraps
-	head   int
-	gen    uint64
+	m      map[retryKey]int32 // index in ring
+	ring   []answer           // grows to max, then wraps
+	max    int
+	head   int // next slot to take once the ring is full
 	window time.Duration
-}
-
-type retryEntry struct {
-	key retryKey
-	gen uint64
+	epoch  time.Time // answer.at counts from here (monotonic)
 }
 
 func newRetries(max int, window time.Duration) *retries {
-	return &retries{m: make(map[retryKey]answer), max: max, window: window}
+	return &retries{m: make(map[retryKey]int32), max: max, window: window, epoch: time.Now()}
 }
 
 // begin looks k up. For a fresh entry it appends the reply to b (nothing
 // while the request still runs) and reports found; otherwise it records
 // k as running and the caller runs the request and calls finish.
 func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found bool) {
+	at := now.Sub(r.epoch)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.m[k]; ok && now.Sub(a.at) < r.window {
-		return append(b, a.reply[:a.n]...), true
+	if i, ok := r.m[k]; ok {
+		a := &r.ring[i]
+		if at-a.at < r.window {
+			return append(b, a.reply[:a.n]...), true
+		}
+		a.live = false // expired: k moves to a new slot
 	}
-	r.gen++
-	r.m[k] = answer{at: now, gen: r.gen}
-	e := retryEntry{key: k, gen: r.gen}
-	if len(r.order) < r.max {
-		r.order = append(r.order, e)
-		return b, false
+	i := len(r.ring)
+	if i < r.max {
+		r.ring = append(r.ring, answer{})
+	} else {
+		i = r.head
+		r.head = (r.head + 1) % len(r.ring)
+		if old := &r.ring[i]; old.live {
+			delete(r.m, old.key)
+		}
 	}
-	old := r.order[r.head]
-	if a, ok := r.m[old.key]; ok && a.gen == old.gen { // not since replaced
-		delete(r.m, old.key)
-	}
-	r.order[r.head] = e
-	r.head = (r.head + 1) % len(r.order)
+	r.ring[i] = answer{key: k, live: true, at: at}
+	r.m[k] = int32(i)
 	return b, false
 }
 
@@ -82,9 +101,8 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 func (r *retries) finish(k retryKey, reply []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.m[k]; ok && a.n == 0 && len(reply) <= maxAnswer {
-		a.n = uint8(copy(a.reply[:], reply))
-		r.m[k] = a
+	if i, ok := r.m[k]; ok && r.ring[i].n == 0 && len(reply) <= maxAnswer {
+		r.ring[i].n = uint8(copy(r.ring[i].reply[:], reply))
 	}
 }
 
@@ -93,7 +111,8 @@ func (r *retries) finish(k retryKey, reply []byte) {
 func (r *retries) abandon(k retryKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, ok := r.m[k]; ok && a.n == 0 {
+	if i, ok := r.m[k]; ok && r.ring[i].n == 0 {
 		delete(r.m, k)
+		r.ring[i].live = false
 	}
 }

@@ -105,6 +105,10 @@ func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort) (
 	return *r, nil
 }
 
+// JoinNeverWaits is true, as for the supervisor, whose Join only takes its
+// table's lock, unless the test makes Join wait.
+func (m *memRooms) JoinNeverWaits() bool { return m.joinGate == nil }
+
 func (m *memRooms) Watch(ctx context.Context) <-chan supervisor.Event {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -250,6 +250,11 @@ func (s *Supervisor) publish(r *room, creator netip.AddrPort) Room {
 	return row
 }
 
+// JoinNeverWaits reports that Join only touches the in-memory table under
+// a short lock, never a process or the network, so a lobby may call it on
+// its read loop.
+func (s *Supervisor) JoinNeverWaits() bool { return true }
+
 // Join holds a seat in room id for player. It succeeds only for a listed
 // room that is Waiting or Counting down with a free place (connected
 // players plus held seats below the maximum); a player already holding a

@@ -322,8 +322,9 @@ func freeUDPPort(t testing.TB) int {
 func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 	t.Helper()
 	port := freeUDPPort(t)
-	// A pool of 20 ports somewhere high, away from other tests' pools.
-	first := 40000 + rand.IntN(1000)*20
+	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
+	// (client sockets) and away from the other packages' test pools.
+	first := 6000 + rand.IntN(250)*20
 	cfg := fmt.Sprintf(`[lobby]
 listen = "127.0.0.1:%d"
 %s

@@ -37,12 +37,19 @@ type Config struct {
 // safe for concurrent use.
 type Sources struct {
 	mu      sync.Mutex
-	t       *table[netip.Addr, *source]
+	t       *table[sourceKey, source] // buckets in place: no pointer to chase per datagram
 	general rate.Limit
 	burst   int
 	create  rate.Limit
 	cburst  int
 }
+
+// sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
+// source is one entry however it arrived (AF_INET, or mapped on a
+// dual-stack socket) and the table hashes and compares one block of
+// memory, not netip.Addr's fields. A zone is left out: link-local peers
+// with one address on two links share a bucket.
+type sourceKey [16]byte
 
 // source is one source's state. An evicted source's is reset and reused
 // for the source that takes its place.
@@ -66,7 +73,7 @@ func fill(lim *rate.Limiter, r rate.Limit, b int) {
 // positive.
 func NewSources(c Config) *Sources {
 	return &Sources{
-		t:       newTable[netip.Addr, *source](c.MaxSources),
+		t:       newTable[sourceKey, source](c.MaxSources),
 		general: rate.Limit(c.Rate), burst: c.Burst,
 		create: rate.Limit(c.CreateRate), cburst: c.CreateBurst,
 	}
@@ -87,16 +94,12 @@ func (s *Sources) AllowCreate(ip netip.Addr, now time.Time) (ok, newlyLimited bo
 }
 
 func (s *Sources) take(ip netip.Addr, now time.Time, create bool) (ok, newlyLimited bool) {
-	ip = ip.Unmap()
+	k := sourceKey(ip.As16())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	src, found := s.t.get(ip)
+	src, found := s.t.get(k)
 	if !found {
-		slot := s.t.insert(ip)
-		if *slot == nil {
-			*slot = new(source)
-		}
-		src = *slot
+		src = s.t.insert(k)
 		fill(&src.general, s.general, s.burst)
 		src.created, src.limited = false, false
 	}
@@ -132,7 +135,7 @@ const MaxDatagram = 65507
 // concurrent use.
 type Budget struct {
 	mu    sync.Mutex
-	t     *table[netip.Prefix, *rate.Limiter]
+	t     *table[netip.Prefix, rate.Limiter]
 	limit rate.Limit
 	burst int
 }
@@ -141,7 +144,7 @@ type Budget struct {
 // maxPrefixes networks; both must be positive.
 func NewBudget(perSecond, maxPrefixes int) *Budget {
 	return &Budget{
-		t:     newTable[netip.Prefix, *rate.Limiter](maxPrefixes),
+		t:     newTable[netip.Prefix, rate.Limiter](maxPrefixes),
 		limit: rate.Limit(perSecond),
 		burst: max(perSecond, MaxDatagram),
 	}
@@ -166,11 +169,7 @@ func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
 	defer b.mu.Unlock()
 	lim, found := b.t.get(p)
 	if !found {
-		slot := b.t.insert(p)
-		if *slot == nil {
-			*slot = new(rate.Limiter)
-		}
-		lim = *slot
+		lim = b.t.insert(p)
 		fill(lim, b.limit, b.burst)
 	}
 	return lim.AllowN(now, n)

@@ -108,8 +108,10 @@ func TestTableSecondChance(t *testing.T) {
 		t.Error("3 survived")
 	}
 	for k, want := range map[int]string{2: "b", 4: "d", 5: "e"} {
-		if v, ok := tb.get(k); !ok || v != want {
-			t.Errorf("get(%d) = %q, %v; want %q", k, v, ok, want)
+		if v, ok := tb.get(k); !ok {
+			t.Errorf("get(%d) found nothing, want %q", k, want)
+		} else if *v != want {
+			t.Errorf("get(%d) = %q, want %q", k, *v, want)
 		}
 	}
 	if tb.len() != 3 || len(tb.index) != 3 {

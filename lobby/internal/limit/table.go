@@ -21,15 +21,15 @@ func newTable[K comparable, V any](max int) *table[K, V] {
 	return &table[K, V]{index: make(map[K]int), max: max}
 }
 
-// get returns the value stored for k and marks it used.
-func (t *table[K, V]) get(k K) (V, bool) {
+// get returns the value stored for k, in place, and marks it used. The
+// pointer is valid until the next insert.
+func (t *table[K, V]) get(k K) (*V, bool) {
 	i, ok := t.index[k]
 	if !ok {
-		var zero V
-		return zero, false
+		return nil, false
 	}
 	t.slots[i].used = true
-	return t.slots[i].val, true
+	return &t.slots[i].val, true
 }
 
 // insert makes an entry for k, which must not be present, evicting one

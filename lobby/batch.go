@@ -1,0 +1,158 @@
+package lobby
+
+import (
+	"net"
+	"net/netip"
+	"runtime"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// batchSize is how many datagrams a read loop takes from its socket per
+// system call (recvmmsg on Linux), and at most how many replies it sends
+// per call (sendmmsg). Under load the syscalls, not the lobby's work, are
+// most of the cost of a datagram, and a batch shares them. Each slot has
+// a buffer of the largest datagram, so that a long one is seen whole and
+// dropped for what it is: batchSize × 64 KiB of address space per
+// socket, of which only the bytes datagrams fill are touched; a reply
+// slot grows to the longest reply it has held (a full ROOM_LIST at most).
+const batchSize = 16
+
+// batchConn is the batch I/O of golang.org/x/net's ipv4 and ipv6
+// PacketConn, which share the Message type, or of stdConn.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// batchIO says whether golang.org/x/net batches: only on Linux. Elsewhere
+// it would read and write one datagram per call anyway, and it would
+// address a dual-stack socket's IPv4 peers as AF_INET, which Linux
+// accepts on an IPv6 socket but other systems need not; the standard
+// library (stdConn) gets both right.
+const batchIO = runtime.GOOS == "linux"
+
+// stdConn is a batchConn of one datagram per call through the standard
+// library, for the systems where golang.org/x/net does not batch.
+type stdConn struct{ c *net.UDPConn }
+
+func (s stdConn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
+	n, from, err := s.c.ReadFromUDPAddrPort(ms[0].Buffers[0])
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N, ms[0].Addr = n, net.UDPAddrFromAddrPort(from)
+	return 1, nil
+}
+
+func (s stdConn) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
+	if _, err := s.c.WriteToUDP(ms[0].Buffers[0], ms[0].Addr.(*net.UDPAddr)); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// batch is one read loop's state: the datagrams read by the last
+// ReadBatch and the replies the loop made to them, which leave together
+// when the batch is done (flush). Replies made later, by CREATE or a JOIN
+// worker, go straight to the socket. Only its loop uses a batch.
+type batch struct {
+	bc  batchConn
+	in  []ipv4.Message
+	out []ipv4.Message // out[:queued] wait for flush
+	// to are the replies' addresses, reused: Message wants a net.Addr.
+	to     []net.UDPAddr
+	queued int
+}
+
+func newBatch(c *net.UDPConn, batched bool) *batch {
+	q := &batch{
+		in:  make([]ipv4.Message, batchSize),
+		out: make([]ipv4.Message, batchSize),
+		to:  make([]net.UDPAddr, batchSize),
+	}
+	switch a, _ := c.LocalAddr().(*net.UDPAddr); {
+	case !batched:
+		q.bc = stdConn{c}
+	case a != nil && a.IP.To4() == nil:
+		q.bc = ipv6.NewPacketConn(c)
+	default:
+		q.bc = ipv4.NewPacketConn(c)
+	}
+	for i := range q.in {
+		q.in[i].Buffers = [][]byte{make([]byte, 1<<16)}
+		q.out[i].Buffers = [][]byte{make([]byte, 0, 64)} // grows to the longest reply
+		q.to[i].IP = make(net.IP, 0, net.IPv6len)
+		q.out[i].Addr = &q.to[i]
+	}
+	return q
+}
+
+// read waits for at least one datagram and returns how many it read into
+// q.in.
+func (q *batch) read() (int, error) { return q.bc.ReadBatch(q.in, 0) }
+
+// datagram returns the i-th datagram read and its sender.
+func (q *batch) datagram(i int) ([]byte, netip.AddrPort) {
+	m := &q.in[i]
+	var from netip.AddrPort
+	if a, ok := m.Addr.(*net.UDPAddr); ok {
+		from = a.AddrPort()
+	}
+	return m.Buffers[0][:m.N], from
+}
+
+// answer runs handle on each datagram read with the buffer of the next
+// queued reply as its scratch space, so that queueing a reply copies
+// nothing; a buffer handle grew but did not queue (its reply was dropped)
+// is kept for the next one, so that even a flood of dropped replies
+// allocates nothing.
+func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, out []byte) []byte) {
+	for i := range n {
+		slot := q.queued
+		b, from := q.datagram(i)
+		if out := handle(b, from, q.out[slot].Buffers[0][:0]); q.queued == slot {
+			q.out[slot].Buffers[0] = out[:0]
+		}
+	}
+}
+
+// WriteToUDPAddrPort queues b, the scratch space answer handed out (grown
+// or not), for the next flush. handle queues at most one reply per
+// datagram, so a batch has room for every reply.
+func (q *batch) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
+	a := &q.to[q.queued]
+	ip := to.Addr()
+	if ip.Is4() {
+		v4 := ip.As4()
+		a.IP = append(a.IP[:0], v4[:]...)
+	} else {
+		v6 := ip.As16()
+		a.IP = append(a.IP[:0], v6[:]...)
+	}
+	a.Port, a.Zone = int(to.Port()), ip.Zone()
+	q.out[q.queued].Buffers[0] = b
+	q.queued++
+	return len(b), nil
+}
+
+// flush sends the queued replies, telling sent about each: whether it
+// went out.
+func (q *batch) flush(sent func(b []byte, ok bool)) {
+	ms := q.out[:q.queued]
+	q.queued = 0
+	for len(ms) > 0 {
+		n, err := q.bc.WriteBatch(ms, 0)
+		n = max(n, 0)
+		for _, m := range ms[:n] {
+			sent(m.Buffers[0], true)
+		}
+		ms = ms[n:]
+		if len(ms) > 0 && (err != nil || n == 0) {
+			// The first unsent one failed; the rest may yet go.
+			sent(ms[0].Buffers[0], false)
+			ms = ms[1:]
+		}
+	}
+}

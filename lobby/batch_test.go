@@ -1,0 +1,93 @@
+package lobby
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// A batch reads what is queued on its socket, hands each datagram to the
+// handler with reply space, and sends the replies it queued in one go;
+// with golang.org/x/net's batch I/O and with the standard library's, over
+// IPv4 and IPv6. A reply the handler does not queue is not sent.
+func TestBatchReadsAnswersAndFlushes(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		for _, ip := range []string{"127.0.0.1", "::1"} {
+			srv, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			c := dial(t, ip, srv.LocalAddr().(*net.UDPAddr).AddrPort())
+			sent := [][]byte{[]byte("one"), []byte("drop"), []byte("three")}
+			for _, b := range sent {
+				c.sendRaw(b)
+			}
+			q := newBatch(srv, batched)
+			srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var got [][]byte
+			var flushed []string
+			for len(got) < len(sent) {
+				n, err := q.read()
+				if err != nil {
+					t.Fatalf("batched %v, %s: read: %v", batched, ip, err)
+				}
+				q.answer(n, func(b []byte, from netip.AddrPort, out []byte) []byte {
+					got = append(got, slices.Clone(b))
+					out = append(append(out, "re:"...), b...)
+					if !bytes.Equal(b, []byte("drop")) {
+						q.WriteToUDPAddrPort(out, from)
+					}
+					return out
+				})
+				q.flush(func(b []byte, ok bool) {
+					if !ok {
+						t.Errorf("batched %v, %s: %q not sent", batched, ip, b)
+					}
+					flushed = append(flushed, string(b))
+				})
+			}
+			if !slices.EqualFunc(got, sent, bytes.Equal) {
+				t.Errorf("batched %v, %s: read %q, sent %q", batched, ip, got, sent)
+			}
+			if !slices.Equal(flushed, []string{"re:one", "re:three"}) {
+				t.Errorf("batched %v, %s: flushed %q", batched, ip, flushed)
+			}
+			buf := make([]byte, 64)
+			for _, want := range flushed {
+				c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, err := c.conn.Read(buf)
+				if err != nil || string(buf[:n]) != want {
+					t.Errorf("batched %v, %s: client got %q, %v; want %q", batched, ip, buf[:n], err, want)
+				}
+			}
+		}
+	}
+}
+
+// JOIN runs on the read loop only for a Rooms that says its Join never
+// waits; any other gets the worker pool.
+func TestInlineJoinOnlyWhenRoomsNeverWaits(t *testing.T) {
+	gated := newMemRooms(1)
+	gated.joinGate = make(chan struct{})
+	for _, c := range []struct {
+		name   string
+		rooms  supervisor.Rooms
+		inline bool
+	}{
+		{"never waits", newMemRooms(1), true},
+		{"says it may wait", gated, false},
+		{"says nothing", struct{ supervisor.Rooms }{newMemRooms(1)}, false},
+	} {
+		l := newLobby(testConfig(), c.rooms)
+		if l.inlineJoin != c.inline || (l.jobs == nil) != c.inline {
+			t.Errorf("%s: inline %v, queue %v", c.name, l.inlineJoin, l.jobs != nil)
+		}
+		l.stop()
+	}
+}

@@ -1,0 +1,216 @@
+package foyertest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BinaryEnv names the environment variable that points the harness at a
+// prebuilt foyer binary instead of building one.
+const BinaryEnv = "FOYER_BINARY"
+
+// mainPackage is what the harness builds when no binary is given.
+const mainPackage = "github.com/foyerlobby/foyer/cmd/foyer"
+
+// The binary built for this test process, once.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuiltBinary returns the foyer binary the harness runs rooms from when no
+// Binary option is given: $FOYER_BINARY, or a build of cmd/foyer made once
+// per test process. Tests that run the binary themselves can use it too.
+func BuiltBinary(t testing.TB) string {
+	t.Helper()
+	return binaryPath(t, "")
+}
+
+func binaryPath(t testing.TB, given string) string {
+	t.Helper()
+	if given == "" {
+		given = os.Getenv(BinaryEnv)
+	}
+	if given != "" {
+		if _, err := os.Stat(given); err != nil {
+			t.Fatalf("foyertest: foyer binary: %v", err)
+		}
+		return given
+	}
+	built.once.Do(func() { built.path, built.err = build() })
+	if built.err != nil {
+		t.Fatalf("foyertest: %v", built.err)
+	}
+	return built.path
+}
+
+// buildDirPrefix starts the names of build directories; the process id
+// follows, so a later build can tell which directories are orphaned.
+const buildDirPrefix = "foyertest-"
+
+func build() (string, error) {
+	removeOrphanedBuilds()
+	dir, err := os.MkdirTemp("", buildDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("building %s needs the go command (or set %s): %w", mainPackage, BinaryEnv, err)
+	}
+	bin := filepath.Join(dir, "foyer")
+	out, err := exec.Command(goTool, "build", "-o", bin, mainPackage).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go build %s: %v\n%s", mainPackage, err, out)
+	}
+	return bin, nil
+}
+
+// removeOrphanedBuilds removes the build directories of test processes
+// that no longer run: nothing else ever would.
+func removeOrphanedBuilds() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), buildDirPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), buildDirPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if ok && err == nil && !processExists(n) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// server is one `foyer serve` child process.
+type server struct {
+	cmd    *exec.Cmd
+	config string
+	exited chan struct{}
+	err    error // Wait's; set before exited closes
+}
+
+// StartBinary runs `foyer serve` as a child process, from a config file
+// generated from opts, and returns once the lobby listens. At the end of
+// the test it sends SIGTERM and fails the test unless foyer exits 0
+// within 30 s with no room process left. The server is also killed if the
+// test process dies.
+func StartBinary(t testing.TB, opts ...Option) *Lobby {
+	t.Helper()
+	s := newSettings(t, opts)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(s.configText()), 0o600); err != nil {
+		t.Fatalf("foyertest: %v", err)
+	}
+	argv := append(append([]string(nil), s.wrap...), s.instance, "serve", "--config", path)
+	logs := &logBuffer{}
+	srv := &server{cmd: exec.Command(argv[0], argv[1:]...), config: path, exited: make(chan struct{})}
+	srv.cmd.Stderr = logs
+	srv.cmd.Stdout = logs
+	tieToParent(srv.cmd)
+	if err := srv.cmd.Start(); err != nil {
+		t.Fatalf("foyertest: starting foyer serve: %v", err)
+	}
+	go func() {
+		srv.err = srv.cmd.Wait()
+		close(srv.exited)
+	}()
+	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, srv: srv}
+	t.Cleanup(func() {
+		l.stopServer()
+		l.checkGone()
+		l.dumpLogsIfFailed()
+	})
+	addr, err := l.waitListening()
+	if err != nil {
+		t.Fatalf("foyertest: %v\n%s", err, logs)
+	}
+	l.addr = addr
+	return l
+}
+
+// waitListening reads the lobby's address from its "lobby listening" log
+// line, which it writes once its sockets are bound.
+func (l *Lobby) waitListening() (netip.AddrPort, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if ap, ok := listeningAddr(l.logs.String()); ok {
+			return ap, nil
+		}
+		select {
+		case <-l.srv.exited:
+			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before listening: %v", l.srv.err)
+		case <-ctx.Done():
+			return netip.AddrPort{}, fmt.Errorf("foyer serve did not listen within 30s")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func listeningAddr(log string) (netip.AddrPort, bool) {
+	sc := bufio.NewScanner(strings.NewReader(log))
+	for sc.Scan() {
+		var line struct {
+			Message string   `json:"message"`
+			Listen  []string `json:"listen"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Message != "lobby listening" || len(line.Listen) == 0 {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(line.Listen[0])
+		return ap, err == nil
+	}
+	return netip.AddrPort{}, false
+}
+
+// stopServer sends SIGTERM and waits for a clean exit.
+func (l *Lobby) stopServer() {
+	srv := l.srv
+	select {
+	case <-srv.exited:
+		l.t.Errorf("foyertest: foyer serve exited before the end of the test: %v", srv.err)
+		return
+	default:
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.exited:
+		if srv.err != nil {
+			l.t.Errorf("foyertest: foyer serve did not exit cleanly on SIGTERM: %v", srv.err)
+		}
+	case <-time.After(stopLimit):
+		srv.cmd.Process.Kill()
+		<-srv.exited
+		l.t.Errorf("foyertest: foyer serve ignored SIGTERM for %v (killed)", stopLimit)
+	}
+}
+
+// ConfigFile returns the path of the config file a StartBinary lobby runs
+// from; empty for Start.
+func (l *Lobby) ConfigFile() string {
+	if l.srv == nil {
+		return ""
+	}
+	return l.srv.config
+}
+
+// PID returns the process id of a StartBinary lobby's `foyer serve`; 0
+// for Start.
+func (l *Lobby) PID() int {
+	if l.srv == nil {
+		return 0
+	}
+	return l.srv.cmd.Process.Pid
+}

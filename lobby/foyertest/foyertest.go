@@ -1,0 +1,218 @@
+// Package foyertest starts a real Foyer lobby inside a Go test: a lobby on
+// a free loopback port in front of a real supervisor, whose rooms are real
+// reference-room processes on real UDP ports.
+//
+//	func TestMyGame(t *testing.T) {
+//		l := foyertest.Start(t, foyertest.MaxPlayers(2))
+//		seat, err := l.Client().Create(context.Background())
+//		...
+//	}
+//
+// Start runs the lobby and the supervisor in the test's own process;
+// StartBinary runs `foyer serve` as a child process instead, from a
+// generated config file, for tests of the binary itself. Both use the same
+// generated config, so the two differ only in where the lobby runs. At the
+// end of the test (t.Cleanup) both stop the lobby and every room, and fail
+// the test if a room process outlives them.
+//
+// # Where room processes come from
+//
+// A room is a process of the foyer binary (its hidden `instance`
+// subcommand); a test binary is not one. The binary is, in order of
+// preference: the one given with the Binary option, the one named by the
+// FOYER_BINARY environment variable, or one built once per test process
+// with `go build github.com/foyerlobby/foyer/cmd/foyer` (the go command
+// must be on PATH; the build cache makes every build after the first a
+// link). Built binaries live in a temporary directory per test process;
+// directories of processes that no longer run are removed by the next
+// build.
+//
+// The harness is for Linux, where Foyer's rooms run: it checks for
+// leftover rooms in /proc and ties `foyer serve` to the test process with
+// a parent-death signal.
+package foyertest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/config"
+	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/client"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// stopLimit bounds how long stopping a lobby and its rooms may take at the
+// end of a test before the harness reports it and kills what is left.
+const stopLimit = 30 * time.Second
+
+// Lobby is a lobby started by Start or StartBinary. It stops at the end of
+// the test that started it.
+type Lobby struct {
+	t     testing.TB
+	addr  netip.AddrPort
+	first uint16
+	last  uint16
+	logs  *logBuffer
+	// instance is the harness's own path to the binary rooms run from.
+	instance string
+
+	// In-process lobbies only.
+	lobby *lobby.Lobby
+	sup   *supervisor.Supervisor
+
+	// StartBinary only.
+	srv *server
+}
+
+// Start runs a lobby and its supervisor inside the test's process, on a
+// free port of 127.0.0.1, with the reference room as its game; see the
+// package doc for where the room processes come from. The lobby and every
+// room are stopped at the end of the test, which fails if a room process
+// is left over.
+func Start(t testing.TB, opts ...Option) *Lobby {
+	t.Helper()
+	s := newSettings(t, opts)
+	cfg, err := config.Parse("foyertest.toml", s.configText())
+	if err != nil {
+		t.Fatalf("foyertest: generated config refused: %v", err)
+	}
+	logs := &logBuffer{}
+	log := zerolog.New(logs).With().Timestamp().Logger()
+	cfg.Supervisor.Log = log
+	cfg.Lobby.Log = log
+	sup, err := supervisor.New(cfg.Supervisor)
+	if err != nil {
+		t.Fatalf("foyertest: supervisor: %v", err)
+	}
+	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, sup: sup}
+	lob, err := lobby.New(cfg.Lobby, sup)
+	if err != nil {
+		l.stopSupervisor()
+		t.Fatalf("foyertest: lobby: %v", err)
+	}
+	l.lobby = lob
+	l.addr = lob.Addrs()[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- lob.Serve(ctx) }()
+	t.Cleanup(func() {
+		lob.Drain()
+		l.stopSupervisor()
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("foyertest: lobby: %v", err)
+		}
+		l.checkGone()
+		l.dumpLogsIfFailed()
+	})
+	return l
+}
+
+// stopSupervisor stops every room, within stopLimit.
+func (l *Lobby) stopSupervisor() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopLimit)
+	defer cancel()
+	if err := l.sup.Shutdown(ctx); err != nil {
+		l.t.Errorf("foyertest: stopping the rooms: %v", err)
+	}
+}
+
+// checkGone fails the test if a process of the harness's room command
+// still runs.
+func (l *Lobby) checkGone() {
+	// A room killed at the end of the stop may need a moment to die.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := processesOf(l.instance)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			killAll(left)
+			l.t.Errorf("foyertest: room processes %v outlived the lobby (killed now)", left)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (l *Lobby) dumpLogsIfFailed() {
+	if l.t.Failed() {
+		l.t.Logf("foyertest: lobby log:\n%s", l.logs)
+	}
+}
+
+// Addr returns the lobby's UDP address.
+func (l *Lobby) Addr() netip.AddrPort { return l.addr }
+
+// Ports returns the range of UDP ports the lobby's rooms are given.
+func (l *Lobby) Ports() (first, last uint16) { return l.first, l.last }
+
+// Client returns a client of the lobby, closed at the end of the test.
+// opts are added to the client's defaults.
+func (l *Lobby) Client(opts ...client.Option) *client.Client {
+	l.t.Helper()
+	c, err := client.Dial(l.addr.String(), opts...)
+	if err != nil {
+		l.t.Fatalf("foyertest: %v", err)
+	}
+	l.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Log returns what the lobby has logged so far, as JSON lines at debug
+// level. It is also written to the test log when the test fails.
+func (l *Lobby) Log() string { return l.logs.String() }
+
+// Lobby returns the lobby of a lobby started by Start, for its Stats; it
+// is nil for StartBinary.
+func (l *Lobby) Lobby() *lobby.Lobby { return l.lobby }
+
+// Supervisor returns the supervisor of a lobby started by Start, for its
+// Stats and room table; it is nil for StartBinary.
+func (l *Lobby) Supervisor() *supervisor.Supervisor { return l.sup }
+
+// logBuffer collects log lines written from several goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// instanceLink gives a harness its own path to the foyer binary, so that
+// its room processes can be told from those of other lobbies running in
+// the same test process by their argv[0].
+func instanceLink(t testing.TB, bin string) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "foyer")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatalf("foyertest: %v", err)
+	}
+	return link
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	return fmt.Sprintf("%q", s) // Go's escapes are valid TOML for the paths and addresses used here
+}

@@ -1,0 +1,188 @@
+package foyertest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Option changes the lobby Start or StartBinary runs.
+type Option func(*settings)
+
+// settings is what the options chose; configText renders it as the
+// config file both Start and StartBinary run from.
+type settings struct {
+	maxPlayers, maxInstances, warm int
+	minPlayers                     int
+	countdown, match, idle         time.Duration
+	first, last                    uint16
+	listen                         string
+	binary                         string
+	extra                          []string
+	wrap                           []string
+
+	instance string // the per-lobby path the rooms are run from
+}
+
+// Test-friendly defaults: small, and a match short enough to play out in
+// a test.
+const (
+	defaultMaxPlayers   = 4
+	defaultMaxInstances = 8
+	defaultCountdown    = time.Second
+	defaultMatch        = 2 * time.Second
+	defaultIdle         = 30 * time.Second
+)
+
+// MaxPlayers sets the players per room (default 4).
+func MaxPlayers(n int) Option { return func(s *settings) { s.maxPlayers = n } }
+
+// MinPlayers sets how many ready players start a room's countdown
+// (default 2, or MaxPlayers if smaller).
+func MinPlayers(n int) Option { return func(s *settings) { s.minPlayers = n } }
+
+// MaxInstances sets how many rooms may run at once (default 8).
+func MaxInstances(n int) Option { return func(s *settings) { s.maxInstances = n } }
+
+// Warm sets how many rooms are started ahead of demand (default 0).
+func Warm(n int) Option { return func(s *settings) { s.warm = n } }
+
+// Countdown sets a room's countdown from all ready to the start (default
+// 1 s).
+func Countdown(d time.Duration) Option { return func(s *settings) { s.countdown = d } }
+
+// MatchDuration sets the length of a match (default 2 s).
+func MatchDuration(d time.Duration) Option { return func(s *settings) { s.match = d } }
+
+// IdleTimeout sets how long a room without players lives (default 30 s).
+func IdleTimeout(d time.Duration) Option { return func(s *settings) { s.idle = d } }
+
+// Ports sets the UDP ports, inclusive, handed to rooms. By default the
+// harness picks a range below Linux's ephemeral ports that was free when
+// the lobby started, and different from every other lobby of the test
+// process.
+func Ports(first, last uint16) Option {
+	return func(s *settings) { s.first, s.last = first, last }
+}
+
+// Listen sets the lobby's UDP address (default 127.0.0.1 on a free port).
+// With StartBinary an address of another network namespace (see Wrap) is
+// where the lobby is reached.
+func Listen(addr netip.AddrPort) Option {
+	return func(s *settings) { s.listen = addr.String() }
+}
+
+// Binary sets the foyer binary whose `instance` subcommand runs the rooms,
+// and that StartBinary runs; see the package doc for the default.
+func Binary(path string) Option { return func(s *settings) { s.binary = path } }
+
+// Config appends TOML to the generated config file, after its lobby,
+// supervisor, room and log sections (in that order): whole sections of
+// its own, such as an admin section for StartBinary. Start reads only
+// what the lobby and the supervisor use.
+func Config(toml string) Option { return func(s *settings) { s.extra = append(s.extra, toml) } }
+
+// Wrap runs StartBinary's `foyer serve` under a command, for example
+// Wrap("ip", "netns", "exec", "ns1") to run it in a network namespace. The
+// wrapper must exec foyer (so SIGTERM reaches it). A lobby in another
+// namespace is reached from there only: Addr is its address there, and
+// Client is of no use. Start ignores Wrap.
+func Wrap(argv ...string) Option { return func(s *settings) { s.wrap = argv } }
+
+func newSettings(t testing.TB, opts []Option) *settings {
+	t.Helper()
+	s := &settings{
+		maxPlayers:   defaultMaxPlayers,
+		maxInstances: defaultMaxInstances,
+		minPlayers:   2,
+		countdown:    defaultCountdown,
+		match:        defaultMatch,
+		idle:         defaultIdle,
+		listen:       "127.0.0.1:0",
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.minPlayers = min(s.minPlayers, s.maxPlayers)
+	if s.first == 0 && s.last == 0 {
+		s.first, s.last = freePortRange(t, s.maxInstances+4) // spares for ports found taken
+	}
+	s.instance = instanceLink(t, binaryPath(t, s.binary))
+	return s
+}
+
+// configText renders the settings as config.toml. The log is JSON at
+// debug level: it is read by tests, and shown only when one fails.
+func (s *settings) configText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[lobby]\nlisten = %s\n# Tests send bursts from one address.\nrate = 1000\nburst = 2000\ncreate_rate = 100\ncreate_burst = 100\n\n", tomlString(s.listen))
+	fmt.Fprintf(&b, "[supervisor]\nports = \"%d-%d\"\nmax_instances = %d\nmax_players = %d\nwarm = %d\ncommand = [%s, \"instance\"]\n",
+		s.first, s.last, s.maxInstances, s.maxPlayers, s.warm, tomlString(s.instance))
+	// Rooms listen where the lobby does, so a lobby on loopback opens no
+	// port on the network.
+	if ap, err := netip.ParseAddrPort(s.listen); err == nil && !ap.Addr().IsUnspecified() {
+		fmt.Fprintf(&b, "bind = %s\n", tomlString(ap.Addr().String()))
+	}
+	// Rooms run under a loaded test machine: generous start, quick reuse.
+	b.WriteString("spawn_timeout = \"20s\"\nstop_grace = \"3s\"\nport_cooldown = \"50ms\"\n\n")
+	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\nidle_timeout = %q\n\n",
+		s.minPlayers, s.countdown, s.match, s.idle)
+	b.WriteString("[log]\nlevel = \"debug\"\nformat = \"json\"\n")
+	for _, e := range s.extra {
+		b.WriteString("\n" + e + "\n")
+	}
+	return b.String()
+}
+
+// Room port ranges are taken from portBase up, in blocks, below Linux's
+// ephemeral ports (32768 and up) where the kernel puts client sockets.
+// Each test process starts at a random block so that parallel packages
+// rarely meet, and no two lobbies of one process get the same block.
+const (
+	portBase  = 22000
+	portLimit = 32000
+)
+
+var portBlocks struct {
+	mu   sync.Mutex
+	next int
+}
+
+// freePortRange returns n consecutive ports, each free on 127.0.0.1 when
+// checked. A port taken later is survived: the supervisor quarantines it
+// and hands the room another.
+func freePortRange(t testing.TB, n int) (uint16, uint16) {
+	t.Helper()
+	blocks := (portLimit - portBase) / n
+	portBlocks.mu.Lock()
+	defer portBlocks.mu.Unlock()
+	if portBlocks.next == 0 {
+		portBlocks.next = rand.IntN(blocks) + 1
+	}
+	for range blocks {
+		b := portBlocks.next % blocks
+		portBlocks.next++
+		first := portBase + b*n
+		if allFree(first, n) {
+			return uint16(first), uint16(first + n - 1)
+		}
+	}
+	t.Fatalf("foyertest: no %d free UDP ports in %d-%d", n, portBase, portLimit)
+	return 0, 0
+}
+
+func allFree(first, n int) bool {
+	for p := first; p < first+n; p++ {
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+		if err != nil {
+			return false
+		}
+		c.Close()
+	}
+	return true
+}
