@@ -60,22 +60,22 @@ func checkParse(t *testing.T, b []byte) {
 	}
 }
 
-// FuzzParse fuzzes whole datagrams, seeded with compact ones.
-func FuzzParse(f *testing.F) {
+// FuzzDecode fuzzes whole datagrams, seeded with compact ones.
+func FuzzDecode(f *testing.F) {
 	f.Fuzz(checkParse)
 }
 
-// FuzzParseLegacy fuzzes the bytes that follow the legacy magic, so that
+// FuzzDecodeLegacy fuzzes the bytes that follow the legacy magic, so that
 // every input exercises the legacy framing.
-func FuzzParseLegacy(f *testing.F) {
+func FuzzDecodeLegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rest []byte) {
 		checkParse(t, append(legacyMagic[:], rest...))
 	})
 }
 
-// FuzzParseFrame holds the framing layer to the same invariant, for any
+// FuzzDecodeFrame holds the framing layer to the same invariant, for any
 // message type.
-func FuzzParseFrame(f *testing.F) {
+func FuzzDecodeFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, d := range withValidCRC(b) {
 			checkRoundTrip(t, d, ParseFrame,

@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 	}
 	bin = filepath.Join(dir, "foyer")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/foyer")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the Makefile builds it
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building foyer:", err)
