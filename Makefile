@@ -23,10 +23,9 @@ build:
 run: build
 	./$(BIN) serve --config $(CONFIG)
 
-# deps installs what the test suite needs: the Go modules and, when missing,
-# the Debian packages above.
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# apt_install installs the Debian packages in $(1) that are missing.
+define apt_install
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -35,6 +34,12 @@ deps:
 		$$sudo apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
+
+# deps installs what the test suite needs: the Go modules and, when missing,
+# the Debian packages above.
+deps:
+	$(call apt_install,$(DEB_PACKAGES))
 	$(GO) mod download
 
 vet:
@@ -59,7 +64,10 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 
+# proto regenerates the instance service's Go code with pinned tools:
+# Debian's protoc 3.21.12 and the Go plugins named in gen.sh.
 proto:
+	$(call apt_install,protobuf-compiler)
 	./instance/proto/gen.sh
 
 clean:
