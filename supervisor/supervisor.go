@@ -284,6 +284,10 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort)
 	r.seats[player] = expiry
 	row := r.view()
 	s.emit(Event{Kind: RoomChanged, Room: row})
+	// One line per seat newly held: bounded by the rooms' sizes, whatever
+	// the JOIN traffic (a repeated JOIN holds no new seat).
+	s.log.Info().Uint32("id", id).Stringer("player", player).Int("players", row.Players).
+		Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
 	return row, nil
 }
 
