@@ -288,6 +288,13 @@ func (l *Lobby) Serve(ctx context.Context) error {
 	return err
 }
 
+// Close releases the sockets of a lobby that will not be served, e.g.
+// because something started next to it failed.
+func (l *Lobby) Close() error {
+	l.closeConns()
+	return nil
+}
+
 func (l *Lobby) closeConns() {
 	for _, c := range l.conns {
 		c.Close()

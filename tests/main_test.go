@@ -333,6 +333,8 @@ listen = "127.0.0.1:%d"
 ports = "%d-%d"
 bind = "127.0.0.1"
 %s
+[admin]
+listen = ""
 [log]
 level = "debug"
 format = "json"

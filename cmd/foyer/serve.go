@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/internal/config"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
@@ -93,7 +94,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 		shutdown(sup, log)
 		return err
 	}
-	l, err := lobby.New(cfg.Lobby, sup)
+	l, adm, err := listeners(cfg, sup)
 	if err != nil {
 		for _, e := range edges {
 			e.Close()
@@ -105,6 +106,16 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 	lobbyCtx, closeLobby := context.WithCancel(context.Background())
 	go func() { lobbyDone <- l.Serve(lobbyCtx) }()
 	log.Info().Stringers("listen", stringers(l.Addrs())).Msg("lobby listening")
+	// The admin listener stops last, so that /healthz answers 503 while
+	// the rooms are stopped; its failure is logged and stops nothing else.
+	adminDone := make(chan struct{})
+	adminCtx, closeAdmin := context.WithCancel(context.Background())
+	go func() {
+		defer close(adminDone)
+		if err := adm.Serve(adminCtx); err != nil {
+			log.Error().Err(err).Msg("admin listener failed")
+		}
+	}()
 	edgeFailed := make(chan error, len(edges))
 	edgesCtx, stopEdges := context.WithCancel(context.Background())
 	var running sync.WaitGroup
@@ -124,6 +135,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 	}
 	log.Info().Msg("shutting down")
 	l.Drain()
+	adm.Drain()
 	stopEdges()
 	running.Wait()
 	shutdown(sup, log)
@@ -133,7 +145,26 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 			err = lerr
 		}
 	}
+	closeAdmin()
+	<-adminDone
 	return err
+}
+
+// listeners binds the native edge and the admin pages; on error nothing is
+// left bound. A taken admin address stops the start like a taken lobby
+// port: an operator who asked for /metrics and /healthz must not run blind.
+func listeners(cfg config.Config, sup *supervisor.Supervisor) (*lobby.Lobby, *admin.Server, error) {
+	l, err := lobby.New(cfg.Lobby, sup)
+	if err != nil {
+		return nil, nil, err
+	}
+	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Log: cfg.Lobby.Log},
+		admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List})
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, adm, nil
 }
 
 // share makes every edge draw from one table of per-source buckets and
@@ -206,7 +237,8 @@ func stringers[T fmt.Stringer](v []T) []fmt.Stringer {
 
 func newLogger(c config.Log, w io.Writer) zerolog.Logger {
 	if c.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		// Colours only for a person at a terminal, not for a file or journal.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	}
 	return zerolog.New(w).Level(c.Level).With().Timestamp().Logger()
 }

@@ -35,6 +35,7 @@ type Config struct {
 	Gunz       Gunz
 	Supervisor supervisor.Config // Log is left for the caller to set
 	Room       Room
+	Admin      Admin
 	Log        Log
 }
 
@@ -73,6 +74,11 @@ func (r Room) Settings() map[string]string {
 	}
 }
 
+// Admin is the [admin] section: the admin HTTP listener.
+type Admin struct {
+	Listen string // "IP:port"; empty disables the listener
+}
+
 // Log is the [log] section.
 type Log struct {
 	Level  zerolog.Level
@@ -93,7 +99,8 @@ func Default() Config {
 			MatchDuration: 120 * time.Second,
 			IdleTimeout:   60 * time.Second,
 		},
-		Log: Log{Level: zerolog.InfoLevel, Format: "console"},
+		Admin: Admin{Listen: "127.0.0.1:9477"},
+		Log:   Log{Level: zerolog.InfoLevel, Format: "console"},
 	}
 	c.Supervisor.Room = c.Room.Settings()
 	return c
@@ -110,6 +117,7 @@ var sections = []struct {
 	{"gunz", readGunz},
 	{"supervisor", readSupervisor},
 	{"room", readRoom},
+	{"admin", readAdmin},
 	{"log", readLog},
 }
 

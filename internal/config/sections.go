@@ -193,6 +193,20 @@ func readRoom(s *section, c *Config) {
 	s.duration("idle_timeout", &r.IdleTimeout, time.Second)
 }
 
+func readAdmin(s *section, c *Config) {
+	s.text("listen", func(v string) error {
+		if v == "" { // disabled
+			c.Admin.Listen = ""
+			return nil
+		}
+		if _, err := netip.ParseAddrPort(v); err != nil {
+			return errors.New(`not IP:port, e.g. "127.0.0.1:9477", or "" to disable`)
+		}
+		c.Admin.Listen = v
+		return nil
+	})
+}
+
 func readLog(s *section, c *Config) {
 	level := c.Log.Level.String()
 	s.choice("level", &level, "trace", "debug", "info", "warn", "error")

@@ -126,13 +126,13 @@ func StartBinary(t testing.TB, opts ...Option) *Lobby {
 		srv.err = srv.cmd.Wait()
 		close(srv.exited)
 	}()
-	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, srv: srv}
+	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, srv: srv, admin: s.admin}
 	t.Cleanup(func() {
 		l.stopServer()
 		l.checkGone()
 		l.dumpLogsIfFailed()
 	})
-	addr, err := l.waitListening()
+	addr, err := l.waitListening("lobby listening")
 	if err != nil {
 		t.Fatalf("foyertest: %v\n%s", err, logs)
 	}
@@ -140,39 +140,64 @@ func StartBinary(t testing.TB, opts ...Option) *Lobby {
 	return l
 }
 
-// waitListening reads the lobby's address from its "lobby listening" log
-// line, which it writes once its sockets are bound.
-func (l *Lobby) waitListening() (netip.AddrPort, error) {
+// waitListening reads a listener's address from the log line (message
+// msg) foyer serve writes once it is bound.
+func (l *Lobby) waitListening(msg string) (netip.AddrPort, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		if ap, ok := listeningAddr(l.logs.String()); ok {
+		if ap, ok := listeningAddr(l.logs.String(), msg); ok {
 			return ap, nil
 		}
 		select {
 		case <-l.srv.exited:
-			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before listening: %v", l.srv.err)
+			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before %q: %v", msg, l.srv.err)
 		case <-ctx.Done():
-			return netip.AddrPort{}, fmt.Errorf("foyer serve did not listen within 30s")
+			return netip.AddrPort{}, fmt.Errorf("foyer serve did not log %q within 30s", msg)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
 
-func listeningAddr(log string) (netip.AddrPort, bool) {
+// listeningAddr finds the first address of the log line msg, whose
+// "listen" is one address or a list.
+func listeningAddr(log, msg string) (netip.AddrPort, bool) {
 	sc := bufio.NewScanner(strings.NewReader(log))
 	for sc.Scan() {
 		var line struct {
-			Message string   `json:"message"`
-			Listen  []string `json:"listen"`
+			Message string          `json:"message"`
+			Listen  json.RawMessage `json:"listen"`
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Message != "lobby listening" || len(line.Listen) == 0 {
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Message != msg {
 			continue
 		}
-		ap, err := netip.ParseAddrPort(line.Listen[0])
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(line.Listen, &many) == nil && len(many) > 0:
+			one = many[0]
+		case json.Unmarshal(line.Listen, &one) == nil:
+		default:
+			continue
+		}
+		ap, err := netip.ParseAddrPort(one)
 		return ap, err == nil
 	}
 	return netip.AddrPort{}, false
+}
+
+// AdminAddr returns the address of a StartBinary lobby's admin listener,
+// turned on with the Admin option, once it listens.
+func (l *Lobby) AdminAddr() netip.AddrPort {
+	l.t.Helper()
+	if l.srv == nil || l.admin == "" {
+		l.t.Fatalf("foyertest: AdminAddr of a lobby without an admin listener (see StartBinary and Admin)")
+	}
+	ap, err := l.waitListening("admin listening")
+	if err != nil {
+		l.t.Fatalf("foyertest: %v\n%s", err, l.logs)
+	}
+	return ap
 }
 
 // stopServer sends SIGTERM and waits for a clean exit.

@@ -71,7 +71,8 @@ type Lobby struct {
 	sup   *supervisor.Supervisor
 
 	// StartBinary only.
-	srv *server
+	srv   *server
+	admin string // the admin listener's configured address; empty: off
 }
 
 // Start runs a lobby and its supervisor inside the test's process, on a

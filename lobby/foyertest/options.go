@@ -22,6 +22,7 @@ type settings struct {
 	countdown, match, idle         time.Duration
 	first, last                    uint16
 	listen                         string
+	admin                          string
 	binary                         string
 	extra                          []string
 	wrap                           []string
@@ -77,14 +78,19 @@ func Listen(addr netip.AddrPort) Option {
 	return func(s *settings) { s.listen = addr.String() }
 }
 
+// Admin turns on StartBinary's admin HTTP listener on addr, such as
+// 127.0.0.1:0 for a free port (see Lobby.AdminAddr). It is off by
+// default, so that the lobbies of tests running in parallel do not compete
+// for its default port. Start ignores it: it serves no admin pages.
+func Admin(addr netip.AddrPort) Option { return func(s *settings) { s.admin = addr.String() } }
+
 // Binary sets the foyer binary whose `instance` subcommand runs the rooms,
 // and that StartBinary runs; see the package doc for the default.
 func Binary(path string) Option { return func(s *settings) { s.binary = path } }
 
 // Config appends TOML to the generated config file, after its lobby,
-// supervisor, room and log sections (in that order): whole sections of
-// its own, such as an admin section for StartBinary. Start reads only
-// what the lobby and the supervisor use.
+// supervisor, room, admin and log sections: whole sections of its own,
+// such as [gg2]. Start reads only what the lobby and the supervisor use.
 func Config(toml string) Option { return func(s *settings) { s.extra = append(s.extra, toml) } }
 
 // Wrap runs StartBinary's `foyer serve` under a command, for example
@@ -132,6 +138,7 @@ func (s *settings) configText() string {
 	b.WriteString("spawn_timeout = \"20s\"\nstop_grace = \"3s\"\nport_cooldown = \"50ms\"\n\n")
 	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\nidle_timeout = %q\n\n",
 		s.minPlayers, s.countdown, s.match, s.idle)
+	fmt.Fprintf(&b, "[admin]\nlisten = %s\n\n", tomlString(s.admin))
 	b.WriteString("[log]\nlevel = \"debug\"\nformat = \"json\"\n")
 	for _, e := range s.extra {
 		b.WriteString("\n" + e + "\n")
@@ -144,8 +151,8 @@ func (s *settings) configText() string {
 // Each test process starts at a random block so that parallel packages
 // rarely meet, and no two lobbies of one process get the same block.
 const (
-	portBase  = 22000
-	portLimit = 32000
+	portBase  = 11000
+	portLimit = 20000
 )
 
 var portBlocks struct {

@@ -1,0 +1,220 @@
+// Package admin is Foyer's admin HTTP listener, for the people and
+// machines that run a lobby:
+//
+//	GET /metrics   counters and gauges in the Prometheus text format
+//	GET /healthz   200 "ok" while serving, 503 "shutting down" after Drain
+//	GET /rooms     the room table as JSON
+//
+// It reads what it shows through Sources, plain functions, so it depends
+// on the lobby and the supervisor only through their Stats and room-table
+// types. It has no authentication: bind it to loopback or a management
+// network (the default is 127.0.0.1:9477).
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/supervisor"
+)
+
+// Config is the [admin] section of config.toml.
+type Config struct {
+	// Listen is the TCP address of the listener, e.g. "127.0.0.1:9477";
+	// empty disables it.
+	Listen string
+	Log    zerolog.Logger
+}
+
+// Sources are where the admin pages read from; a nil source leaves its
+// metrics out (and /rooms empty, for Rooms).
+type Sources struct {
+	Lobby      func() lobby.Stats
+	Supervisor func() supervisor.Stats
+	Rooms      func() supervisor.Snapshot
+}
+
+// Timeouts of the HTTP server: every page is small and made at once, so
+// a client slower than these is gone or hostile.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 10 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 8 << 10
+	shutdownTimeout   = 5 * time.Second
+)
+
+// Server is the admin listener. A nil *Server is a disabled listener: its
+// methods do nothing.
+type Server struct {
+	ln       net.Listener
+	http     *http.Server
+	src      Sources
+	log      zerolog.Logger
+	draining atomic.Bool
+}
+
+// New binds cfg.Listen; Serve answers on it. With an empty Listen it
+// returns a nil *Server and no error: the listener is disabled.
+func New(cfg Config, src Sources) (*Server, error) {
+	if cfg.Listen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
+	}
+	s := &Server{ln: ln, src: src, log: cfg.Log.With().Str("component", "admin").Logger()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /rooms", s.rooms)
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          log.New(s.log, "", 0),
+	}
+	return s, nil
+}
+
+// Addr returns the bound address (with the port chosen for ":0"); the zero
+// value when disabled.
+func (s *Server) Addr() netip.AddrPort {
+	if s == nil {
+		return netip.AddrPort{}
+	}
+	return s.ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// Drain makes /healthz answer 503 from now on, so that a load balancer or
+// supervisor stops sending players here while the rooms are stopped.
+func (s *Server) Drain() {
+	if s != nil {
+		s.draining.Store(true)
+	}
+}
+
+// Serve answers until ctx is done, then closes the listener and lets
+// requests in progress finish (for up to 5 s). It returns nil after ctx
+// ends, and the listener's error if it fails. A disabled Server only
+// waits for ctx, so that a caller can treat both alike.
+func (s *Server) Serve(ctx context.Context) error {
+	if s == nil {
+		<-ctx.Done()
+		return nil
+	}
+	s.log.Info().Stringer("listen", s.Addr()).Msg("admin listening")
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := s.http.Shutdown(sctx); err != nil {
+			s.http.Close()
+		}
+	})
+	defer stop()
+	err := s.http.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("admin: %w", err)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "shutting down")
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(s.appendMetrics(nil))
+}
+
+// appendMetrics renders every source's metrics.
+func (s *Server) appendMetrics(b []byte) []byte {
+	if s.src.Lobby != nil {
+		b = appendLobby(b, s.src.Lobby())
+	}
+	if s.src.Supervisor != nil {
+		b = appendSupervisor(b, s.src.Supervisor())
+	}
+	if s.src.Rooms != nil {
+		b = appendRooms(b, s.src.Rooms())
+	}
+	return b
+}
+
+// roomJSON is one row of /rooms.
+type roomJSON struct {
+	ID         uint32    `json:"id"`
+	State      string    `json:"state"`
+	Players    int       `json:"players"`
+	Seats      int       `json:"seats"`
+	MaxPlayers int       `json:"max_players"`
+	Port       uint16    `json:"port"`
+	PID        int       `json:"pid,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	AgeSeconds float64   `json:"age_seconds"`
+	Source     string    `json:"source,omitempty"`
+	Name       string    `json:"name,omitempty"`
+	Game       string    `json:"game,omitempty"`
+	Map        string    `json:"map,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Password   bool      `json:"password,omitempty"`
+}
+
+// tableJSON is the body of /rooms.
+type tableJSON struct {
+	Version uint64     `json:"version"`
+	Rooms   []roomJSON `json:"rooms"`
+}
+
+func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
+	var snap supervisor.Snapshot
+	if s.src.Rooms != nil {
+		snap = s.src.Rooms()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(roomTable(snap, time.Now())) // a write error means the client left
+}
+
+func roomTable(snap supervisor.Snapshot, now time.Time) tableJSON {
+	out := tableJSON{Version: snap.Version, Rooms: make([]roomJSON, 0, len(snap.Rooms))} // "[]", never null
+	for _, r := range snap.Rooms {
+		row := roomJSON{
+			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
+			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
+			Source: r.Source, Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+		}
+		if r.Host.IsValid() {
+			row.Host = r.Host.String()
+		}
+		out.Rooms = append(out.Rooms, row)
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/lobby/client"
+	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/packet"
+)
+
+// startAdmin serves the admin pages of a real lobby on a free loopback
+// port until the end of the test, and checks that Serve then returns nil.
+func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
+	t.Helper()
+	s, err := New(Config{Listen: "127.0.0.1:0", Log: zerolog.Nop()}, Sources{
+		Lobby:      l.Lobby().Stats,
+		Supervisor: l.Supervisor().Stats,
+		Rooms:      l.Supervisor().List,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s
+}
+
+// get fetches path and returns the status and body.
+func get(t *testing.T, s *Server, method, path string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+s.Addr().String()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func scrape(t *testing.T, s *Server) exposition {
+	t.Helper()
+	code, h, body := get(t, s, "GET", "/metrics")
+	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("/metrics: %d %q", code, h.Get("Content-Type"))
+	}
+	e, err := parseExposition(body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	return e
+}
+
+var garbageBytes = []byte("GET / HTTP/1.0\r\n\r\n")
+
+func TestMetricsFollowTraffic(t *testing.T) {
+	l := foyertest.Start(t, foyertest.MaxPlayers(2))
+	s := startAdmin(t, l)
+	before := scrape(t, s)
+	for series, want := range map[string]float64{
+		`foyer_lobby_requests_total{type="list"}`:          0,
+		`foyer_rooms{state="waiting"}`:                     0,
+		`foyer_supervisor_spawn_seconds_count`:             0,
+		`foyer_lobby_rate_limited_sources_total`:           0,
+		`foyer_supervisor_ports{state="in_use"}`:           0,
+		`foyer_supervisor_spawn_seconds_bucket{le="+Inf"}`: 0,
+	} {
+		if got := before.value(t, series); got != want {
+			t.Errorf("before any traffic: %s = %v, want %v", series, got, want)
+		}
+	}
+
+	// One attempt each, however slow the machine: the counts below are
+	// exact.
+	c := l.Client(client.WithTimeout(time.Minute))
+	ctx := context.Background()
+	if _, err := c.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seat, err := c.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Join(ctx, seat.Room+1000); err == nil {
+		t.Fatal("join of a missing room succeeded")
+	}
+	garbage, err := net.Dial("udp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer garbage.Close()
+	garbage.Write(garbageBytes)
+	// The garbage is counted when the lobby reads it; a LIST sent after
+	// it on the same path is answered after it was read.
+	if _, err := c.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	after := scrape(t, s)
+	for series, want := range map[string]float64{
+		`foyer_lobby_requests_total{type="list"}`:      2,
+		`foyer_lobby_requests_total{type="create"}`:    1,
+		`foyer_lobby_requests_total{type="join"}`:      1,
+		`foyer_lobby_granted_total{type="create"}`:     1,
+		`foyer_lobby_refusals_total{reason="no_room"}`: 1,
+		`foyer_rooms{state="waiting"}`:                 1,
+		`foyer_room_seats`:                             1,
+		`foyer_supervisor_spawn_seconds_count`:         1,
+		`foyer_supervisor_rooms_created_total`:         1,
+		`foyer_supervisor_ports{state="in_use"}`:       1,
+	} {
+		if got := after.value(t, series); got != want {
+			t.Errorf("after traffic: %s = %v, want %v", series, got, want)
+		}
+	}
+	_, perr := packet.Parse(garbageBytes)
+	if got := after.value(t, `foyer_lobby_drops_total{reason="`+packet.Reason(perr)+`"}`); got != 1 {
+		t.Errorf("drops for the reason %q after one garbage datagram: %v, want 1", packet.Reason(perr), got)
+	}
+	if sum := after.value(t, "foyer_supervisor_spawn_seconds_sum"); sum <= 0 {
+		t.Errorf("spawn latency sum %v after a spawn", sum)
+	}
+}
+
+func TestRoomsPage(t *testing.T) {
+	l := foyertest.Start(t, foyertest.MaxPlayers(3))
+	s := startAdmin(t, l)
+	var empty tableJSON
+	code, h, body := get(t, s, "GET", "/rooms")
+	if code != 200 || h.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(body), &empty) != nil ||
+		empty.Rooms == nil || len(empty.Rooms) != 0 || !strings.Contains(body, `"rooms": []`) {
+		t.Fatalf("/rooms of no rooms: %d %q\n%s", code, h.Get("Content-Type"), body)
+	}
+	seat, err := l.Client().Create(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, body = get(t, s, "GET", "/rooms")
+	var table tableJSON
+	if err := json.Unmarshal([]byte(body), &table); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	if len(table.Rooms) != 1 {
+		t.Fatalf("/rooms after a create:\n%s", body)
+	}
+	r := table.Rooms[0]
+	if r.ID != seat.Room || r.Port != seat.Port || r.State != "waiting" || r.MaxPlayers != 3 ||
+		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 ||
+		time.Since(r.StartedAt) > time.Minute || table.Version <= empty.Version {
+		t.Errorf("/rooms row %+v (version %d after %d) for room %d port %d", r, table.Version, empty.Version, seat.Room, seat.Port)
+	}
+}
+
+func TestHealthzAndMethods(t *testing.T) {
+	l := foyertest.Start(t)
+	s := startAdmin(t, l)
+	if code, _, body := get(t, s, "GET", "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz while serving: %d %q", code, body)
+	}
+	if code, _, body := get(t, s, "HEAD", "/healthz"); code != 200 || body != "" {
+		t.Errorf("HEAD /healthz: %d %q", code, body)
+	}
+	if code, _, _ := get(t, s, "POST", "/metrics"); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /metrics: %d", code)
+	}
+	if code, _, _ := get(t, s, "GET", "/nothing"); code != http.StatusNotFound {
+		t.Errorf("GET /nothing: %d", code)
+	}
+	s.Drain()
+	if code, _, body := get(t, s, "GET", "/healthz"); code != http.StatusServiceUnavailable || body != "shutting down\n" {
+		t.Errorf("/healthz after Drain: %d %q", code, body)
+	}
+	// The other pages still answer: the lobby still has rooms to show.
+	if code, _, _ := get(t, s, "GET", "/rooms"); code != 200 {
+		t.Errorf("/rooms after Drain: %d", code)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	s, err := New(Config{}, Sources{})
+	if s != nil || err != nil {
+		t.Fatalf("New with no address: %v, %v; want a nil server", s, err)
+	}
+	s.Drain()
+	if s.Addr().IsValid() {
+		t.Errorf("a disabled server has address %v", s.Addr())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Serve(ctx); err != nil {
+		t.Errorf("Serve of a disabled server: %v", err)
+	}
+}
+
+func TestListenErrorNamesTheAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, err = New(Config{Listen: taken.Addr().String()}, Sources{})
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Fatalf("New on a taken port: %v", err)
+	}
+}

@@ -1,0 +1,136 @@
+package tests
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/foyerlobby/foyer/lobby/foyertest"
+)
+
+// The LAN test's network: two namespaces joined by a veth pair, with
+// addresses that exist only inside them. Nothing is sent anywhere else.
+var (
+	lanServerIP = netip.MustParseAddr("10.213.0.1")
+	lanPlayerIP = netip.MustParseAddr("10.213.0.2")
+)
+
+const lanPrefixBits = 24
+
+// lanPort is the lobby's port on the test network: the default one, as a
+// LAN party would use (the namespace has no other lobby).
+const lanPort = 7777
+
+// lanRun runs a command and fails the test with its output if it fails.
+func lanRun(t testing.TB, argv ...string) {
+	t.Helper()
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+}
+
+// lanNamespaces creates the server's and the player's namespaces and the
+// veth pair between them, and deletes them at the end of the test, even a
+// failed one. It returns false, having created nothing, where network
+// namespaces are not available (not root, or no ip command, or a kernel
+// or container that refuses them).
+func lanNamespaces(t testing.TB) (server, player string, ok bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Log("not root: no network namespaces")
+		return "", "", false
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Log("no ip command (iproute2): no network namespaces")
+		return "", "", false
+	}
+	// Unique per run, short enough for interface names (15 bytes).
+	tag := fmt.Sprintf("fy%d%04x", os.Getpid()%100000, rand.IntN(1<<16))
+	server, player = tag+"s", tag+"p"
+	if out, err := exec.Command("ip", "netns", "add", server).CombinedOutput(); err != nil {
+		t.Logf("ip netns add: %v: %s", err, strings.TrimSpace(string(out)))
+		return "", "", false
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", server).Run() })
+	lanRun(t, "ip", "netns", "add", player)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", player).Run() })
+
+	// The pair is created inside the server's namespace, so that not even
+	// for a moment does an end of it exist in the test's own.
+	lanRun(t, "ip", "-n", server, "link", "add", tag+"a", "type", "veth", "peer", "name", tag+"b", "netns", player)
+	for _, end := range []struct {
+		ns, dev string
+		ip      netip.Addr
+	}{{server, tag + "a", lanServerIP}, {player, tag + "b", lanPlayerIP}} {
+		lanRun(t, "ip", "-n", end.ns, "addr", "add", netip.PrefixFrom(end.ip, lanPrefixBits).String(),
+			"brd", "+", "dev", end.dev)
+		lanRun(t, "ip", "-n", end.ns, "link", "set", end.dev, "up")
+		lanRun(t, "ip", "-n", end.ns, "link", "set", "lo", "up")
+	}
+	return server, player, true
+}
+
+// TestLANRooms finds a lobby on the local network without its address:
+// `foyer serve` with its default listen address in one network namespace,
+// `foyer rooms --lan` in another, joined by a veth pair. Where namespaces
+// are not available it runs the loopback path of TestLANRoomsOnLoopback
+// instead.
+func TestLANRooms(t *testing.T) {
+	server, player, ok := lanNamespaces(t)
+	if !ok {
+		t.Log("LAN path: loopback (network namespaces unavailable)")
+		lanLoopback(t)
+		return
+	}
+	t.Logf("LAN path: network namespaces %s (%v) and %s (%v)", server, lanServerIP, player, lanPlayerIP)
+	l := foyertest.StartBinary(t, foyertest.Binary(bin), foyertest.Wrap("ip", "netns", "exec", server),
+		foyertest.Listen(netip.AddrPortFrom(netip.IPv4Unspecified(), lanPort)))
+	inPlayer := []string{"ip", "netns", "exec", player}
+	lobby := netip.AddrPortFrom(lanServerIP, lanPort).String()
+
+	// A player on the LAN creates a room by address, then another finds
+	// the lobby, and the room, by broadcast.
+	r := cliRun(t, inPlayer, "create", "--json", "--timeout", "2s", lobby)
+	if r.code != 0 {
+		t.Fatalf("create in the player's namespace: exit %d\n%s%s\nserver log:\n%s", r.code, r.stdout, r.stderr, l.Log())
+	}
+	var seat cliSeatJSON
+	cliDecode(t, r.stdout, &seat)
+	r = cliRun(t, inPlayer, "rooms", "--lan", "--json", "--wait", "1500ms")
+	lanCheck(t, r, lobby, seat)
+}
+
+// TestLANRoomsOnLoopback is the LAN path where there is no LAN: the
+// lobby on 127.0.0.1, found by a query sent to that address.
+func TestLANRoomsOnLoopback(t *testing.T) {
+	lanLoopback(t)
+}
+
+func lanLoopback(t *testing.T) {
+	l := cliLobby(t)
+	lobby := l.Addr().String()
+	var seat cliSeatJSON
+	cliDecode(t, cliOK(t, "create", "--json", lobby), &seat)
+	r := cliRun(t, nil, "rooms", "--lan", "--json", "--wait", "1s",
+		"--broadcast", l.Addr().Addr().String(), "--port", fmt.Sprint(l.Addr().Port()))
+	lanCheck(t, r, lobby, seat)
+}
+
+// lanCheck checks that `rooms --lan --json` found exactly the lobby at
+// lobby, with the room of seat.
+func lanCheck(t *testing.T, r cliResult, lobby string, seat cliSeatJSON) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("rooms --lan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var found []cliRoomsJSON
+	cliDecode(t, r.stdout, &found)
+	if len(found) != 1 || found[0].Lobby != lobby || len(found[0].Rooms) != 1 ||
+		found[0].Rooms[0].ID != seat.Room || found[0].Rooms[0].Port != seat.Port {
+		t.Fatalf("rooms --lan found %+v; want the lobby %s with room %d on port %d", found, lobby, seat.Room, seat.Port)
+	}
+}
