@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -88,11 +88,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		start = (*exec.Cmd).Start
 	}
 	cmd := cfg.Cmd
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr = proc.Attr(cmd.SysProcAttr)
 
 	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, exited: make(chan struct{})}
 	client := plugin.NewClient(&plugin.ClientConfig{

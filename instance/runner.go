@@ -1,10 +1,8 @@
 package instance
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +78,7 @@ func (r *procRunner) Start(context.Context) error {
 	r.mu.Lock()
 	r.pid = r.cmd.Process.Pid
 	if r.cancelled {
-		_ = unix.Kill(-r.pid, unix.SIGKILL)
+		proc.KillGroup(r.pid)
 	}
 	r.mu.Unlock()
 	go r.forwardStderr()
@@ -95,27 +93,10 @@ func (r *procRunner) started() bool {
 	return r.pid != 0
 }
 
-// wait reaps the process. It first waits without reaping, so that the
-// leader, a zombie until reaped, keeps its pid and group id from being
-// reused while whatever it left in its group is killed.
+// wait reaps the process (see proc.Reap) and then releases what the
+// instance held.
 func (r *procRunner) wait() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, r.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	_ = unix.Kill(-r.pid, unix.SIGKILL)
-	_ = r.cmd.Wait()
-	code, sig := -1, ""
-	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		if ws.Signaled() {
-			sig = unix.SignalName(ws.Signal())
-		} else {
-			code = ws.ExitStatus()
-		}
-	}
+	code, sig := proc.Reap(r.cmd)
 	r.mu.Lock()
 	r.reaped, r.code, r.signal = true, code, sig
 	r.mu.Unlock()
@@ -142,7 +123,7 @@ func (r *procRunner) signalGroup(sig unix.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pid != 0 && !r.reaped {
-		_ = unix.Kill(-r.pid, sig)
+		proc.SignalGroup(r.pid, sig)
 	}
 }
 
@@ -155,18 +136,7 @@ func (r *procRunner) exitStatus() (int, string) {
 // forwardStderr logs each stderr line at debug level: as embedded JSON if
 // it is valid JSON, as a string otherwise, cut at maxLogLine.
 func (r *procRunner) forwardStderr() {
-	br := bufio.NewReaderSize(r.stderr, maxLogLine)
-	skip := false // inside the dropped tail of a long line
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && !skip {
-			r.logLine(line)
-		}
-		skip = errors.Is(err, bufio.ErrBufferFull)
-		if err != nil && !skip {
-			return
-		}
-	}
+	proc.Lines(r.stderr, maxLogLine, r.logLine)
 }
 
 func (r *procRunner) logLine(line []byte) {
@@ -174,7 +144,6 @@ func (r *procRunner) logLine(line []byte) {
 	if !e.Enabled() {
 		return
 	}
-	line = []byte(strings.TrimRight(string(line), "\r\n"))
 	if json.Valid(line) {
 		e.RawJSON("line", line)
 	} else {

@@ -10,16 +10,9 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
-)
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
+)
 
 // golden are the settled packets of the native protocol, byte for byte.
 var golden = []struct {
@@ -57,7 +50,7 @@ func TestGoldenEncode(t *testing.T) {
 
 func TestGoldenParse(t *testing.T) {
 	for _, g := range golden {
-		got, err := Parse(unhex(t, g.hex))
+		got, err := Parse(wiretest.Hex(t, g.hex))
 		if err != nil {
 			t.Fatalf("%s: Parse: %v", g.name, err)
 		}
@@ -252,7 +245,7 @@ func lz4Of(t testing.TB, p []byte) []byte {
 }
 
 func TestMalformed(t *testing.T) {
-	golden0 := unhex(t, golden[0].hex)
+	golden0 := wiretest.Hex(t, golden[0].hex)
 	badCRC := bytes.Clone(golden0)
 	badCRC[len(badCRC)-1] ^= 1
 	longList := roomList(MaxRooms+1, MaxRooms+1, Waiting)
@@ -343,7 +336,7 @@ func TestMalformed(t *testing.T) {
 func validPackets(t testing.TB) [][]byte {
 	var out [][]byte
 	for _, g := range golden {
-		out = append(out, unhex(t, g.hex))
+		out = append(out, wiretest.Hex(t, g.hex))
 	}
 	for _, m := range variants() {
 		if len(m.Rooms) == MaxRooms {
@@ -425,12 +418,12 @@ func TestSetSeq(t *testing.T) {
 			t.Errorf("%s: SetSeq gave %x, want %x", name(m), b, want)
 		}
 	}
-	list := unhex(t, golden[0].hex)
+	list := wiretest.Hex(t, golden[0].hex)
 	SetSeq(list, 7)
 	if h := hex.EncodeToString(list); h != golden[1].hex {
 		t.Errorf("SetSeq(LIST seq 0, 7) = %s, want %s", h, golden[1].hex)
 	}
-	for _, short := range [][]byte{nil, {1, 0x40, 0}, unhex(t, "a35fc81d0101400001")} {
+	for _, short := range [][]byte{nil, {1, 0x40, 0}, wiretest.Hex(t, "a35fc81d0101400001")} {
 		before := bytes.Clone(short)
 		SetSeq(short, 9)
 		if !bytes.Equal(short, before) {
@@ -519,10 +512,10 @@ func TestIs(t *testing.T) {
 		b    []byte
 		want bool
 	}{
-		{unhex(t, golden[0].hex), true},
-		{unhex(t, "0140000000000000ffffffff"), true}, // Is does not check the CRC
-		{unhex(t, "0340000000000000ed83aa8e"), false},
-		{unhex(t, "0140000000010000ed83aa8e"), false},
+		{wiretest.Hex(t, golden[0].hex), true},
+		{wiretest.Hex(t, "0140000000000000ffffffff"), true}, // Is does not check the CRC
+		{wiretest.Hex(t, "0340000000000000ed83aa8e"), false},
+		{wiretest.Hex(t, "0140000000010000ed83aa8e"), false},
 		{legacy(1, 1, 0x40, 0, 0, nil), true},
 		{legacy(3, 1, 0x40, 0, 0, nil), false},
 		{nil, false},

@@ -1,17 +1,15 @@
 package supervisor
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -79,7 +77,7 @@ func startExec(argv []string, log zerolog.Logger) (*execProcess, error) {
 	// env(1) or sh -c "cd ...".
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	cmd.Dir = home
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.Attr(nil)
 	out, w, err := os.Pipe()
 	if err != nil {
 		os.RemoveAll(home)
@@ -100,27 +98,9 @@ func startExec(argv []string, log zerolog.Logger) (*execProcess, error) {
 	return p, nil
 }
 
-// wait reaps the process. It first waits without reaping, so that the
-// leader, a zombie until reaped, keeps its pid and group id from being
-// reused while whatever it left in its group is killed.
+// wait reaps the process (see proc.Reap) and then removes its directory.
 func (p *execProcess) wait(out *os.File) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	_ = unix.Kill(-p.pid, unix.SIGKILL)
-	_ = p.cmd.Wait()
-	code, sig := -1, ""
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		if ws.Signaled() {
-			sig = unix.SignalName(ws.Signal())
-		} else {
-			code = ws.ExitStatus()
-		}
-	}
+	code, sig := proc.Reap(p.cmd)
 	p.mu.Lock()
 	p.reaped, p.code, p.signal = true, code, sig
 	p.mu.Unlock()
@@ -132,20 +112,11 @@ func (p *execProcess) wait(out *os.File) {
 // forwardOutput logs each line of stdout and stderr at debug level, cut
 // at maxOutputLine.
 func (p *execProcess) forwardOutput(out *os.File) {
-	br := bufio.NewReaderSize(out, maxOutputLine)
-	skip := false // inside the dropped tail of a long line
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && !skip {
-			if e := p.log.Debug(); e.Enabled() {
-				e.Str("line", strings.TrimRight(string(line), "\r\n")).Msg("room output")
-			}
+	proc.Lines(out, maxOutputLine, func(line []byte) {
+		if e := p.log.Debug(); e.Enabled() {
+			e.Str("line", string(line)).Msg("room output")
 		}
-		skip = errors.Is(err, bufio.ErrBufferFull)
-		if err != nil && !skip {
-			return
-		}
-	}
+	})
 }
 
 // signalGroup sends sig to the process group while the leader is unreaped.
@@ -153,7 +124,7 @@ func (p *execProcess) signalGroup(sig unix.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		_ = unix.Kill(-p.pid, sig)
+		proc.SignalGroup(p.pid, sig)
 	}
 }
 

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -42,6 +47,7 @@ type cli struct {
 	name           string
 	fs             *flag.FlagSet
 	help           help
+	lobby          *lobbyFlags // nil for a command that talks to no lobby
 	stdout, stderr io.Writer
 }
 
@@ -53,10 +59,19 @@ func newCLI(name string, h help, stdout, stderr io.Writer) *cli {
 }
 
 // parse parses flags placed before, between or after the positional
-// arguments ("--" ends the flags) and returns the positional ones. When it
-// returns ok false the command is over and code is its exit code: 0 after
-// --help, 2 after a flag error, which it has reported.
+// arguments ("--" ends the flags), checks the lobby flags if the command has
+// them, and returns the positional arguments. When it returns ok false the
+// command is over and code is its exit code: 0 after --help, 2 after a flag
+// error, which it has reported.
 func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
+	pos, code, ok = c.parseFlags(args)
+	if ok && c.lobby != nil {
+		code, ok = c.lobby.check(c)
+	}
+	return pos, code, ok
+}
+
+func (c *cli) parseFlags(args []string) (pos []string, code int, ok bool) {
 	for {
 		err := c.fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
@@ -122,6 +137,12 @@ func (c *cli) printHelp() {
 	}
 }
 
+// interruptContext is done when Ctrl-C or a SIGTERM asks a long-running
+// command (watch, play) to stop, so that it can end cleanly.
+func interruptContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
 // lobbyFlags are the flags of every command that talks to a lobby.
 type lobbyFlags struct {
 	timeout  time.Duration
@@ -129,8 +150,10 @@ type lobbyFlags struct {
 	legacy   bool
 }
 
+// lobbyFlags adds the lobby flags with these defaults; parse checks them.
 func (c *cli) lobbyFlags(timeout time.Duration, attempts int) *lobbyFlags {
 	f := &lobbyFlags{}
+	c.lobby = f
 	c.fs.DurationVar(&f.timeout, "timeout", timeout, "how long one attempt waits for the lobby's answer")
 	c.fs.IntVar(&f.attempts, "attempts", attempts, "how many times a request is sent before giving up")
 	c.fs.BoolVar(&f.legacy, "legacy", false, "talk to the lobby in the original game's 17-byte header, not the 8-byte one")
@@ -177,6 +200,29 @@ func (c *cli) dial(arg string, f *lobbyFlags) (*client.Client, int, bool) {
 	return lc, exitOK, true
 }
 
+// withLobby ends a command that talks to one lobby: pos holds at most its
+// ADDR (none is the local lobby), run gets a client of that lobby with the
+// command's lobby flags, and a failure to dial or to run is reported in one
+// line.
+func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
+	if len(pos) > 1 {
+		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
+	}
+	addr := ""
+	if len(pos) == 1 {
+		addr = pos[0]
+	}
+	lc, code, ok := c.dial(addr, c.lobby)
+	if !ok {
+		return code
+	}
+	defer lc.Close()
+	if err := run(lc); err != nil {
+		return c.fail(err)
+	}
+	return exitOK
+}
+
 // roomJSON is a room in the commands' JSON output.
 type roomJSON struct {
 	ID         uint32 `json:"id"`
@@ -206,6 +252,30 @@ var roomTitles = []string{"ROOM", "STATE", "PLAYERS", "PORT"}
 
 func roomCells(r packet.Room) []string {
 	return []string{fmt.Sprint(r.ID), r.State.String(), fmt.Sprintf("%d/%d", r.Players, r.MaxPlayers), fmt.Sprint(r.Port)}
+}
+
+// roomColumn is a column a room table shows after the ones every room
+// table starts with.
+type roomColumn struct {
+	title string
+	cell  func(packet.Room) string
+}
+
+// writeRooms writes one row per room: the columns of roomTitles, then extra.
+func writeRooms(w io.Writer, rooms []packet.Room, extra ...roomColumn) {
+	titles := slices.Clone(roomTitles)
+	for _, col := range extra {
+		titles = append(titles, col.title)
+	}
+	rows := make([][]string, 0, len(rooms))
+	for _, r := range rooms {
+		row := roomCells(r)
+		for _, col := range extra {
+			row = append(row, col.cell(r))
+		}
+		rows = append(rows, row)
+	}
+	writeTable(w, titles, rows)
 }
 
 // writeTable writes rows as aligned columns under a title row.

@@ -34,37 +34,20 @@ does not answer.`,
 }
 
 func runCreate(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("create", createHelp, stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON instead of a line of text")
-	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	c, asJSON := newSeatCLI("create", createHelp, stdout, stderr)
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
 	}
-	if code, ok := lf.check(c); !ok {
-		return code
-	}
-	if len(pos) > 1 {
-		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
-	}
-	addr := ""
-	if len(pos) == 1 {
-		addr = pos[0]
-	}
-	return c.seat(addr, lf, *asJSON, "created", func(lc *client.Client) (client.Seat, error) {
+	return c.withLobby(pos, c.seat(*asJSON, "created", func(lc *client.Client) (client.Seat, error) {
 		return lc.Create(context.Background())
-	})
+	}))
 }
 
 func runJoin(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("join", joinHelp, stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON instead of a line of text")
-	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	c, asJSON := newSeatCLI("join", joinHelp, stdout, stderr)
 	pos, code, ok := c.parse(args)
 	if !ok {
-		return code
-	}
-	if code, ok := lf.check(c); !ok {
 		return code
 	}
 	if len(pos) != 2 {
@@ -74,9 +57,19 @@ func runJoin(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return c.seat(pos[0], lf, *asJSON, "joined", func(lc *client.Client) (client.Seat, error) {
+	// ROOM is checked; withLobby gets the ADDR alone.
+	return c.withLobby(pos[:1], c.seat(*asJSON, "joined", func(lc *client.Client) (client.Seat, error) {
 		return lc.Join(context.Background(), id)
-	})
+	}))
+}
+
+// newSeatCLI is the command line create and join share: the lobby flags
+// and --json.
+func newSeatCLI(name string, h help, stdout, stderr io.Writer) (*cli, *bool) {
+	c := newCLI(name, h, stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print JSON instead of a line of text")
+	c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	return c, asJSON
 }
 
 // seatJSON is the JSON output of create and join.
@@ -87,21 +80,18 @@ type seatJSON struct {
 	Addr  string `json:"addr"`
 }
 
-// seat runs one create or join and prints its outcome.
-func (c *cli) seat(addr string, lf *lobbyFlags, asJSON bool, verb string, ask func(*client.Client) (client.Seat, error)) int {
-	lc, code, ok := c.dial(addr, lf)
-	if !ok {
-		return code
+// seat is the work of a create or join: ask for a seat and print it.
+func (c *cli) seat(asJSON bool, verb string, ask func(*client.Client) (client.Seat, error)) func(*client.Client) error {
+	return func(lc *client.Client) error {
+		s, err := ask(lc)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			writeJSON(c.stdout, seatJSON{Lobby: lc.Addr().String(), Room: s.Room, Port: s.Port, Addr: s.Addr.String()})
+			return nil
+		}
+		fmt.Fprintf(c.stdout, "%s room %d, port %d: game address %s\n", verb, s.Room, s.Port, s.Addr)
+		return nil
 	}
-	defer lc.Close()
-	s, err := ask(lc)
-	if err != nil {
-		return c.fail(err)
-	}
-	if asJSON {
-		writeJSON(c.stdout, seatJSON{Lobby: lc.Addr().String(), Room: s.Room, Port: s.Port, Addr: s.Addr.String()})
-		return exitOK
-	}
-	fmt.Fprintf(c.stdout, "%s room %d, port %d: game address %s\n", verb, s.Room, s.Port, s.Addr)
-	return exitOK
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -59,9 +58,6 @@ func runPlay(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if code, ok := cfg.lobby.check(c); !ok {
-		return code
-	}
 	if cfg.ping <= 0 || cfg.silence <= 0 {
 		return c.usageError("--ping and --silence must be positive")
 	}
@@ -76,7 +72,7 @@ func runPlay(args []string, stdout, stderr io.Writer) int {
 		}
 		room = &id
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext()
 	defer stop()
 	return c.play(ctx, pos[0], room, cfg, os.Stdin)
 }
@@ -243,7 +239,7 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 			case game.GameStart:
 				fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
 			case game.GameEnd:
-				fmt.Fprintf(c.stdout, "game over: %s\n", endReason(m.End))
+				fmt.Fprintf(c.stdout, "game over: %s\n", reason(endReasons, m.End))
 				return exitOK
 			}
 		case <-enter:
@@ -291,7 +287,7 @@ func (p *player) hello(ctx context.Context, lf *lobbyFlags) (game.Message, error
 				case game.ServerHello:
 					return ev.msg, nil
 				case game.ServerJoinDeny:
-					return game.Message{}, p.errorf("the room denied the hello: %s", denyReason(ev.msg.Deny))
+					return game.Message{}, p.errorf("the room denied the hello: %s", reason(denyReasons, ev.msg.Deny))
 				}
 			case <-timer.C:
 				break wait
@@ -314,24 +310,24 @@ func waitEnter(r io.Reader, enter chan<- struct{}) {
 	}
 }
 
-func denyReason(r game.DenyReason) string {
-	switch r {
-	case game.DenyFull:
-		return "the room is full"
-	case game.DenyInProgress:
-		return "the match has already begun"
+// denyReasons and endReasons say what the room's reason codes mean.
+var (
+	denyReasons = map[game.DenyReason]string{
+		game.DenyFull:       "the room is full",
+		game.DenyInProgress: "the match has already begun",
 	}
-	return fmt.Sprintf("reason %d", r)
-}
+	endReasons = map[game.EndReason]string{
+		game.EndTimeUp:    "time is up",
+		game.EndAbandoned: "the room was abandoned",
+		game.EndStopped:   "the host stopped the room",
+	}
+)
 
-func endReason(r game.EndReason) string {
-	switch r {
-	case game.EndTimeUp:
-		return "time is up"
-	case game.EndAbandoned:
-		return "the room was abandoned"
-	case game.EndStopped:
-		return "the host stopped the room"
+// reason says what code r means; a code texts lacks, which a newer room
+// may send, is shown by its number.
+func reason[R game.DenyReason | game.EndReason](texts map[R]string, r R) string {
+	if s, ok := texts[r]; ok {
+		return s
 	}
 	return fmt.Sprintf("reason %d", r)
 }

@@ -190,3 +190,19 @@ func TestPlayLobbySaysNo(t *testing.T) {
 		t.Fatalf("play of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
 }
+
+func TestReasonTexts(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{reason(denyReasons, game.DenyFull), "the room is full"},
+		{reason(denyReasons, game.DenyInProgress), "the match has already begun"},
+		{reason(denyReasons, 0), "reason 0"},
+		{reason(endReasons, game.EndTimeUp), "time is up"},
+		{reason(endReasons, game.EndAbandoned), "the room was abandoned"},
+		{reason(endReasons, game.EndStopped), "the host stopped the room"},
+		{reason(endReasons, 200), "reason 200"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("reason text %q, want %q", tc.got, tc.want)
+		}
+	}
+}

@@ -44,9 +44,6 @@ func runRooms(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if code, ok := lf.check(c); !ok {
-		return code
-	}
 	if *lan {
 		if len(pos) > 0 {
 			return c.usageError("--lan finds lobbies itself; it takes no ADDR (got %q)", pos[0])
@@ -60,36 +57,21 @@ func runRooms(args []string, stdout, stderr io.Writer) int {
 		}
 		return c.lanRooms(uint16(*port), *wait, targets, *asJSON, lf)
 	}
-	if len(pos) > 1 {
-		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
-	}
-	addr := ""
-	if len(pos) == 1 {
-		addr = pos[0]
-	}
-	lc, code, ok := c.dial(addr, lf)
-	if !ok {
-		return code
-	}
-	defer lc.Close()
-	rooms, err := lc.List(context.Background())
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		writeJSON(stdout, lobbyJSON{Lobby: lc.Addr().String(), Rooms: roomsJSON(rooms)})
-		return exitOK
-	}
-	if len(rooms) == 0 {
-		fmt.Fprintf(stdout, "no rooms on %s\n", lc.Addr())
-		return exitOK
-	}
-	rows := make([][]string, 0, len(rooms))
-	for _, r := range rooms {
-		rows = append(rows, roomCells(r))
-	}
-	writeTable(stdout, roomTitles, rows)
-	return exitOK
+	return c.withLobby(pos, func(lc *client.Client) error {
+		rooms, err := lc.List(context.Background())
+		if err != nil {
+			return err
+		}
+		switch {
+		case *asJSON:
+			writeJSON(stdout, lobbyJSON{Lobby: lc.Addr().String(), Rooms: roomsJSON(rooms)})
+		case len(rooms) == 0:
+			fmt.Fprintf(stdout, "no rooms on %s\n", lc.Addr())
+		default:
+			writeRooms(stdout, rooms)
+		}
+		return nil
+	})
 }
 
 // lobbyJSON is one lobby and its rooms in JSON output.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"slices"
-	"syscall"
 	"time"
 
+	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -34,12 +31,9 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	interval := c.fs.Duration("interval", time.Second, "time between refreshes")
 	count := c.fs.Int("count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 	// Each refresh is itself a retry: one short attempt keeps the table live.
-	lf := c.lobbyFlags(time.Second, 1)
+	c.lobbyFlags(time.Second, 1)
 	pos, code, ok := c.parse(args)
 	if !ok {
-		return code
-	}
-	if code, ok := lf.check(c); !ok {
 		return code
 	}
 	if *interval <= 0 {
@@ -48,45 +42,34 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	if *count < 0 {
 		return c.usageError("--count must not be negative, not %d", *count)
 	}
-	if len(pos) > 1 {
-		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
-	}
-	addr := ""
-	if len(pos) == 1 {
-		addr = pos[0]
-	}
-	lc, code, ok := c.dial(addr, lf)
-	if !ok {
-		return code
-	}
-	defer lc.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	w := &watcher{lobby: lc.Addr().String(), interval: *interval, terminal: isTerminal(stdout), seen: map[uint32]time.Time{}}
-	tick := time.NewTicker(*interval)
-	defer tick.Stop()
-	for n := 1; ; n++ {
-		rooms, err := lc.List(ctx)
-		if ctx.Err() != nil {
-			break // Ctrl-C while asking: the answer no longer matters
+	return c.withLobby(pos, func(lc *client.Client) error {
+		ctx, stop := interruptContext()
+		defer stop()
+		w := &watcher{lobby: lc.Addr().String(), interval: *interval, terminal: isTerminal(stdout), seen: map[uint32]time.Time{}}
+		tick := time.NewTicker(*interval)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			rooms, err := lc.List(ctx)
+			if ctx.Err() != nil {
+				break // Ctrl-C while asking: the answer no longer matters
+			}
+			stdout.Write(w.frame(rooms, err, time.Now()))
+			if *count > 0 && n >= *count {
+				break
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
 		}
-		stdout.Write(w.frame(rooms, err, time.Now()))
-		if *count > 0 && n >= *count {
-			break
+		if w.terminal {
+			fmt.Fprintln(stdout)
 		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if w.terminal {
-		fmt.Fprintln(stdout)
-	}
-	return exitOK
+		return nil // a lobby that does not answer is shown, not failed
+	})
 }
 
 // watcher renders the refreshes of one watch and remembers when it first
@@ -131,11 +114,7 @@ func (w *watcher) frame(rooms []packet.Room, err error, now time.Time) []byte {
 		b.WriteString("no rooms\n")
 		return b.Bytes()
 	}
-	rows := make([][]string, 0, len(rooms))
-	for _, r := range rooms {
-		rows = append(rows, append(roomCells(r), w.age(r.ID, now)))
-	}
-	writeTable(&b, slices.Concat(roomTitles, []string{"AGE"}), rows)
+	writeRooms(&b, rooms, roomColumn{"AGE", func(r packet.Room) string { return w.age(r.ID, now) }})
 	return b.Bytes()
 }
 

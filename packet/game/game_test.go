@@ -2,11 +2,11 @@ package game
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"testing"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 // golden holds every message once, encoded by hand from the layout in the
@@ -28,19 +28,10 @@ var golden = []struct {
 	{"countdown-tick", Message{Type: CountdownTick, Seq: 4, Seconds: 3}, "02200004000100010392b61bf6"},
 }
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestGolden(t *testing.T) {
 	for _, g := range golden {
 		t.Run(g.name, func(t *testing.T) {
-			want := unhex(t, g.hex)
+			want := wiretest.Hex(t, g.hex)
 			got, err := g.msg.Append(nil)
 			if err != nil {
 				t.Fatalf("Append: %v", err)
@@ -121,9 +112,9 @@ func frame(f packet.Framing, dir packet.Direction, typ byte, payload string) []b
 }
 
 func TestParseMalformed(t *testing.T) {
-	badCRC := unhex(t, golden[0].hex)
+	badCRC := wiretest.Hex(t, golden[0].hex)
 	badCRC[len(badCRC)-1] ^= 1
-	tooLong := append(unhex(t, golden[0].hex), 0)
+	tooLong := append(wiretest.Hex(t, golden[0].hex), 0)
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -170,7 +161,7 @@ func frameRaw(packetType, typ byte, payload string) []byte {
 
 func TestEveryTruncatedPrefixFails(t *testing.T) {
 	for _, g := range golden {
-		b := unhex(t, g.hex)
+		b := wiretest.Hex(t, g.hex)
 		for n := range len(b) {
 			if m, err := Parse(b[:n]); err == nil {
 				t.Errorf("%s: Parse of %d-byte prefix = %+v, want an error", g.name, n, m)
@@ -196,7 +187,7 @@ func TestTypeString(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	for _, g := range golden {
-		f.Add(unhex(f, g.hex))
+		f.Add(wiretest.Hex(f, g.hex))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Parse(b)
@@ -226,7 +217,7 @@ func FuzzParse(f *testing.F) {
 
 func BenchmarkParse(b *testing.B) {
 	for _, g := range []int{0, 2, 4} {
-		pkt := unhex(b, golden[g].hex)
+		pkt := wiretest.Hex(b, golden[g].hex)
 		b.Run(golden[g].name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -237,7 +228,7 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 	b.Run("garbage", func(b *testing.B) {
-		pkt := unhex(b, golden[2].hex)
+		pkt := wiretest.Hex(b, golden[2].hex)
 		pkt[len(pkt)-1] ^= 1
 		b.ReportAllocs()
 		for b.Loop() {

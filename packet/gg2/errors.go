@@ -2,7 +2,8 @@ package gg2
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/foyerlobby/foyer/packet/internal/wire"
 )
 
 // Sentinel errors. Decoders return them wrapped in a [*ParseError]; match
@@ -36,19 +37,13 @@ var (
 // ParseError says which message failed to decode, why, and at which byte
 // offset. Encoders use it too, with the offset of the offending field in
 // the message they were asked to build.
-type ParseError struct {
-	Msg string // "registration", "unregister", "list query", "list reply"
-	Off int    // byte offset of the field at fault
-	Err error  // one of the sentinels above
-}
+// Its Msg is "registration", "unregister", "list query" or "list reply";
+// its Err is one of the sentinels above.
+type ParseError = wire.ParseError[codec]
 
-func (e *ParseError) Error() string {
-	return fmt.Sprintf("gg2: %s: %v (at offset %d)", e.Msg, e.Err, e.Off)
-}
+// codec gives this package's errors their prefix and a type of their own.
+type codec struct{}
 
-// Unwrap returns the sentinel.
-func (e *ParseError) Unwrap() error { return e.Err }
+func (codec) Name() string { return "gg2" }
 
-func fail(msg string, off int, err error) error {
-	return &ParseError{Msg: msg, Off: off, Err: err}
-}
+func fail(msg string, off int, err error) error { return wire.Fail[codec](msg, off, err) }

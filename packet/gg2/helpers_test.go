@@ -1,21 +1,5 @@
 package gg2
 
-import (
-	"encoding/hex"
-	"strings"
-	"testing"
-)
-
-// unhex decodes hex written with spaces and line breaks for readability.
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatalf("bad hex in test: %v", err)
-	}
-	return b
-}
-
 // Hex fragments shared by the golden packets.
 const (
 	hexRegisterUUID   = "b5dae2e8 424f 9ed0 0fcb 8c21c7ca1352"

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 const (
@@ -44,7 +46,7 @@ func goldenListReply() ListReply {
 }
 
 func TestListReplyGolden(t *testing.T) {
-	wire := unhex(t, hexListReply)
+	wire := wiretest.Hex(t, hexListReply)
 	got, err := ParseListReply(wire)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +106,7 @@ func TestListReplyMalformed(t *testing.T) {
 		{"duplicate key", "00000001" + "0000002d" + hexListServer2[8:len(hexListServer2)-4] + "0002" + "01 61 0001 41 01 61 0001 42", ErrDuplicateKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseListReply(unhex(t, tc.hex))
+			_, err := ParseListReply(wiretest.Hex(t, tc.hex))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -113,12 +115,7 @@ func TestListReplyMalformed(t *testing.T) {
 }
 
 func TestListReplyTruncated(t *testing.T) {
-	wire := unhex(t, hexListReply)
-	for n := range len(wire) {
-		if l, err := ParseListReply(wire[:n]); err == nil {
-			t.Fatalf("prefix %d parsed: %+v", n, l)
-		}
-	}
+	wiretest.EveryPrefixFails(t, wiretest.Hex(t, hexListReply), ParseListReply)
 }
 
 func TestListReplyAppendRefuses(t *testing.T) {
@@ -145,25 +142,11 @@ func TestListReplyAppendRefuses(t *testing.T) {
 }
 
 func FuzzListReply(f *testing.F) {
-	f.Add(unhex(f, hexListReply))
-	f.Add(unhex(f, "00000001"+hexListServer2))
+	f.Add(wiretest.Hex(f, hexListReply))
+	f.Add(wiretest.Hex(f, "00000001"+hexListServer2))
 	f.Add([]byte{0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := ParseListReply(b)
-		if err != nil {
-			return
-		}
-		out, err := l.Append(nil)
-		if err != nil {
-			t.Fatalf("parsed %+v but Append: %v", l, err)
-		}
-		if !bytes.Equal(out, b) {
-			t.Fatalf("round trip changed bytes:\n in % x\nout % x", b, out)
-		}
-		again, err := ParseListReply(out)
-		if err != nil || !reflect.DeepEqual(again, l) {
-			t.Fatalf("reparse %+v, %v; want %+v", again, err, l)
-		}
+		wiretest.RoundTrip(t, b, ParseListReply, func(l ListReply) ([]byte, error) { return l.Append(nil) })
 	})
 }
 
@@ -196,13 +179,7 @@ func BenchmarkListReply(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprint("parse/", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(wire)))
-			for b.Loop() {
-				if _, err := ParseListReply(wire); err != nil {
-					b.Fatal(err)
-				}
-			}
+			wiretest.BenchParse(b, wire, ParseListReply)
 		})
 	}
 }

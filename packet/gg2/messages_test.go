@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 // The two 32-byte messages share their tests: a leading UUID and a payload
@@ -31,7 +33,7 @@ var pairCases = []pairCase{
 func TestUUIDPairGolden(t *testing.T) {
 	for _, tc := range pairCases {
 		t.Run(tc.name, func(t *testing.T) {
-			wire := unhex(t, tc.lead+hexServerID)
+			wire := wiretest.Hex(t, tc.lead+hexServerID)
 			got, err := tc.parse(wire)
 			if err != nil || got != testServerID {
 				t.Fatalf("parse = %v, %v", got, err)
@@ -47,7 +49,7 @@ func TestUUIDPairGolden(t *testing.T) {
 			if _, err := tc.parse(append(wire, 0)); !errors.Is(err, ErrLength) {
 				t.Fatalf("33 bytes: %v", err)
 			}
-			wrong := unhex(t, hexRegisterUUID+hexServerID)
+			wrong := wiretest.Hex(t, hexRegisterUUID+hexServerID)
 			if _, err := tc.parse(wrong); !errors.Is(err, ErrMessageType) {
 				t.Fatalf("wrong UUID: %v", err)
 			}
@@ -56,16 +58,20 @@ func TestUUIDPairGolden(t *testing.T) {
 }
 
 func TestListQueryLobby(t *testing.T) {
-	q, err := ParseListQuery(unhex(t, hexListUUID+hexGG2Lobby))
+	q, err := ParseListQuery(wiretest.Hex(t, hexListUUID+hexGG2Lobby))
 	if err != nil || q.Lobby != GG2LobbyUUID {
 		t.Fatalf("%v, %v", q, err)
+	}
+	// Logs and callers read the error text: it names package, message and offset.
+	if _, err := ParseListQuery(nil); err == nil || err.Error() != "gg2: list query: truncated (at offset 0)" {
+		t.Fatalf("ParseListQuery(nil) = %v", err)
 	}
 }
 
 // fuzzPair checks that a 32-byte message that parses re-encodes to itself.
 func fuzzPair(f *testing.F, tc pairCase) {
-	f.Add(unhex(f, tc.lead+hexServerID))
-	f.Add(unhex(f, tc.lead+hexGG2Lobby))
+	f.Add(wiretest.Hex(f, tc.lead+hexServerID))
+	f.Add(wiretest.Hex(f, tc.lead+hexGG2Lobby))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		u, err := tc.parse(b)
 		if err != nil {
@@ -83,7 +89,7 @@ func FuzzListQuery(f *testing.F) { fuzzPair(f, pairCases[1]) }
 
 func BenchmarkUUIDPair(b *testing.B) {
 	for _, tc := range pairCases {
-		wire := unhex(b, tc.lead+hexServerID)
+		wire := wiretest.Hex(b, tc.lead+hexServerID)
 		b.Run("parse "+tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

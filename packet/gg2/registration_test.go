@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 // Golden registrations, written field by field from the layout.
@@ -43,7 +45,7 @@ func TestRegistrationGolden(t *testing.T) {
 		hex  string
 	}{{Counted, hexRegCounted}, {Legacy, hexRegLegacy}} {
 		t.Run(tc.form.String(), func(t *testing.T) {
-			wire := unhex(t, tc.hex)
+			wire := wiretest.Hex(t, tc.hex)
 			got, err := ParseRegistration(wire)
 			if err != nil {
 				t.Fatal(err)
@@ -74,7 +76,7 @@ func TestRegistrationGolden(t *testing.T) {
 func TestRegistrationLegacyFallback(t *testing.T) {
 	// Legacy table: "x-a" = "" then name. As a counted form, 03 78 is a
 	// count of 888 entries from offset 61, which runs out of bytes.
-	wire := unhex(t, hexRegHead+"03 782d61 0000"+"04 6e616d65 0001 4e")
+	wire := wiretest.Hex(t, hexRegHead+"03 782d61 0000"+"04 6e616d65 0001 4e")
 	r, err := ParseRegistration(wire)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestRegistrationMalformed(t *testing.T) {
 		{"key past end", hexRegHead + "09 6e616d65", ErrTruncated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseRegistration(unhex(t, tc.hex))
+			_, err := ParseRegistration(wiretest.Hex(t, tc.hex))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -147,13 +149,8 @@ func TestRegistrationAppendRefuses(t *testing.T) {
 // "name" is itself a valid registration of the leading entries; every other
 // prefix fails.
 func TestRegistrationTruncated(t *testing.T) {
-	counted := unhex(t, hexRegCounted)
-	for n := range len(counted) {
-		if r, err := ParseRegistration(counted[:n]); err == nil {
-			t.Fatalf("counted prefix %d parsed: %+v", n, r)
-		}
-	}
-	legacy := unhex(t, hexRegLegacy)
+	wiretest.EveryPrefixFails(t, wiretest.Hex(t, hexRegCounted), ParseRegistration)
+	legacy := wiretest.Hex(t, hexRegLegacy)
 	nameEnd := regFixedLen + 1 + 4 + 2 + 5
 	for n := range len(legacy) {
 		r, err := ParseRegistration(legacy[:n])
@@ -186,25 +183,11 @@ func TestRegistrationManyKeys(t *testing.T) {
 }
 
 func FuzzRegistration(f *testing.F) {
-	f.Add(unhex(f, hexRegCounted))
-	f.Add(unhex(f, hexRegLegacy))
+	f.Add(wiretest.Hex(f, hexRegCounted))
+	f.Add(wiretest.Hex(f, hexRegLegacy))
+	// The encoding is canonical for a given form.
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseRegistration(b)
-		if err != nil {
-			return
-		}
-		out, err := r.Append(nil)
-		if err != nil {
-			t.Fatalf("parsed %+v but Append: %v", r, err)
-		}
-		// The encoding is canonical for a given form.
-		if !bytes.Equal(out, b) {
-			t.Fatalf("round trip changed bytes:\n in % x\nout % x", b, out)
-		}
-		again, err := ParseRegistration(out)
-		if err != nil || !reflect.DeepEqual(again, r) {
-			t.Fatalf("reparse %+v, %v; want %+v", again, err, r)
-		}
+		wiretest.RoundTrip(t, b, ParseRegistration, func(r Registration) ([]byte, error) { return r.Append(nil) })
 	})
 }
 
@@ -212,12 +195,7 @@ func BenchmarkParseRegistration(b *testing.B) {
 	for _, f := range []Form{Counted, Legacy} {
 		wire, _ := func() ([]byte, error) { r := goldenRegistration(f); return r.Append(nil) }()
 		b.Run(f.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := ParseRegistration(wire); err != nil {
-					b.Fatal(err)
-				}
-			}
+			wiretest.BenchParse(b, wire, ParseRegistration)
 		})
 	}
 }

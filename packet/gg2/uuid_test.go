@@ -3,6 +3,8 @@ package gg2
 import (
 	"errors"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 func TestUUIDText(t *testing.T) {
@@ -19,7 +21,7 @@ func TestUUIDText(t *testing.T) {
 		if got := tc.u.String(); got != tc.text {
 			t.Errorf("String() = %q, want %q", got, tc.text)
 		}
-		if want := unhex(t, tc.hex); string(tc.u[:]) != string(want) {
+		if want := wiretest.Hex(t, tc.hex); string(tc.u[:]) != string(want) {
 			t.Errorf("%s: wire bytes % x, want % x", tc.text, tc.u[:], want)
 		}
 		upper, err := ParseUUID("B5DAE2E8-424F-9ED0-0FCB-8C21C7CA1352")
@@ -56,7 +58,7 @@ func TestClassify(t *testing.T) {
 		{"b5dae2e8 424f 9ed0 0fcb 8c21c7ca13", KindUnknown},
 		{"", KindUnknown},
 	} {
-		if got := Classify(unhex(t, tc.hex)); got != tc.want {
+		if got := Classify(wiretest.Hex(t, tc.hex)); got != tc.want {
 			t.Errorf("Classify(%s) = %v, want %v", tc.hex, got, tc.want)
 		}
 	}

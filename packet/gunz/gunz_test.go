@@ -3,23 +3,14 @@ package gunz
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
-	"strings"
 	"testing"
-)
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
-		t.Fatalf("bad hex in test: %v", err)
-	}
-	return b
-}
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
+)
 
 // The seed's request, byte for byte. Its checksum 0x0073 is right.
 const hexSeedRequest = "6400 0b00 7300 0500 419c 00"
@@ -50,7 +41,7 @@ func resealed(b []byte) []byte {
 }
 
 func TestRequestGolden(t *testing.T) {
-	wire := unhex(t, hexSeedRequest)
+	wire := wiretest.Hex(t, hexSeedRequest)
 	if got := Checksum(wire); got != 0x0073 {
 		t.Fatalf("Checksum = %#04x, want 0x0073", got)
 	}
@@ -64,10 +55,14 @@ func TestRequestGolden(t *testing.T) {
 	if !IsRequest(wire) {
 		t.Fatal("IsRequest(seed request) = false")
 	}
+	// Logs and callers read the error text: it names package, message and offset.
+	if _, err := ParseRequest(wire[:3]); err == nil || err.Error() != "gunz: request: truncated (at offset 3)" {
+		t.Fatalf("ParseRequest(3 bytes) = %v", err)
+	}
 }
 
 func TestSeedResponseChecksum(t *testing.T) {
-	wire := unhex(t, hexSeedResponse)
+	wire := wiretest.Hex(t, hexSeedResponse)
 	if got := Checksum(wire); got != 0x021f {
 		t.Fatalf("Checksum = %#04x, want 0x021f", got)
 	}
@@ -121,13 +116,13 @@ func TestRequestMalformed(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"short", unhex(t, "6400 0b00 7300 0500 41"), ErrTruncated},
-		{"msgId", resealed(unhex(t, "6500 0b00 0000 0500 419c 00")), ErrMsgID},
-		{"packet size", resealed(unhex(t, "6400 0c00 0000 0500 419c 00")), ErrSize},
-		{"checksum", unhex(t, "6400 0b00 7400 0500 419c 00"), ErrChecksum},
-		{"command size", resealed(unhex(t, "6400 0b00 0000 0600 419c 00")), ErrSize},
-		{"command id", resealed(unhex(t, "6400 0b00 0000 0500 429c 00")), ErrCommand},
-		{"parameters", resealed(unhex(t, "6400 0c00 0000 0600 419c 00 00")), ErrSize},
+		{"short", wiretest.Hex(t, "6400 0b00 7300 0500 41"), ErrTruncated},
+		{"msgId", resealed(wiretest.Hex(t, "6500 0b00 0000 0500 419c 00")), ErrMsgID},
+		{"packet size", resealed(wiretest.Hex(t, "6400 0c00 0000 0500 419c 00")), ErrSize},
+		{"checksum", wiretest.Hex(t, "6400 0b00 7400 0500 419c 00"), ErrChecksum},
+		{"command size", resealed(wiretest.Hex(t, "6400 0b00 0000 0600 419c 00")), ErrSize},
+		{"command id", resealed(wiretest.Hex(t, "6400 0b00 0000 0500 429c 00")), ErrCommand},
+		{"parameters", resealed(wiretest.Hex(t, "6400 0c00 0000 0600 419c 00 00")), ErrSize},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := ParseRequest(tc.b); !errors.Is(err, tc.want) {
@@ -138,7 +133,7 @@ func TestRequestMalformed(t *testing.T) {
 }
 
 func TestResponseMalformed(t *testing.T) {
-	seed := withChecksum(unhex(t, hexSeedResponse), 0x021f)
+	seed := withChecksum(wiretest.Hex(t, hexSeedResponse), 0x021f)
 	edit := func(off int, v ...byte) []byte {
 		b := bytes.Clone(seed)
 		copy(b[off:], v)
@@ -150,7 +145,7 @@ func TestResponseMalformed(t *testing.T) {
 		want error
 	}{
 		{"request id", edit(8, 0x41, 0x9c), ErrCommand},
-		{"no blob", resealed(unhex(t, "6400 0b00 0000 0500 429c 00")), ErrTruncated},
+		{"no blob", resealed(wiretest.Hex(t, "6400 0b00 0000 0500 429c 00")), ErrTruncated},
 		{"blobBytes", edit(11, 0x18), ErrSize},
 		{"oneBlobSize", edit(15, 0x10), ErrBlobSize},
 		{"count high", edit(19, 0x02), ErrSize},
@@ -171,27 +166,19 @@ func TestResponseMalformed(t *testing.T) {
 }
 
 func TestTruncated(t *testing.T) {
-	req := unhex(t, hexSeedRequest)
-	for n := range len(req) {
-		if r, err := ParseRequest(req[:n]); err == nil {
-			t.Fatalf("request prefix %d parsed: %+v", n, r)
-		}
-	}
+	wiretest.EveryPrefixFails(t, wiretest.Hex(t, hexSeedRequest), ParseRequest)
 	resp, _ := benchResponse(2).Append(nil)
-	for n := range len(resp) {
-		if r, err := ParseResponse(resp[:n]); err == nil {
-			t.Fatalf("response prefix %d parsed: %+v", n, r)
-		}
-		// Even with the size fields and checksum made to agree with the
-		// shorter length, a cut server entry fails.
-		if n >= responseFixed { // count stays 2, so the entries never add up
-			cut := bytes.Clone(resp[:n])
-			binary.LittleEndian.PutUint16(cut[2:], uint16(n))
-			binary.LittleEndian.PutUint16(cut[6:], uint16(n-HeaderLen))
-			binary.LittleEndian.PutUint32(cut[11:], uint32(n-HeaderLen-CommandHeaderLen-4))
-			if r, err := ParseResponse(resealed(cut)); err == nil {
-				t.Fatalf("resized prefix %d parsed: %+v", n, r)
-			}
+	wiretest.EveryPrefixFails(t, resp, ParseResponse)
+	// Even with the size fields and checksum made to agree with the
+	// shorter length, a cut server entry fails. The count stays 2, so the
+	// entries never add up.
+	for n := responseFixed; n < len(resp); n++ {
+		cut := bytes.Clone(resp[:n])
+		binary.LittleEndian.PutUint16(cut[2:], uint16(n))
+		binary.LittleEndian.PutUint16(cut[6:], uint16(n-HeaderLen))
+		binary.LittleEndian.PutUint32(cut[11:], uint32(n-HeaderLen-CommandHeaderLen-4))
+		if r, err := ParseResponse(resealed(cut)); err == nil {
+			t.Fatalf("resized prefix %d parsed: %+v", n, r)
 		}
 	}
 }
@@ -235,7 +222,7 @@ func fuzzBoth(t *testing.T, b []byte, check func(*testing.T, []byte)) {
 }
 
 func FuzzRequest(f *testing.F) {
-	f.Add(unhex(f, hexSeedRequest))
+	f.Add(wiretest.Hex(f, hexSeedRequest))
 	f.Add(Request{Serial: 7}.Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzBoth(t, b, func(t *testing.T, b []byte) {
@@ -254,27 +241,14 @@ func FuzzRequest(f *testing.F) {
 }
 
 func FuzzResponse(f *testing.F) {
-	f.Add(withChecksum(unhex(f, hexSeedResponse), 0x021f))
+	f.Add(withChecksum(wiretest.Hex(f, hexSeedResponse), 0x021f))
 	for _, n := range []int{0, 2} {
 		b, _ := benchResponse(n).Append(nil)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzBoth(t, b, func(t *testing.T, b []byte) {
-			r, err := ParseResponse(b)
-			if err != nil {
-				return
-			}
-			out, err := r.Append(nil)
-			if err != nil {
-				t.Fatalf("parsed %+v but Append: %v", r, err)
-			}
-			if !bytes.Equal(out, b) {
-				t.Fatalf("round trip changed bytes:\n in % x\nout % x", b, out)
-			}
-			if again, err := ParseResponse(out); err != nil || !reflect.DeepEqual(again, r) {
-				t.Fatalf("reparse: %+v, %v", again, err)
-			}
+			wiretest.RoundTrip(t, b, ParseResponse, func(r Response) ([]byte, error) { return r.Append(nil) })
 		})
 	})
 }
@@ -292,22 +266,9 @@ func benchResponse(n int) Response {
 }
 
 func BenchmarkRequest(b *testing.B) {
-	wire := unhex(b, hexSeedRequest)
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseRequest(wire); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("append", func(b *testing.B) {
-		buf := make([]byte, 0, RequestLen)
-		b.ReportAllocs()
-		for b.Loop() {
-			buf = Request{}.Append(buf[:0])
-		}
-	})
+	wire := wiretest.Hex(b, hexSeedRequest)
+	b.Run("parse", func(b *testing.B) { wiretest.BenchParse(b, wire, ParseRequest) })
+	b.Run("append", func(b *testing.B) { wiretest.BenchAppend(b, RequestLen, Request{}.Append) })
 }
 
 func BenchmarkResponse(b *testing.B) {
@@ -315,13 +276,7 @@ func BenchmarkResponse(b *testing.B) {
 		r := benchResponse(n)
 		wire, _ := r.Append(nil)
 		b.Run(fmt.Sprint("parse/", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(wire)))
-			for b.Loop() {
-				if _, err := ParseResponse(wire); err != nil {
-					b.Fatal(err)
-				}
-			}
+			wiretest.BenchParse(b, wire, ParseResponse)
 		})
 		b.Run(fmt.Sprint("append/", n), func(b *testing.B) {
 			buf := make([]byte, 0, len(wire))

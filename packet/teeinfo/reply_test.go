@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 const pad = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
@@ -208,14 +210,6 @@ func BenchmarkParseReply(b *testing.B) {
 		{"vanilla16", in.AppendVanilla(nil)},
 		{"ddnet-extended", []byte(ddnetExtended)},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(tc.wire)))
-			for b.Loop() {
-				if _, err := ParseReply(tc.wire); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(tc.name, func(b *testing.B) { wiretest.BenchParse(b, tc.wire, ParseReply) })
 	}
 }

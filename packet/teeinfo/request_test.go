@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
 func TestRequestGolden(t *testing.T) {
@@ -81,6 +83,10 @@ func TestRequestTruncated(t *testing.T) {
 			}
 		}
 	}
+	// Logs and callers read the error text: it names package, message and offset.
+	if _, err := ParseRequest([]byte("\xff\xff")); err == nil || err.Error() != "teeinfo: request: truncated (at offset 2)" {
+		t.Fatalf("ParseRequest(2 bytes) = %v", err)
+	}
 }
 
 func FuzzRequest(f *testing.F) {
@@ -103,20 +109,9 @@ func FuzzRequest(f *testing.F) {
 
 func BenchmarkRequest(b *testing.B) {
 	wire := Request{Extended: true, ExtraToken: 0x1234, Token: 7}.Append(nil)
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseRequest(wire); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("parse", func(b *testing.B) { wiretest.BenchParse(b, wire, ParseRequest) })
 	b.Run("append", func(b *testing.B) {
-		buf := make([]byte, 0, RequestLen)
-		b.ReportAllocs()
-		for b.Loop() {
-			buf = Request{Extended: true, ExtraToken: 0x1234, Token: 7}.Append(buf[:0])
-		}
+		wiretest.BenchAppend(b, RequestLen, Request{Extended: true, ExtraToken: 0x1234, Token: 7}.Append)
 	})
 	b.Run("is", func(b *testing.B) {
 		b.ReportAllocs()
