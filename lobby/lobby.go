@@ -169,7 +169,13 @@ func New(cfg Config, rooms supervisor.Rooms) (*Lobby, error) {
 	}
 	l := newLobby(cfg, rooms)
 	for _, ap := range cfg.Listen {
-		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		// udp4 or udp6 as the address says: Go would make "0.0.0.0" a
+		// dual-stack socket, answering IPv6 the operator did not ask for.
+		network := "udp4"
+		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+			network = "udp6"
+		}
+		c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			l.closeConns()
 			l.stop()

@@ -523,6 +523,30 @@ func TestServesEveryListenAddress(t *testing.T) {
 	dial(t, "::1", addrs[1]).roundTrip(hdr(packet.Legacy, packet.ListRooms, 2), 0)
 }
 
+// "0.0.0.0:P" is IPv4 only and "[::]:P" IPv6 only, so the documented
+// ["0.0.0.0:7777", "[::]:7777"] binds both on one port.
+func TestWildcardsBindOneFamilyEach(t *testing.T) {
+	probe, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(probe.LocalAddr().(*net.UDPAddr).Port)
+	probe.Close()
+	cfg := testConfig()
+	cfg.Listen = []netip.AddrPort{
+		netip.AddrPortFrom(netip.IPv4Unspecified(), port),
+		netip.AddrPortFrom(netip.IPv6Unspecified(), port),
+	}
+	l, _ := start(t, cfg, newMemRooms(1))
+	if a := l.Addrs(); len(a) != 2 || !a[0].Addr().Is4() || a[1].Addr() != netip.IPv6Unspecified() {
+		t.Fatalf("bound %v", a)
+	}
+	dial(t, "127.0.0.1", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)).
+		roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
+	dial(t, "::1", netip.AddrPortFrom(netip.IPv6Loopback(), port)).
+		roundTrip(hdr(packet.Compact, packet.ListRooms, 2), 0)
+}
+
 // A supervisor that does not answer JOIN stalls neither LIST nor the read
 // loop: JOINs queue, then are dropped and counted.
 func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
