@@ -94,7 +94,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 		shutdown(sup, log)
 		return err
 	}
-	l, adm, err := listeners(cfg, sup)
+	l, adm, err := listeners(cfg, sup, edges)
 	if err != nil {
 		for _, e := range edges {
 			e.Close()
@@ -153,13 +153,21 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 // listeners binds the native edge and the admin pages; on error nothing is
 // left bound. A taken admin address stops the start like a taken lobby
 // port: an operator who asked for /metrics and /healthz must not run blind.
-func listeners(cfg config.Config, sup *supervisor.Supervisor) (*lobby.Lobby, *admin.Server, error) {
+func listeners(cfg config.Config, sup *supervisor.Supervisor, edges []edge) (*lobby.Lobby, *admin.Server, error) {
 	l, err := lobby.New(cfg.Lobby, sup)
 	if err != nil {
 		return nil, nil, err
 	}
-	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Log: cfg.Lobby.Log},
-		admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List})
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List}
+	for _, e := range edges {
+		switch e := e.(type) {
+		case *gg2.Server:
+			src.GG2 = e.Stats
+		case *gunz.Locator:
+			src.Gunz = e.Stats
+		}
+	}
+	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Log: cfg.Lobby.Log}, src)
 	if err != nil {
 		l.Close()
 		return nil, nil, err

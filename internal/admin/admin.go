@@ -26,6 +26,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -43,6 +45,9 @@ type Sources struct {
 	Lobby      func() lobby.Stats
 	Supervisor func() supervisor.Stats
 	Rooms      func() supervisor.Snapshot
+	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
+	GG2  func() gg2.Stats
+	Gunz func() gunz.Stats
 }
 
 // Timeouts of the HTTP server: every page is small and made at once, so
@@ -162,6 +167,12 @@ func (s *Server) appendMetrics(b []byte) []byte {
 	}
 	if s.src.Rooms != nil {
 		b = appendRooms(b, s.src.Rooms())
+	}
+	if s.src.GG2 != nil {
+		b = appendGG2(b, s.src.GG2())
+	}
+	if s.src.Gunz != nil {
+		b = appendGunz(b, s.src.Gunz())
 	}
 	return b
 }

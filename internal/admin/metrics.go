@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -94,6 +96,22 @@ func appendLobby(b []byte, s lobby.Stats) []byte {
 	b = single(b, "foyer_lobby_sources", "gauge", "Source IPs in the rate-limit table.", float64(s.Sources))
 	b = single(b, "foyer_lobby_prefixes", "gauge", "Networks in the reflection-guard table.", float64(s.Prefixes))
 	b = single(b, "foyer_lobby_creates_in_flight", "gauge", "CREATEs being run.", float64(s.CreatesInFlight))
+	return b
+}
+
+func appendGG2(b []byte, s gg2.Stats) []byte {
+	b = counts(b, "foyer_gg2_requests_total", "counter", "GG2-style registrations, unregistrations and list queries.", "kind", s.Requests)
+	b = counts(b, "foyer_gg2_drops_total", "counter", "GG2-style datagrams and queries dropped, by reason.", "reason", s.Drops)
+	b = single(b, "foyer_gg2_registered", "gauge", "Registered servers in the room table.", float64(s.Registered))
+	b = single(b, "foyer_gg2_pending", "gauge", "Registrations waiting for their TCP check.", float64(s.Pending))
+	b = single(b, "foyer_gg2_list_connections", "gauge", "List queries being served.", float64(s.ListConns))
+	return b
+}
+
+func appendGunz(b []byte, s gunz.Stats) []byte {
+	b = counts(b, "foyer_gunz_requests_total", "counter", "GunZ locator requests received.", "kind", s.Requests)
+	b = counts(b, "foyer_gunz_replies_total", "counter", "GunZ locator responses sent.", "kind", s.Replies)
+	b = counts(b, "foyer_gunz_drops_total", "counter", "GunZ datagrams dropped unanswered, by reason.", "reason", s.Drops)
 	return b
 }
 

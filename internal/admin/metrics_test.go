@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -220,6 +222,40 @@ foyer_room_seats 1
 	}
 	if _, err := parseExposition(got); err != nil {
 		t.Errorf("the page does not parse: %v", err)
+	}
+}
+
+// The neighbour edges' counters appear when their sources are set.
+func TestMetricsOfNeighbourEdges(t *testing.T) {
+	s := &Server{src: Sources{
+		GG2: func() gg2.Stats {
+			return gg2.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
+				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0}
+		},
+		Gunz: func() gunz.Stats {
+			return gunz.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
+				Drops: map[string]uint64{"checksum": 1}}
+		},
+	}}
+	got := string(s.appendMetrics(nil))
+	fams, err := parseExposition(got)
+	if err != nil {
+		t.Fatalf("the page does not parse: %v\n%s", err, got)
+	}
+	for _, line := range []string{
+		`foyer_gg2_requests_total{kind="register"} 3`,
+		`foyer_gg2_drops_total{reason="no_name"} 2`,
+		`foyer_gg2_registered 1`,
+		`foyer_gunz_requests_total{kind="locator"} 5`,
+		`foyer_gunz_replies_total{kind="locator"} 4`,
+		`foyer_gunz_drops_total{reason="checksum"} 1`,
+	} {
+		if !strings.Contains(got, line+"\n") {
+			t.Errorf("no line %q in\n%s", line, got)
+		}
+	}
+	if len(fams.types) != 8 {
+		t.Errorf("%d metric families, want 8", len(fams.types))
 	}
 }
 
