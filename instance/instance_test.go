@@ -570,11 +570,19 @@ func TestLaunchCancelled(t *testing.T) {
 	assertReaped(t, pid)
 }
 
+// selfCommandReportingChild runs this test binary in mode, told to write
+// the pid of the process it starts into a fresh file, and returns that file.
+func selfCommandReportingChild(t *testing.T, mode string) (*exec.Cmd, string) {
+	t.Helper()
+	file := pidFile(t)
+	cmd := selfCommand(mode, "")
+	cmd.Env = append(cmd.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	return cmd, file
+}
+
 func TestKillTakesTheWholeGroup(t *testing.T) {
 	t.Parallel()
-	file := pidFile(t)
-	cmd := selfCommand("grandchild", "")
-	cmd.Env = append(cmd.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	cmd, file := selfCommandReportingChild(t, "grandchild")
 	p, err := instance.Launch(context.Background(), instance.LaunchConfig{Cmd: cmd})
 	if err != nil {
 		t.Fatal(err)
@@ -587,25 +595,21 @@ func TestKillTakesTheWholeGroup(t *testing.T) {
 
 func TestInstanceDiesWithItsHost(t *testing.T) {
 	t.Parallel()
-	file := pidFile(t)
-	host := selfCommand("host", "")
-	host.Env = append(host.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inst := readPID(t, file)
-	host.Process.Kill()
-	host.Wait()
-	waitGone(t, inst)
+	instanceDiesWithItsHost(t, "host")
 }
 
 // TestInstanceNoticesItsHostsEnd runs an instance whose host did not set
 // a parent-death signal: the instance sees its parent go by itself.
 func TestInstanceNoticesItsHostsEnd(t *testing.T) {
 	t.Parallel()
-	file := pidFile(t)
-	host := selfCommand("plain-host", "")
-	host.Env = append(host.Env, "FOYER_TEST_GRANDCHILD_PID_FILE="+file)
+	instanceDiesWithItsHost(t, "plain-host")
+}
+
+// instanceDiesWithItsHost starts a host in mode, which launches an
+// instance, kills the host and waits for the instance to be gone.
+func instanceDiesWithItsHost(t *testing.T, mode string) {
+	t.Helper()
+	host, file := selfCommandReportingChild(t, mode)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package lobby
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -33,15 +33,7 @@ func start(t testing.TB, cfg Config, rooms supervisor.Rooms) (*Lobby, netip.Addr
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	edgetest.Serve(t, l.Serve)
 	return l, l.Addrs()[0]
 }
 
@@ -54,19 +46,12 @@ type client struct {
 
 func dial(t testing.TB, ip string, to netip.AddrPort) *client {
 	t.Helper()
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client{t: t, conn: c, to: to}
+	return &client{t: t, conn: udptest.Listen(t, ip), to: to}
 }
 
 func (c *client) sendRaw(b []byte) {
 	c.t.Helper()
-	if _, err := c.conn.WriteToUDPAddrPort(b, c.to); err != nil {
-		c.t.Fatal(err)
-	}
+	udptest.Send(c.t, c.conn, c.to, b)
 }
 
 func (c *client) send(h packet.Header, room uint32) {
@@ -82,19 +67,16 @@ func (c *client) send(h packet.Header, room uint32) {
 // recv waits up to wait for a reply; ok is false if none came.
 func (c *client) recv(wait time.Duration) (packet.Message, bool) {
 	c.t.Helper()
-	buf := make([]byte, 1<<16)
-	c.conn.SetReadDeadline(time.Now().Add(wait))
-	n, err := c.conn.Read(buf)
+	b, err := udptest.Read(c.conn, wait)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return packet.Message{}, false
-		}
 		c.t.Fatal(err)
 	}
-	m, err := packet.Parse(buf[:n])
+	if b == nil {
+		return packet.Message{}, false
+	}
+	m, err := packet.Parse(b)
 	if err != nil {
-		c.t.Fatalf("reply %x: %v", buf[:n], err)
+		c.t.Fatalf("reply %x: %v", b, err)
 	}
 	return m, true
 }

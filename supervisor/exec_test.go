@@ -116,18 +116,32 @@ func homeOf(t *testing.T, pid int) string {
 	return home
 }
 
+// watchAndCreate watches s for the rest of the test and creates one
+// room in it.
+func watchAndCreate(t *testing.T, s *Supervisor) (<-chan Event, Room) {
+	t.Helper()
+	events := s.Watch(t.Context())
+	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events, r
+}
+
+// signal sends sig to a room's process.
+func signal(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestExecDDNetCreateProbeKill(t *testing.T) {
 	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) {
 		c.MaxPlayers = 5
 		c.HealthTimeout = 2 * time.Second
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	name := fmt.Sprintf("Room %d", r.ID)
 	if r.Source != "exec" || r.State != packet.Waiting || r.MaxPlayers != 5 || r.Players != 0 || r.Seats != 1 ||
 		r.Name != name || r.Map != "Tutorial" || r.Game == "" || r.PID <= 0 || r.Port < s.cfg.FirstPort || r.Port > s.cfg.LastPort {
@@ -161,9 +175,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 		t.Fatalf("after probing: %+v %v", got, ok)
 	}
 
-	if err := syscall.Kill(r.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	signal(t, r.PID, syscall.SIGKILL)
 	ev := reapedEvent(t, events, r.ID)
 	if ev.Cause != "crashed" || ev.Signal != "SIGKILL" || ev.ExitCode != -1 {
 		t.Fatalf("reaped %+v", ev)
@@ -184,17 +196,9 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 
 func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
 	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 2 * time.Second })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	// A stopped server answers nothing, but its process lives on.
-	if err := syscall.Kill(r.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	signal(t, r.PID, syscall.SIGSTOP)
 	ev := reapedEvent(t, events, r.ID)
 	if ev.Cause != "unhealthy" || ev.Signal != "SIGKILL" {
 		t.Fatalf("reaped %+v", ev)
@@ -212,13 +216,7 @@ func TestExecDDNetShutdownStopsGracefully(t *testing.T) {
 	if got := s.prober.addrs; !slices.Equal(got, []netip.Addr{netip.IPv6Loopback()}) {
 		t.Fatalf("probing %v", got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -235,13 +233,7 @@ func TestExecProbeNone(t *testing.T) {
 		c.MaxPlayers = 2
 		c.HealthTimeout = 100 * time.Millisecond
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	if r.Source != "exec" || r.State != packet.Waiting || r.MaxPlayers != 2 || r.Seats != 1 || r.Players != 0 {
 		t.Fatalf("created %+v", r)
 	}
@@ -262,9 +254,7 @@ func TestExecProbeNone(t *testing.T) {
 	if _, ok := listed(s, r.ID); !ok {
 		t.Fatal("unprobed room reaped while running")
 	}
-	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	signal(t, r.PID, syscall.SIGTERM)
 	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.Signal != "SIGTERM" {
 		t.Fatalf("reaped %+v", ev)
 	}
@@ -272,13 +262,7 @@ func TestExecProbeNone(t *testing.T) {
 
 func TestExecExitCauses(t *testing.T) {
 	s, _ := newExec(t, []string{"sh", "-c", "sleep 0.5; exit {max_players}"}, "none", func(c *Config) { c.MaxPlayers = 3 })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.ExitCode != 3 || ev.Signal != "" {
 		t.Fatalf("reaped %+v", ev)
 	}
@@ -331,13 +315,7 @@ func TestProbeAddrs(t *testing.T) {
 func TestExecProbeFollowsPlayers(t *testing.T) {
 	// The server's own maximum (12) wins over the configured one (4).
 	s, _ := newExec(t, []string{testroomBin, "tee", "{port}", "12"}, "teeworlds", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, r := watchAndCreate(t, s)
 	if r.MaxPlayers != 12 || r.Players != 0 || r.Seats != 1 || r.Name != "tee" || r.Game != "DM" || r.Map != "dm1" {
 		t.Fatalf("created %+v", r)
 	}

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
 // bin is the foyer binary TestMain builds once.
@@ -178,19 +180,12 @@ type client struct {
 
 func newClient(t testing.TB, ip string, to netip.AddrPort) *client {
 	t.Helper()
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client{t: t, conn: c, to: to}
+	return &client{t: t, conn: udptest.Listen(t, ip), to: to}
 }
 
 func (c *client) send(b []byte) {
 	c.t.Helper()
-	if _, err := c.conn.WriteToUDPAddrPort(b, c.to); err != nil {
-		c.t.Fatal(err)
-	}
+	udptest.Send(c.t, c.conn, c.to, b)
 }
 
 // recv waits up to wait for one datagram; ok is false if none came.
@@ -206,19 +201,13 @@ func (c *client) recv(wait time.Duration) (reply, bool) {
 // tryRecv is recv for other goroutines than the test's: it reports
 // instead of failing. A zero reply means none came in time.
 func (c *client) tryRecv(wait time.Duration) (reply, error) {
-	buf := make([]byte, 1<<16)
-	c.conn.SetReadDeadline(time.Now().Add(wait))
-	n, err := c.conn.Read(buf)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return reply{}, nil
-		}
+	b, err := udptest.Read(c.conn, wait)
+	if err != nil || b == nil {
 		return reply{}, err
 	}
-	r, err := decode(buf[:n])
+	r, err := decode(b)
 	if err != nil {
-		return reply{}, fmt.Errorf("reply %x: %w", buf[:n], err)
+		return reply{}, fmt.Errorf("reply %x: %w", b, err)
 	}
 	return r, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
@@ -32,59 +34,26 @@ func start(t *testing.T, tweak func(*Config)) *fixture {
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.Rate, cfg.Burst = 1000, 1000
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	table := memrooms.New()
-	srv, err := New(cfg, table, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Server, error) {
+		return New(c, table, table)
 	})
-	u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { u.Close() })
-	return &fixture{t: t, srv: srv, table: table, addr: srv.Addrs()[0], udp: u}
+	return &fixture{t: t, srv: srv, table: table, addr: srv.Addrs()[0], udp: udptest.Listen(t, "127.0.0.1")}
 }
 
 func (f *fixture) send(b []byte) {
 	f.t.Helper()
-	if _, err := f.udp.WriteToUDPAddrPort(b, f.addr); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-// eventually polls cond until it holds; it fails the test after a generous
-// bound so that a broken build cannot hang.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	udptest.Send(f.t, f.udp, f.addr, b)
 }
 
 // waitDrop waits until the drop counter of reason reaches n.
 func (f *fixture) waitDrop(reason string, n uint64) {
 	f.t.Helper()
-	eventually(f.t, "drop "+reason, func() bool { return f.srv.Stats().Drops[reason] >= n })
+	edgetest.Eventually(f.t, "drop "+reason, func() bool { return f.srv.Stats().Drops[reason] >= n })
 }
 
 func (f *fixture) waitRequests(kind string, n uint64) {
 	f.t.Helper()
-	eventually(f.t, "request "+kind, func() bool { return f.srv.Stats().Requests[kind] >= n })
+	edgetest.Eventually(f.t, "request "+kind, func() bool { return f.srv.Stats().Requests[kind] >= n })
 }
 
 func registration(id byte, port uint16, tr gg2wire.Transport, form gg2wire.Form, kv ...string) []byte {
@@ -242,7 +211,7 @@ func TestReplace(t *testing.T) {
 	f.waitRequests("register", 1)
 	f.send(registration(2, 8190, gg2wire.UDP, gg2wire.Legacy, "name", "two"))
 	f.waitRequests("register", 2)
-	eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
+	edgetest.Eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
 	if keys := f.table.Keys(); len(keys) != 1 {
 		t.Errorf("keys %v, want one", keys)
 	}
@@ -260,13 +229,13 @@ func TestReplace(t *testing.T) {
 	srv := listenTCP(t)
 	f.send(registration(3, srv.Port(), gg2wire.TCP, gg2wire.Counted, "name", "tcp"))
 	f.send(registration(4, srv.Port(), gg2wire.UDP, gg2wire.Counted, "name", "udp"))
-	eventually(t, "two transports", func() bool { return len(f.table.Keys()) == 3 })
+	edgetest.Eventually(t, "two transports", func() bool { return len(f.table.Keys()) == 3 })
 }
 
 func TestUnregister(t *testing.T) {
 	f := start(t, nil)
 	f.send(registration(7, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s"))
-	eventually(t, "registered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return ok })
+	edgetest.Eventually(t, "registered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return ok })
 	f.send(unregister(8))
 	f.waitDrop("unknown_id", 1)
 	if _, ok := f.table.Registered(udpKey(8190)); !ok {
@@ -331,7 +300,7 @@ func TestTCPReachability(t *testing.T) {
 
 	open := listenTCP(t)
 	f.send(registration(2, open.Port(), gg2wire.TCP, gg2wire.Counted, "name", "listening"))
-	eventually(t, "reachable server registered", func() bool { _, ok := f.table.Registered(tcpKey(open.Port())); return ok })
+	edgetest.Eventually(t, "reachable server registered", func() bool { _, ok := f.table.Registered(tcpKey(open.Port())); return ok })
 	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
 	if len(r.Servers) != 1 || r.Servers[0].Transport != gg2wire.TCP || r.Servers[0].V4 != open {
 		t.Errorf("listed %+v", r.Servers)
@@ -417,7 +386,7 @@ func TestConnectionLimit(t *testing.T) {
 	f := start(t, func(c *Config) { c.MaxListConns, c.ListTimeout = 2, time.Hour })
 	dial(t, f.addr)
 	dial(t, f.addr)
-	eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
+	edgetest.Eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
 	c := dial(t, f.addr)
 	_, _ = c.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
 	if b := closedByServer(t, c); len(b) != 0 {
@@ -463,7 +432,7 @@ func TestShutdownUnregisters(t *testing.T) {
 	if _, err := u.Write(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "registered", func() bool { return len(table.Keys()) == 1 })
+	edgetest.Eventually(t, "registered", func() bool { return len(table.Keys()) == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -484,7 +453,7 @@ func TestTableBounds(t *testing.T) {
 	}
 	// Known servers still refresh.
 	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "renamed"))
-	eventually(t, "refreshed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "renamed" })
+	edgetest.Eventually(t, "refreshed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "renamed" })
 	// Another source fills the last place, then the table is full.
 	other, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")))
 	if err != nil {
@@ -502,7 +471,7 @@ func TestTableBounds(t *testing.T) {
 	}
 	// Unregistering frees a place for the source.
 	f.send(unregister(1))
-	eventually(t, "unregistered", func() bool { return len(f.table.Keys()) == 2 })
+	edgetest.Eventually(t, "unregistered", func() bool { return len(f.table.Keys()) == 2 })
 	f.send(registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "third"))
-	eventually(t, "third registered", func() bool { _, ok := f.table.Registered(udpKey(8192)); return ok })
+	edgetest.Eventually(t, "third registered", func() bool { _, ok := f.table.Registered(udpKey(8192)); return ok })
 }

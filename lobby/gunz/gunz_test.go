@@ -1,7 +1,6 @@
 package gunz
 
 import (
-	"context"
 	"encoding/hex"
 	"net"
 	"net/netip"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
@@ -38,22 +38,8 @@ func start(t *testing.T, tweak func(*Config)) *fixture {
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.Rate, cfg.Burst = 1000, 1000
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	table := memrooms.New()
-	loc, err := New(cfg, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- loc.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	loc, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Locator, error) {
+		return New(c, table)
 	})
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), loc.Addrs()[0].Port())
 	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
@@ -86,16 +72,6 @@ func (f *fixture) recv() gunzwire.Response {
 		f.t.Fatalf("response %x: %v", buf[:n], err)
 	}
 	return r
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func addRooms(table *memrooms.Table) {
@@ -140,7 +116,7 @@ func TestSeedRequestAnswered(t *testing.T) {
 	}
 	sameServers(t, r.Servers, wantRooms(netip.MustParseAddr("127.0.0.1")))
 	// A reply is counted once sent, which may be after it arrived.
-	eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
+	edgetest.Eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
 	if st := f.loc.Stats(); st.Requests["locator"] != 1 || len(st.Drops) != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -198,7 +174,7 @@ func TestGarbageDropped(t *testing.T) {
 	if r := f.recv(); r.Serial != 9 {
 		t.Errorf("first reply has serial %d, want the valid request's 9", r.Serial)
 	}
-	eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
+	edgetest.Eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
 	st := f.loc.Stats()
 	var drops uint64
 	for _, n := range st.Drops {
@@ -214,10 +190,10 @@ func TestRateLimit(t *testing.T) {
 	for range 4 {
 		f.send(seedRequest)
 	}
-	eventually(t, "two limited", func() bool { return f.loc.Stats().Drops["rate_limited"] == 2 })
+	edgetest.Eventually(t, "two limited", func() bool { return f.loc.Stats().Drops["rate_limited"] == 2 })
 	f.recv()
 	f.recv()
-	eventually(t, "replies counted", func() bool { return f.loc.Stats().Replies["locator"] == 2 })
+	edgetest.Eventually(t, "replies counted", func() bool { return f.loc.Stats().Replies["locator"] == 2 })
 	if n := f.loc.Stats().Requests["locator"]; n != 2 {
 		t.Errorf("%d requests served, want 2", n)
 	}
@@ -232,7 +208,7 @@ func TestReflectionBudget(t *testing.T) {
 	for range 5 {
 		f.send(seedRequest)
 	}
-	eventually(t, "one over budget", func() bool { return f.loc.Stats().Drops["reflection"] == 1 })
+	edgetest.Eventually(t, "one over budget", func() bool { return f.loc.Stats().Drops["reflection"] == 1 })
 	for range 65507 / size {
 		if r := f.recv(); len(r.Servers) != 1000 {
 			t.Fatalf("%d servers", len(r.Servers))

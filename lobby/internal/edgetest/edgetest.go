@@ -1,0 +1,64 @@
+// Package edgetest holds the setup the lobby's front-end tests share: a
+// server run in the background for the length of a test, in front of an
+// in-memory room table, and a bounded wait for a condition the server
+// reaches asynchronously.
+package edgetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+)
+
+// Server is what a front-end offers the tests: serving until its context
+// is cancelled.
+type Server interface {
+	Serve(ctx context.Context) error
+}
+
+// Start applies tweak (when not nil) to cfg, builds a front-end from it in
+// front of a new empty table and serves it until the test ends (see Serve).
+// Each package keeps its own Config; only the order of setting up is shared.
+func Start[C any, S Server](t testing.TB, cfg C, tweak func(*C), build func(C, *memrooms.Table) (S, error)) (S, *memrooms.Table) {
+	t.Helper()
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	table := memrooms.New()
+	srv, err := build(cfg, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Serve(t, srv.Serve)
+	return srv, table
+}
+
+// Serve runs serve in its own goroutine until the test ends, then cancels
+// its context, waits for it to return and fails the test if it returned an
+// error.
+func Serve(t testing.TB, serve func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+// Eventually polls cond until it holds; it fails the test after a generous
+// bound so that a broken build cannot hang.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
