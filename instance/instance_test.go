@@ -13,14 +13,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/instance"
-	"github.com/foyerlobby/foyer/packet"
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/packet"
 )
 
 // The test binary doubles as the instance: with modeEnv set, TestMain
@@ -432,27 +433,9 @@ func TestStartGameError(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the stderr forwarder and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestMalformedStderrIsForwardedNotParsed(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	p := launch(t, "bad-stderr", zerolog.New(&logs).Level(zerolog.DebugLevel))
 	start(t, p, nil)
 	p.Stop(patience)

@@ -7,12 +7,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/logbuf"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
@@ -557,7 +557,7 @@ func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
 // Drops and refusals reach the log as one summary line per interval,
 // not one line per datagram.
 func TestDropsReportedPeriodically(t *testing.T) {
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cfg := testConfig()
 	cfg.ReportInterval = 50 * time.Millisecond
 	cfg.Log = zerolog.New(&logs)
@@ -590,21 +590,4 @@ func TestDropsReportedPeriodically(t *testing.T) {
 	if short != 100 || noRoom != 1 || lines > 3 {
 		t.Errorf("%v report lines say %v short, %v no_room:\n%s", lines, short, noRoom, logs.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -17,11 +17,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/logbuf"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
@@ -265,22 +265,7 @@ type server struct {
 }
 
 // logBuffer keeps the server's stderr (JSON lines) for the test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ logbuf.Buffer }
 
 // lines returns the JSON log lines whose message is msg.
 func (l *logBuffer) lines(msg string) []map[string]any {
