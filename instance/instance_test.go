@@ -624,6 +624,10 @@ func TestStartProcessHookAndProcessGroup(t *testing.T) {
 	errs := make(chan error)
 	go func() {
 		runtime.LockOSThread()
+		// Exiting while locked would end the thread, and with it (by
+		// their parent-death signal) every instance a parallel test
+		// happened to start from this thread before it was locked.
+		defer runtime.UnlockOSThread()
 		for cmd := range reqs {
 			errs <- cmd.Start()
 		}
