@@ -126,7 +126,13 @@ func vmRSS(b *testing.B, pid int) float64 {
 func BenchmarkIdleRooms(b *testing.B) {
 	const rooms = 200
 	s := benchSupervisor(b, rooms, nil)
-	createN(b, s, rooms)
+	reportIdleCPU(b, s, rooms)
+}
+
+// reportIdleCPU creates n rooms on s, lets them idle, and reports this
+// process's CPU time over 3 s windows in percent of one core.
+func reportIdleCPU(b *testing.B, s *Supervisor, n int) {
+	createN(b, s, n)
 	time.Sleep(time.Second) // let start-up work settle
 	var cpu, wall time.Duration
 	for b.Loop() {
@@ -135,8 +141,8 @@ func BenchmarkIdleRooms(b *testing.B) {
 		cpu += cpuTime(b) - c0
 		wall += time.Since(w0)
 	}
-	if n := len(s.List().Rooms); n != rooms {
-		b.Fatalf("%d rooms left of %d", n, rooms)
+	if got := len(s.List().Rooms); got != n {
+		b.Fatalf("%d rooms left of %d", got, n)
 	}
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")
 }
@@ -158,19 +164,7 @@ func BenchmarkIdleProbedRooms(b *testing.B) {
 	s, _ := newTest(b, "", rooms, func(c *Config) {
 		c.Command, c.Probe = []string{testroomBin, "tee", "{port}", "8"}, "teeworlds"
 	})
-	createN(b, s, rooms)
-	time.Sleep(time.Second) // let start-up work settle
-	var cpu, wall time.Duration
-	for b.Loop() {
-		c0, w0 := cpuTime(b), time.Now()
-		time.Sleep(3 * time.Second)
-		cpu += cpuTime(b) - c0
-		wall += time.Since(w0)
-	}
-	if n := len(s.List().Rooms); n != rooms {
-		b.Fatalf("%d rooms left of %d", n, rooms)
-	}
-	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")
+	reportIdleCPU(b, s, rooms)
 }
 
 // BenchmarkExecCreateDDNet measures Create from request to a DDNet-Server
