@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // A batch reads what is queued on its socket, hands each datagram to the
@@ -77,12 +77,12 @@ func TestInlineJoinOnlyWhenRoomsNeverWaits(t *testing.T) {
 	gated.joinGate = make(chan struct{})
 	for _, c := range []struct {
 		name   string
-		rooms  supervisor.Rooms
+		rooms  room.Table
 		inline bool
 	}{
 		{"never waits", newMemRooms(1), true},
 		{"says it may wait", gated, false},
-		{"says nothing", struct{ supervisor.Rooms }{newMemRooms(1)}, false},
+		{"says nothing", struct{ room.Table }{newMemRooms(1)}, false},
 	} {
 		l := newLobby(testConfig(), c.rooms)
 		if l.inlineJoin != c.inline || (l.jobs == nil) != c.inline {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/loadgen"
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // BenchmarkLobbyVsEcho measures the edge: the lobby runs in this process
@@ -66,7 +66,7 @@ const (
 func benchLobbyVsEcho(b *testing.B, nSources, maxSources int) {
 	rooms := newMemRooms(10)
 	for i := range 10 {
-		rooms.add(supervisor.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Waiting})
+		rooms.add(room.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Waiting})
 	}
 	cfg := testConfig()
 	cfg.Rate, cfg.Burst = math.MaxInt32, math.MaxInt32

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // sent records what the lobby would have written to the socket.
@@ -31,7 +31,7 @@ func (s *sent) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) {
 func FuzzHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rooms := newMemRooms(4)
-		rooms.add(supervisor.Room{ID: 1, MaxPlayers: 4, Port: 30001})
+		rooms.add(room.Room{ID: 1, MaxPlayers: 4, Port: 30001})
 		l := newLobby(testConfig(), rooms)
 		defer l.stop()
 		w := &sent{}

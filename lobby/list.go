@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // listRecheck bounds how stale the cached list can get should a table
@@ -32,7 +32,7 @@ type roomList struct {
 
 // lists keeps the current roomList.
 type lists struct {
-	rooms   supervisor.Rooms
+	rooms   room.Table
 	seen    atomic.Uint64 // newest version announced by Watch
 	current atomic.Pointer[roomList]
 	mu      sync.Mutex // one rebuild at a time
@@ -76,7 +76,7 @@ func (ls *lists) get(now time.Time) *roomList {
 
 // watch records the versions the supervisor announces until its channel
 // closes.
-func (ls *lists) watch(events <-chan supervisor.Event) {
+func (ls *lists) watch(events <-chan room.Event) {
 	for ev := range events {
 		for {
 			old := ls.seen.Load()
@@ -90,10 +90,10 @@ func (ls *lists) watch(events <-chan supervisor.Event) {
 // listed converts the room table to list entries. A datagram holds at
 // most packet.MaxRooms rooms; beyond that the joinable ones come first,
 // because those are the ones a client can do something with.
-func listed(rooms []supervisor.Room) []packet.Room {
+func listed(rooms []room.Room) []packet.Room {
 	if len(rooms) > packet.MaxRooms {
 		rooms = slices.Clone(rooms)
-		slices.SortStableFunc(rooms, func(a, b supervisor.Room) int {
+		slices.SortStableFunc(rooms, func(a, b room.Room) int {
 			return cmp.Compare(rank(a), rank(b))
 		})
 		rooms = rooms[:packet.MaxRooms]
@@ -102,7 +102,7 @@ func listed(rooms []supervisor.Room) []packet.Room {
 	for i, r := range rooms {
 		out[i] = packet.Room{
 			ID:         r.ID,
-			Players:    uint16(min(r.Players+r.Seats, 0xFFFF)),
+			Players:    uint16(min(r.Occupied(), 0xFFFF)),
 			MaxPlayers: uint16(min(r.MaxPlayers, 0xFFFF)),
 			Port:       r.Port,
 			State:      r.State,
@@ -112,8 +112,8 @@ func listed(rooms []supervisor.Room) []packet.Room {
 }
 
 // rank orders joinable rooms before the others.
-func rank(r supervisor.Room) int {
-	if (r.State == packet.Waiting || r.State == packet.Countdown) && r.Players+r.Seats < r.MaxPlayers {
+func rank(r room.Room) int {
+	if r.Joinable() {
 		return 0
 	}
 	return 1

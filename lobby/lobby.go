@@ -1,6 +1,6 @@
 // Package lobby is Foyer's native UDP edge: it answers LIST_ROOMS,
 // CREATE_ROOM and JOIN_ROOM (messages 0x40-0x46, see package packet) in
-// front of a supervisor.Rooms.
+// front of a room.Table.
 //
 // Each listen address has one socket and one goroutine reading it, a
 // batch of datagrams per system call into reused buffers (see batch);
@@ -13,7 +13,7 @@
 //	retry cache         (CREATE, JOIN) a repeat gets the first reply again;
 //	                    LIST changes nothing, so a repeat gets the table now
 //	the request         LIST inline from a cached encoding; JOIN inline
-//	                    when the Rooms never waits (JoinNeverWaiter), else
+//	                    when the Rooms never waits (room.JoinNeverWaiter), else
 //	                    on a small worker pool; CREATE on its own
 //	                    goroutine (bounded)
 //	reflection guard    bytes per /24 or /56 per second, before every send
@@ -46,7 +46,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Config is the [lobby] section of config.toml.
@@ -102,21 +102,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// JoinNeverWaiter is implemented by a supervisor.Rooms whose Join waits for
-// nothing but a short in-memory lock, the one List takes too (the read
-// loop already calls List when the table changes, so it already relies on
-// that lock being short): the in-process supervisor, whose Join only
-// checks and updates its table. The lobby then answers JOIN on the read
-// loop itself, which spares every JOIN two goroutine handoffs (loop to
-// worker, worker back to the socket) and lets its reply leave in the
-// loop's batch. A Rooms that does not implement it, or says false (a
-// supervisor on another host, say), gets its JOINs run on a small worker
-// pool instead, so that a slow answer cannot stall LIST.
-type JoinNeverWaiter interface {
-	// JoinNeverWaits reports whether Join returns without waiting for
-	// I/O, a process or a lock held across either.
-	JoinNeverWaits() bool
-}
 
 // JOIN runs off the read loop, unless the Rooms never waits, so that a
 // supervisor slow to answer cannot stall LIST. The queue absorbs bursts;
@@ -130,7 +115,7 @@ const (
 // Lobby serves the native protocol on its sockets.
 type Lobby struct {
 	cfg     Config
-	rooms   supervisor.Rooms
+	rooms   room.Table
 	log     zerolog.Logger
 	conns   []*net.UDPConn
 	sources *Sources
@@ -163,7 +148,7 @@ type joinJob struct {
 }
 
 // New binds the listen addresses; Serve answers on them.
-func New(cfg Config, rooms supervisor.Rooms) (*Lobby, error) {
+func New(cfg Config, rooms room.Table) (*Lobby, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -188,7 +173,7 @@ func New(cfg Config, rooms supervisor.Rooms) (*Lobby, error) {
 }
 
 // newLobby builds a lobby without sockets.
-func newLobby(cfg Config, rooms supervisor.Rooms) *Lobby {
+func newLobby(cfg Config, rooms room.Table) *Lobby {
 	ctx, stop := context.WithCancel(context.Background())
 	l := &Lobby{
 		cfg:     cfg,
@@ -201,7 +186,7 @@ func newLobby(cfg Config, rooms supervisor.Rooms) *Lobby {
 		ctx:     ctx,
 		stop:    stop,
 	}
-	if w, ok := rooms.(JoinNeverWaiter); ok && w.JoinNeverWaits() {
+	if w, ok := rooms.(room.JoinNeverWaiter); ok && w.JoinNeverWaits() {
 		l.inlineJoin = true
 	} else {
 		l.jobs = make(chan joinJob, joinQueue)
@@ -374,7 +359,7 @@ func (l *Lobby) handle(c, later sender, b []byte, from netip.AddrPort, out []byt
 	case packet.JoinRoom:
 		if m.RoomID == 0 { // never a room: answered without asking anyone
 			l.failed("join", from, 0, errNoRoomZero)
-			out = l.appendAnswer(out, m.Header, supervisor.Room{}, errNoRoomZero)
+			out = l.appendAnswer(out, m.Header, room.Room{}, errNoRoomZero)
 			l.send(c, out, from, now)
 			return out
 		}
@@ -467,7 +452,7 @@ func (l *Lobby) join(j joinJob, now time.Time, buf []byte) []byte {
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries
 // and sends it.
-func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room supervisor.Room, err error, now time.Time, buf []byte) []byte {
+func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room room.Room, err error, now time.Time, buf []byte) []byte {
 	buf = l.appendAnswer(buf, h, room, err)
 	l.retries.finish(key, buf)
 	l.send(c, buf, from, now)
@@ -477,7 +462,7 @@ func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retry
 // appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for room, or
 // JOIN_FAILED when err is set, in the request's framing, sequence and
 // tick.
-func (l *Lobby) appendAnswer(b []byte, req packet.Header, room supervisor.Room, err error) []byte {
+func (l *Lobby) appendAnswer(b []byte, req packet.Header, room room.Room, err error) []byte {
 	h := packet.Header{Framing: req.Framing, Seq: req.Seq, Tick: req.Tick}
 	m := packet.Message{Header: h, RoomID: room.ID, Port: room.Port}
 	switch {
@@ -507,26 +492,10 @@ func (l *Lobby) failed(op string, from netip.AddrPort, room uint32, err error) {
 }
 
 func failureReason(err error) string {
-	for _, r := range []struct {
-		err  error
-		name string
-	}{
-		{errNoRoomZero, "room_0"},
-		{supervisor.ErrNoRoom, "no_room"},
-		{supervisor.ErrFull, "full"},
-		{supervisor.ErrNotJoinable, "not_joinable"},
-		{supervisor.ErrCapacity, "capacity"},
-		{supervisor.ErrNoPorts, "no_ports"},
-		{supervisor.ErrSpawn, "spawn"},
-		{supervisor.ErrClosed, "closed"},
-		{context.Canceled, "canceled"},
-		{context.DeadlineExceeded, "canceled"},
-	} {
-		if errors.Is(err, r.err) {
-			return r.name
-		}
+	if errors.Is(err, errNoRoomZero) {
+		return "room_0"
 	}
-	return "other"
+	return room.Reason(err)
 }
 
 // send writes one reply if the reflection guard lets it through. A reply queued in a read loop's batch is counted when the

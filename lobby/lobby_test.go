@@ -16,7 +16,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // testConfig serves on a free loopback port with the default limits.
@@ -27,7 +27,7 @@ func testConfig() Config {
 }
 
 // start serves rooms until the test ends.
-func start(t testing.TB, cfg Config, rooms supervisor.Rooms) (*Lobby, netip.AddrPort) {
+func start(t testing.TB, cfg Config, rooms room.Table) (*Lobby, netip.AddrPort) {
 	t.Helper()
 	l, err := New(cfg, rooms)
 	if err != nil {
@@ -164,8 +164,8 @@ func TestFlowsBothFramings(t *testing.T) {
 // ROOM_LIST patched to seq 7, bit for bit apart from seq and CRC.
 func TestListPatchedFromCache(t *testing.T) {
 	rooms := newMemRooms(8)
-	rooms.add(supervisor.Room{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: packet.Waiting})
-	rooms.add(supervisor.Room{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: packet.Playing})
+	rooms.add(room.Room{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: packet.Waiting})
+	rooms.add(room.Room{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: packet.Playing})
 	_, addr := start(t, testConfig(), rooms)
 	c := dial(t, "127.0.0.1", addr)
 	golden, _ := hex.DecodeString("0241000000180018000200000001000100047530000000000200040004753102ba7e9222")
@@ -184,7 +184,7 @@ func TestListPatchedFromCache(t *testing.T) {
 		}
 	}
 	// A change of the table shows in the next LIST.
-	rooms.add(supervisor.Room{ID: 3, MaxPlayers: 4, Port: 30002})
+	rooms.add(room.Room{ID: 3, MaxPlayers: 4, Port: 30002})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if m := c.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0); len(m.Rooms) == 3 {
@@ -197,9 +197,9 @@ func TestListPatchedFromCache(t *testing.T) {
 }
 
 func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
-	var rs []supervisor.Room
+	var rs []room.Room
 	for i := range packet.MaxRooms + 100 {
-		r := supervisor.Room{ID: uint32(i + 1), MaxPlayers: 4, State: packet.Playing}
+		r := room.Room{ID: uint32(i + 1), MaxPlayers: 4, State: packet.Playing}
 		if i%50 == 0 {
 			r.State = packet.Waiting
 		}
@@ -312,7 +312,7 @@ func TestCreateRateLimit(t *testing.T) {
 // get the same reply; LIST and JOIN are answered meanwhile.
 func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
 	rooms := newMemRooms(8)
-	rooms.add(supervisor.Room{ID: 50, MaxPlayers: 4, Port: 30050})
+	rooms.add(room.Room{ID: 50, MaxPlayers: 4, Port: 30050})
 	rooms.gate = make(chan struct{})
 	l, addr := start(t, testConfig(), rooms)
 	c := dial(t, "127.0.0.1", addr)
@@ -345,7 +345,7 @@ func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
 
 func TestJoinRetryRunsOnce(t *testing.T) {
 	rooms := newMemRooms(8)
-	rooms.add(supervisor.Room{ID: 5, MaxPlayers: 4, Port: 30005})
+	rooms.add(room.Room{ID: 5, MaxPlayers: 4, Port: 30005})
 	_, addr := start(t, testConfig(), rooms)
 	c := dial(t, "127.0.0.1", addr)
 	for range 3 {
@@ -396,7 +396,7 @@ func TestCreateFailureIsJoinFailed(t *testing.T) {
 func TestReflectionGuard(t *testing.T) {
 	rooms := newMemRooms(8)
 	for i := range 4000 { // a ~52 KB list
-		rooms.add(supervisor.Room{ID: uint32(i + 1), MaxPlayers: 4})
+		rooms.add(room.Room{ID: uint32(i + 1), MaxPlayers: 4})
 	}
 	cfg := testConfig()
 	cfg.ReflectionLimit = 1024 // the bucket still holds one full datagram
@@ -533,7 +533,7 @@ func TestWildcardsBindOneFamilyEach(t *testing.T) {
 // loop: JOINs queue, then are dropped and counted.
 func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
 	rooms := newMemRooms(1)
-	rooms.add(supervisor.Room{ID: 1, MaxPlayers: 4})
+	rooms.add(room.Room{ID: 1, MaxPlayers: 4})
 	rooms.joinGate = make(chan struct{})
 	cfg := testConfig()
 	cfg.Rate, cfg.Burst = 1e6, 1e6

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -29,8 +30,8 @@ func Example() {
 	}()
 
 	creator := netip.MustParseAddrPort("127.0.0.1:40000")
-	room, err := s.Create(context.Background(), creator)
-	if errors.Is(err, supervisor.ErrCapacity) {
+	r, err := s.Create(context.Background(), creator)
+	if errors.Is(err, room.ErrCapacity) {
 		fmt.Println("busy:", err)
 		return
 	}
@@ -38,10 +39,10 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("play on port", room.Port)
+	fmt.Println("play on port", r.Port)
 
 	friend := netip.MustParseAddrPort("127.0.0.1:40001")
-	if _, err := s.Join(context.Background(), room.ID, friend); err != nil {
+	if _, err := s.Join(context.Background(), r.ID, friend); err != nil {
 		fmt.Println("join:", err)
 	}
 }
@@ -61,12 +62,12 @@ func Example_execDriver() {
 		return
 	}
 	defer s.Shutdown(context.Background())
-	room, err := s.Create(context.Background(), netip.MustParseAddrPort("127.0.0.1:40000"))
+	r, err := s.Create(context.Background(), netip.MustParseAddrPort("127.0.0.1:40000"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("play on port", room.Port)
+	fmt.Println("play on port", r.Port)
 }
 
 // An edge that hears of rooms running elsewhere registers them; they are
@@ -78,7 +79,7 @@ func ExampleSupervisor_Register() {
 		return
 	}
 	defer s.Shutdown(context.Background())
-	r, err := s.Register("udp 192.0.2.7:8190", supervisor.Listing{
+	r, err := s.Register("udp 192.0.2.7:8190", room.Listing{
 		Addr: netip.MustParseAddrPort("192.0.2.7:8190"), Players: 1, MaxPlayers: 8, Name: "tee room",
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // ddnetServer is the DDNet server binary; the tests that need it fail
@@ -91,10 +92,10 @@ func askInfo(t *testing.T, port uint16) teeinfo.Info {
 }
 
 // reapedEvent waits for the reaping of room id.
-func reapedEvent(t *testing.T, events <-chan Event, id uint32) Event {
+func reapedEvent(t *testing.T, events <-chan room.Event, id uint32) room.Event {
 	t.Helper()
 	for {
-		if ev := nextEvent(t, events); ev.Kind == RoomReaped && ev.Room.ID == id {
+		if ev := nextEvent(t, events); ev.Kind == room.Reaped && ev.Room.ID == id {
 			return ev
 		}
 	}
@@ -118,7 +119,7 @@ func homeOf(t *testing.T, pid int) string {
 
 // watchAndCreate watches s for the rest of the test and creates one
 // room in it.
-func watchAndCreate(t *testing.T, s *Supervisor) (<-chan Event, Room) {
+func watchAndCreate(t *testing.T, s *Supervisor) (<-chan room.Event, room.Room) {
 	t.Helper()
 	events := s.Watch(t.Context())
 	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
@@ -147,7 +148,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 		r.Name != name || r.Map != "Tutorial" || r.Game == "" || r.PID <= 0 || r.Port < s.cfg.FirstPort || r.Port > s.cfg.LastPort {
 		t.Fatalf("created %+v", r)
 	}
-	if ev := nextEvent(t, events); ev.Kind != RoomCreated || ev.Room.ID != r.ID {
+	if ev := nextEvent(t, events); ev.Kind != room.Created || ev.Room.ID != r.ID {
 		t.Fatalf("event %+v", ev)
 	}
 	// The server is the one on the room's port, as the room says.
@@ -245,7 +246,7 @@ func TestExecProbeNone(t *testing.T) {
 	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat of two: %v", err)
 	}
 	// Without status there is no health to miss: the room outlives many
@@ -281,7 +282,7 @@ func TestExecSpawnFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, _ := newExec(t, tc.argv, tc.probe, func(c *Config) { c.SpawnTimeout = 500 * time.Millisecond })
 			_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-			if !errors.Is(err, ErrSpawn) {
+			if !errors.Is(err, room.ErrSpawn) {
 				t.Fatalf("create: %v", err)
 			}
 			st := s.Stats()
@@ -327,9 +328,9 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 	// Ten players arrive (their list spans several reply datagrams): the
 	// three seats are taken to be three of them.
 	send(t, loopback, r.Port, "players 10")
-	var changed Room
+	var changed room.Room
 	for changed.Players != 10 {
-		if ev := nextEvent(t, events); ev.Kind == RoomChanged && ev.Room.ID == r.ID {
+		if ev := nextEvent(t, events); ev.Kind == room.Changed && ev.Room.ID == r.ID {
 			changed = ev.Room
 		}
 	}
@@ -341,7 +342,7 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 			t.Fatalf("join: %+v %v", j, err)
 		}
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// Players leaving turn no seat into anything.
@@ -360,7 +361,7 @@ func TestSetInfoBoundsCounts(t *testing.T) {
 		{-5, -1, 0, 0},
 		{1 << 20, 1 << 31, 65535, 65535},
 	} {
-		var row Room
+		var row room.Room
 		setInfo(&row, teeinfo.Info{NumClients: tc.clients, MaxClients: tc.max, Name: "n", Flags: teeinfo.FlagPassword})
 		if row.Players != tc.wantPlayers || row.MaxPlayers != tc.wantMax || !row.Password || row.Name != "n" || row.State != packet.Waiting {
 			t.Errorf("clients %d of %d: %+v", tc.clients, tc.max, row)

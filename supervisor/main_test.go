@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/room"
 )
 
 // testroomBin is the instance binary the tests launch, built by TestMain
@@ -212,7 +214,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // nextEvent returns the next event, failing after a generous bound.
-func nextEvent(t testing.TB, events <-chan Event) Event {
+func nextEvent(t testing.TB, events <-chan room.Event) room.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-events:
@@ -223,17 +225,17 @@ func nextEvent(t testing.TB, events <-chan Event) Event {
 	case <-time.After(20 * time.Second):
 	}
 	t.Fatal("timed out waiting for an event")
-	return Event{}
+	return room.Event{}
 }
 
 // listed returns the listed row of id.
-func listed(s *Supervisor, id uint32) (Room, bool) {
+func listed(s *Supervisor, id uint32) (room.Room, bool) {
 	for _, r := range s.List().Rooms {
 		if r.ID == id {
 			return r, true
 		}
 	}
-	return Room{}, false
+	return room.Room{}, false
 }
 
 // send sends one command datagram to a room from a loopback socket bound

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
 // probeInterval is how often every probed server is asked for its info.
@@ -45,7 +46,7 @@ type prober struct {
 type probeTarget struct {
 	port  uint16
 	id    uint32 // the room's, to find it in the table
-	room  *room
+	room  *record
 	token int        // the round's reply token; -1 once answered
 	addr  netip.Addr // the address that answered, asked alone from then on
 	asm   teeinfo.Assembler
@@ -123,7 +124,7 @@ func (p *prober) run(done <-chan struct{}, wg *sync.WaitGroup) {
 }
 
 // add starts probing the server of room r, id, on port.
-func (p *prober) add(port uint16, id uint32, r *room) *probeTarget {
+func (p *prober) add(port uint16, id uint32, r *record) *probeTarget {
 	t := &probeTarget{port: port, id: id, room: r, ready: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/room"
 )
 
 // createN creates n rooms in parallel.
-func createN(t testing.TB, s *Supervisor, n int) []Room {
+func createN(t testing.TB, s *Supervisor, n int) []room.Room {
 	t.Helper()
-	rooms := make([]Room, n)
+	rooms := make([]room.Room, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -36,7 +38,7 @@ func createN(t testing.TB, s *Supervisor, n int) []Room {
 
 // killAndAwaitReap kill -9s the rooms and waits until each is reaped as a
 // crash by SIGKILL.
-func killAndAwaitReap(t testing.TB, s *Supervisor, events <-chan Event, victims []Room) {
+func killAndAwaitReap(t testing.TB, s *Supervisor, events <-chan room.Event, victims []room.Room) {
 	t.Helper()
 	want := make(map[uint32]bool)
 	for _, r := range victims {
@@ -49,7 +51,7 @@ func killAndAwaitReap(t testing.TB, s *Supervisor, events <-chan Event, victims 
 	for len(want) > 0 {
 		select {
 		case ev := <-events:
-			if ev.Kind != RoomReaped || !want[ev.Room.ID] {
+			if ev.Kind != room.Reaped || !want[ev.Room.ID] {
 				continue
 			}
 			if ev.Cause != "crashed" || ev.Signal != "SIGKILL" || ev.ExitCode != -1 {
@@ -152,7 +154,7 @@ func TestKillReapReuse(t *testing.T) {
 	}
 }
 
-func ports(rooms []Room) []uint16 {
+func ports(rooms []room.Room) []uint16 {
 	var p []uint16
 	for _, r := range rooms {
 		p = append(p, r.Port)
@@ -235,14 +237,14 @@ func TestBrokenInstancesFailTheSpawn(t *testing.T) {
 				// While the spawn hangs, the table answers.
 				eventually(t, "the spawn to start", func() bool { return s.Stats().Spawning == 1 })
 				s.List()
-				if _, err := s.Join(context.Background(), 1, ep("127.0.0.1:6001")); !errors.Is(err, ErrNoRoom) {
+				if _, err := s.Join(context.Background(), 1, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoRoom) {
 					t.Fatalf("join during a spawn: %v", err)
 				}
 				if s.Stats().Spawning != 1 {
 					t.Fatal("the table waited for the spawn")
 				}
 			}
-			if err := <-created; !errors.Is(err, ErrSpawn) {
+			if err := <-created; !errors.Is(err, room.ErrSpawn) {
 				t.Fatalf("create: %v", err)
 			}
 			if !sink.has("spawn failed") {
@@ -277,7 +279,7 @@ func TestHangingStopIsKilled(t *testing.T) {
 	}
 	for {
 		ev := nextEvent(t, events)
-		if ev.Kind == RoomReaped {
+		if ev.Kind == room.Reaped {
 			if ev.Cause != "stopped" || ev.Signal != "SIGKILL" {
 				t.Fatalf("reaped %+v", ev)
 			}

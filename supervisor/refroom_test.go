@@ -11,6 +11,7 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // player is a reference-room client on a real UDP socket, bound before
@@ -86,7 +87,7 @@ func TestReferenceRoomThroughTheSupervisor(t *testing.T) {
 	if _, err := s.Join(ctx, r.ID, bob.endpoint()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:1")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:1")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat in a two-player room: %v", err)
 	}
 	alice.room = net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))
@@ -122,7 +123,7 @@ func TestReferenceRoomThroughTheSupervisor(t *testing.T) {
 		if ev.Room.ID != r.ID {
 			continue
 		}
-		if ev.Kind == RoomReaped {
+		if ev.Kind == room.Reaped {
 			if ev.Cause != "finished" || ev.ExitCode != 0 || ev.Signal != "" {
 				t.Fatalf("reaped %+v", ev)
 			}

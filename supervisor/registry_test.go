@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // listing is a registration of a room at addr.
-func listing(addr string, players, max int) Listing {
-	return Listing{Addr: netip.MustParseAddrPort(addr), Players: players, MaxPlayers: max, Name: "tee room", Game: "ctf", Map: "ctf5"}
+func listing(addr string, players, max int) room.Listing {
+	return room.Listing{Addr: netip.MustParseAddrPort(addr), Players: players, MaxPlayers: max, Name: "tee room", Game: "ctf", Map: "ctf5"}
 }
 
 func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
@@ -27,14 +28,14 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Room{
+	want := room.Room{
 		ID: r.ID, Port: 8190, State: packet.Waiting, Players: 1, MaxPlayers: 8, StartedAt: r.StartedAt,
 		Source: "gg2", Name: "tee room", Game: "ctf", Map: "ctf5", Host: netip.MustParseAddr("127.0.0.2"), Password: true,
 	}
 	if r != want || r.ID == 0 || r.StartedAt.IsZero() {
 		t.Fatalf("registered %+v, want %+v", r, want)
 	}
-	if ev := nextEvent(t, events); ev.Kind != RoomCreated || ev.Room != r {
+	if ev := nextEvent(t, events); ev.Kind != room.Created || ev.Room != r {
 		t.Fatalf("event %+v", ev)
 	}
 	if got, ok := listed(s, r.ID); !ok || got != r {
@@ -56,7 +57,7 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	if err != nil || up.ID != r.ID || up.Map != "ctf2" || up.Players != 2 || s.List().Version == v {
 		t.Fatalf("updated %+v %v (version %d, was %d)", up, err, s.List().Version, v)
 	}
-	if ev := nextEvent(t, events); ev.Kind != RoomChanged || ev.Room != up {
+	if ev := nextEvent(t, events); ev.Kind != room.Changed || ev.Room != up {
 		t.Fatalf("event %+v", ev)
 	}
 
@@ -74,7 +75,7 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	if c.ID <= b.ID || b.ID <= r.ID {
 		t.Fatalf("ids %d, %d, %d not from one increasing counter", r.ID, b.ID, c.ID)
 	}
-	if _, err := s.Create(context.Background(), ep("127.0.0.1:5001")); !errors.Is(err, ErrCapacity) {
+	if _, err := s.Create(context.Background(), ep("127.0.0.1:5001")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("second create with MaxInstances 1: %v", err)
 	}
 	if st := s.Stats(); st.Rooms != 3 || st.Registered != 2 || st.PortsInUse != 1 {
@@ -85,13 +86,13 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	s.Unregister("udp 127.0.0.2:8190")
 	s.Unregister("udp 127.0.0.2:8190") // twice is harmless
 	s.Unregister("never registered")
-	if ev := nextEvent(t, events); ev.Kind != RoomReaped || ev.Room.ID != r.ID || ev.Cause != "unregistered" {
+	if ev := nextEvent(t, events); ev.Kind != room.Reaped || ev.Room.ID != r.ID || ev.Cause != "unregistered" {
 		t.Fatalf("event %+v", ev)
 	}
 	if _, ok := listed(s, r.ID); ok {
 		t.Fatal("unregistered room listed")
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, ErrNoRoom) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrNoRoom) {
 		t.Fatalf("join of unregistered room: %v", err)
 	}
 	if n := s.Stats().Reaped["unregistered"]; n != 1 {
@@ -120,7 +121,7 @@ func TestRegisteredSeats(t *testing.T) {
 	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 2 {
 		t.Fatalf("join: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// A registration reporting one more player takes the oldest seat to
@@ -132,7 +133,7 @@ func TestRegisteredSeats(t *testing.T) {
 	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 1 {
 		t.Fatalf("second joiner again: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("first joiner again in a full room: %v", err)
 	}
 	// Fewer players turn no seat into anything; unclaimed seats expire.
@@ -147,13 +148,13 @@ func TestRegisteredSeats(t *testing.T) {
 
 func TestRegisterRefusesAndShutdownClears(t *testing.T) {
 	s, _ := newTest(t, "game", 1, nil)
-	for _, l := range []Listing{
+	for _, l := range []room.Listing{
 		{},
 		{Addr: netip.MustParseAddrPort("127.0.0.2:0"), MaxPlayers: 4},
 		{Addr: netip.MustParseAddrPort("127.0.0.2:1"), Players: -1, MaxPlayers: 4},
 		{Addr: netip.MustParseAddrPort("127.0.0.2:1"), MaxPlayers: 1 << 16},
 	} {
-		if _, err := s.Register("k", l); !errors.Is(err, ErrListing) {
+		if _, err := s.Register("k", l); !errors.Is(err, room.ErrListing) {
 			t.Errorf("Register(%+v): %v", l, err)
 		}
 	}
@@ -171,13 +172,13 @@ func TestRegisterRefusesAndShutdownClears(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, events); ev.Kind != RoomReaped || ev.Room.ID != r.ID || ev.Cause != "stopped" {
+	if ev := nextEvent(t, events); ev.Kind != room.Reaped || ev.Room.ID != r.ID || ev.Cause != "stopped" {
 		t.Fatalf("event %+v", ev)
 	}
 	if n := len(s.List().Rooms); n != 0 {
 		t.Fatalf("%d rooms after Shutdown", n)
 	}
-	if _, err := s.Register("k", listing("127.0.0.2:8190", 0, 4)); !errors.Is(err, ErrClosed) {
+	if _, err := s.Register("k", listing("127.0.0.2:8190", 0, 4)); !errors.Is(err, room.ErrClosed) {
 		t.Fatalf("Register after Shutdown: %v", err)
 	}
 	s.Unregister("k") // the edge may still unregister: harmless

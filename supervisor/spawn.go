@@ -12,6 +12,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // maxPortAttempts bounds how many ports one create tries when instances
@@ -66,8 +67,8 @@ func commandLine(cfg Config) ([]string, error) {
 
 // spawn starts one instance on a free port and waits until its game is
 // ready. A port the instance cannot bind is quarantined and another is
-// tried, invisibly to the caller. Errors wrap ErrNoPorts or ErrSpawn.
-func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
+// tried, invisibly to the caller. Errors wrap room.ErrNoPorts or room.ErrSpawn.
+func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SpawnTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Shutdown aborts spawns in flight
@@ -104,10 +105,10 @@ func (s *Supervisor) spawn(ctx context.Context) (*room, error) {
 		err = p.Start(ctx, instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind})
 		if err == nil {
 			now := time.Now()
-			return &room{
-				row: Room{
+			return &record{
+				row: room.Room{
 					ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
-					StartedAt: now, Source: "instance",
+					StartedAt: now, Source: room.Instance,
 				},
 				proc:       p,
 				status:     p.Status(),
@@ -142,8 +143,8 @@ const noProbeSettle = 200 * time.Millisecond
 // (probe "teeworlds"), or still running after noProbeSettle (probe
 // "none"). A server that exits first fails the create; unlike a go-plugin
 // instance it cannot report its port taken, so it is not retried on
-// another port. Errors wrap ErrNoPorts or ErrSpawn.
-func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*room, error) {
+// another port. Errors wrap room.ErrNoPorts or room.ErrSpawn.
+func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*record, error) {
 	port, err := s.acquirePort()
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, err)
@@ -156,12 +157,12 @@ func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*r
 	p, err := startExec(argv, s.log.With().Uint32("id", id).Logger())
 	if err != nil {
 		s.releasePort(port)
-		return nil, s.spawnFailed(id, port, 1, fmt.Errorf("%w: %v", ErrSpawn, err))
+		return nil, s.spawnFailed(id, port, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
 	}
-	r := &room{
-		row: Room{
+	r := &record{
+		row: room.Room{
 			ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
-			State: packet.Waiting, Source: "exec",
+			State: packet.Waiting, Source: room.Exec,
 		},
 		proc: p,
 	}
@@ -180,7 +181,7 @@ func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*r
 }
 
 // awaitExec waits until the exec'd server r is ready, as spawnExec says.
-func (s *Supervisor) awaitExec(ctx context.Context, r *room, p *execProcess) error {
+func (s *Supervisor) awaitExec(ctx context.Context, r *record, p *execProcess) error {
 	var ready <-chan struct{}          // probe "teeworlds": the first reply
 	var poll, settled <-chan time.Time // its polls; probe "none": the settle time
 	if s.cfg.Probe == "teeworlds" {
@@ -214,16 +215,16 @@ func (s *Supervisor) awaitExec(ctx context.Context, r *room, p *execProcess) err
 	}
 }
 
-// spawnError says why a spawn failed, wrapping ErrSpawn, or ErrClosed when
+// spawnError says why a spawn failed, wrapping room.ErrSpawn, or room.ErrClosed when
 // Shutdown interrupted it.
 func (s *Supervisor) spawnError(ctx context.Context, err error) error {
 	switch {
 	case s.ctx.Err() != nil:
-		return ErrClosed
+		return room.ErrClosed
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: not ready within %v: %v", ErrSpawn, s.cfg.SpawnTimeout, err)
+		return fmt.Errorf("%w: not ready within %v: %v", room.ErrSpawn, s.cfg.SpawnTimeout, err)
 	default:
-		return fmt.Errorf("%w: %v", ErrSpawn, err)
+		return fmt.Errorf("%w: %v", room.ErrSpawn, err)
 	}
 }
 
@@ -237,7 +238,7 @@ func (s *Supervisor) acquirePort() (uint16, error) {
 		if !ok {
 			_, cooling, quarantined, inUse := s.ports.counts(now)
 			s.mu.Unlock()
-			return 0, fmt.Errorf("%w: %d in use, %d cooling down, %d quarantined", ErrNoPorts, inUse, cooling, quarantined)
+			return 0, fmt.Errorf("%w: %d in use, %d cooling down, %d quarantined", room.ErrNoPorts, inUse, cooling, quarantined)
 		}
 		s.mu.Unlock()
 		if portFree(port) {
@@ -265,7 +266,7 @@ func (s *Supervisor) spawnFailed(id uint32, port uint16, attempt int, err error)
 	s.mu.Lock()
 	s.stats.SpawnFailures++
 	s.mu.Unlock()
-	if !errors.Is(err, ErrClosed) {
+	if !errors.Is(err, room.ErrClosed) {
 		s.log.Error().Uint32("id", id).Uint16("port", port).Int("attempt", attempt).Err(err).Msg("spawn failed")
 	}
 	return err

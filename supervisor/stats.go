@@ -1,6 +1,10 @@
 package supervisor
 
-import "time"
+import (
+	"time"
+
+	"github.com/foyerlobby/foyer/room"
+)
 
 // SpawnBuckets are the upper bounds of the spawn-latency histogram.
 var SpawnBuckets = []time.Duration{
@@ -30,25 +34,25 @@ type Stats struct {
 	Version uint64 // the table version
 	Rooms   int    // listed rooms, including ones being stopped and registered ones
 	// Registered is how many of Rooms were registered by an edge
-	// (Registry) rather than spawned here.
+	// (room.Registry) rather than spawned here.
 	Registered int
 	Warm       int // ready instances not handed out
 	Spawning   int // spawns in flight
 
 	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
 
-	Created       uint64            // rooms handed out, warm or cold
-	WarmHits      uint64            // creates answered from the warm pool
-	SpawnFailures uint64            // spawns that produced no instance
-	Quarantines   uint64            // ports quarantined
-	Reaped        map[string]uint64 // exits by cause (see Event.Cause)
-	WatchDrops    uint64            // events a slow watcher missed
-	SpawnLatency  Histogram         // launch to ready, successful spawns
+	Created       uint64                // rooms handed out, warm or cold
+	WarmHits      uint64                // creates answered from the warm pool
+	SpawnFailures uint64                // spawns that produced no instance
+	Quarantines   uint64                // ports quarantined
+	Reaped        map[room.Cause]uint64 // exits by cause (see room.Cause)
+	WatchDrops    uint64                // events a slow watcher missed
+	SpawnLatency  Histogram             // launch to ready, successful spawns
 }
 
 func newStats() Stats {
 	return Stats{
-		Reaped:       make(map[string]uint64),
+		Reaped:       make(map[room.Cause]uint64),
 		SpawnLatency: Histogram{Counts: make([]uint64, len(SpawnBuckets)+1)},
 	}
 }

@@ -7,7 +7,7 @@
 // driver (Config.Probe) runs game servers that know nothing of Foyer as
 // plain processes with the same hygiene, learning their status by asking
 // for their Teeworlds server info, or not at all. Rooms registered by an
-// edge (Registry) run elsewhere and have no process.
+// edge (room.Registry) run elsewhere and have no process.
 //
 // One mutex guards the table, the port pool and the counters; nothing
 // blocking (spawning, stopping, waiting for exits) happens under it, so a
@@ -19,6 +19,7 @@ package supervisor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -27,17 +28,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
-	"github.com/rs/zerolog"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // watchBuffer is how many events a watcher may fall behind before it
 // misses some.
 const watchBuffer = 256
 
-// Supervisor spawns, tracks and reaps room instances. It implements Rooms.
+// Supervisor spawns, tracks and reaps room instances. It implements room.Table.
 type Supervisor struct {
 	cfg  Config
 	log  zerolog.Logger
@@ -50,14 +53,14 @@ type Supervisor struct {
 
 	mu         sync.Mutex
 	closed     bool
-	live       map[uint32]*room // every room: listed, warm, dying, registered
-	registered map[string]*room // registered rooms by key; also in live
-	warm       []*room          // ready and not handed out, oldest first
-	spawning   int              // spawns in flight, counted against MaxInstances
+	live       map[uint32]*record // every room: listed, warm, dying, registered
+	registered map[string]*record // registered rooms by key; also in live
+	warm       []*record          // ready and not handed out, oldest first
+	spawning   int                // spawns in flight, counted against MaxInstances
 	version    uint64
-	snap       Snapshot
+	snap       room.Snapshot
 	snapOK     bool
-	watchers   map[chan Event]struct{}
+	watchers   map[chan room.Event]struct{}
 	ports      *portPool
 	ids        *roomIDs
 	stats      Stats
@@ -67,8 +70,8 @@ type Supervisor struct {
 // room is the supervisor's record of one room; all fields are guarded by
 // Supervisor.mu. A spawned room has a process; a registered room has a
 // key and nothing else.
-type room struct {
-	row    Room
+type record struct {
+	row    room.Room
 	proc   process                // nil for registered rooms
 	status <-chan instance.Status // go-plugin instances: pushed status
 	probe  *probeTarget           // exec rooms with probe "teeworlds"
@@ -80,10 +83,15 @@ type room struct {
 	lastStatus time.Time
 	watched    bool
 	spawnTime  time.Duration
-	cause      string // why it is being stopped; "" while healthy
+	cause      room.Cause // why it is being stopped; "" while healthy
 }
 
-var _ Rooms = (*Supervisor)(nil)
+// The edges answer JOIN on their read loops only for a table whose Join
+// never waits; the supervisor's does not.
+var (
+	_ room.Table           = (*Supervisor)(nil)
+	_ room.JoinNeverWaiter = (*Supervisor)(nil)
+)
 
 // New validates cfg, fills its zero fields from Defaults and starts the
 // supervisor's background loops (and the warm pool, if configured).
@@ -105,9 +113,9 @@ func New(cfg Config) (*Supervisor, error) {
 		log:        cfg.Log,
 		argv:       argv,
 		refill:     make(chan struct{}, 1),
-		live:       make(map[uint32]*room),
-		registered: make(map[string]*room),
-		watchers:   make(map[chan Event]struct{}),
+		live:       make(map[uint32]*record),
+		registered: make(map[string]*record),
+		watchers:   make(map[chan room.Event]struct{}),
 		ports:      newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
 		ids:        ids,
 		stats:      newStats(),
@@ -133,18 +141,18 @@ func New(cfg Config) (*Supervisor, error) {
 
 // List returns the room table. The Rooms slice is shared by every caller
 // holding this version and must not be modified.
-func (s *Supervisor) List() Snapshot {
+func (s *Supervisor) List() room.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.snapOK {
-		rooms := make([]Room, 0, len(s.live))
+		rooms := make([]room.Room, 0, len(s.live))
 		for _, r := range s.live {
 			if r.listed {
 				rooms = append(rooms, r.view())
 			}
 		}
-		slices.SortFunc(rooms, func(a, b Room) int { return cmp.Compare(a.ID, b.ID) })
-		s.snap = Snapshot{Version: s.version, Rooms: rooms}
+		slices.SortFunc(rooms, func(a, b room.Room) int { return cmp.Compare(a.ID, b.ID) })
+		s.snap = room.Snapshot{Version: s.version, Rooms: rooms}
 		s.snapOK = true
 	}
 	return s.snap
@@ -153,8 +161,8 @@ func (s *Supervisor) List() Snapshot {
 // Watch delivers table changes until ctx is done, then closes the channel.
 // A watcher that falls watchBuffer events behind misses events (counted in
 // Stats.WatchDrops); it can catch up with List.
-func (s *Supervisor) Watch(ctx context.Context) <-chan Event {
-	ch := make(chan Event, watchBuffer)
+func (s *Supervisor) Watch(ctx context.Context) <-chan room.Event {
+	ch := make(chan room.Event, watchBuffer)
 	s.mu.Lock()
 	s.watchers[ch] = struct{}{}
 	s.mu.Unlock()
@@ -168,28 +176,28 @@ func (s *Supervisor) Watch(ctx context.Context) <-chan Event {
 }
 
 // Create starts a room, from the warm pool when one is ready, and holds a
-// seat in it for creator. Errors wrap ErrClosed, ErrCapacity, ErrNoPorts or
-// ErrSpawn.
-func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (Room, error) {
+// seat in it for creator. Errors wrap room.ErrClosed, room.ErrCapacity, room.ErrNoPorts or
+// room.ErrSpawn.
+func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return Room{}, ErrClosed
+		return room.Room{}, room.ErrClosed
 	}
-	if i := slices.IndexFunc(s.warm, func(r *room) bool { return r.cause == "" }); i >= 0 {
+	if i := slices.IndexFunc(s.warm, func(r *record) bool { return r.cause == "" }); i >= 0 {
 		r := s.warm[i] // the ones before it are on their way out
 		s.warm = slices.Delete(s.warm, i, i+1)
 		s.stats.WarmHits++
 		row := s.publish(r, creator)
 		s.mu.Unlock()
 		s.wakeWarm()
-		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", row.Source).
+		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 			Bool("warm", true).Msg("room created")
 		return row, nil
 	}
 	if n := s.processes() + s.spawning; n >= s.cfg.MaxInstances {
 		s.mu.Unlock()
-		return Room{}, fmt.Errorf("%w: %d of %d instances running or starting", ErrCapacity, n, s.cfg.MaxInstances)
+		return room.Room{}, fmt.Errorf("%w: %d of %d instances running or starting", room.ErrCapacity, n, s.cfg.MaxInstances)
 	}
 	s.spawning++
 	s.wg.Add(1)
@@ -197,9 +205,9 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (Room, 
 
 	r, row, err := s.spawnAndRegister(ctx, &creator)
 	if err != nil {
-		return Room{}, err
+		return room.Room{}, err
 	}
-	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", row.Source).
+	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
 	return row, nil
 }
@@ -208,17 +216,17 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (Room, 
 // (spawning and wg incremented) and enters it in live with its tracker,
 // which inherits the wg count: published with a seat for creator, or into
 // the warm pool when creator is nil. Under a concurrent Shutdown the new
-// instance is stopped and ErrClosed returned.
-func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPort) (*room, Room, error) {
+// instance is stopped and room.ErrClosed returned.
+func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPort) (*record, room.Room, error) {
 	r, err := s.spawn(ctx)
-	var row Room
+	var row room.Room
 	s.mu.Lock()
 	s.spawning--
 	if err == nil {
 		s.stats.SpawnLatency.observe(r.spawnTime)
 		if s.closed {
-			err = ErrClosed
-			r.cause = "stopped"
+			err = room.ErrClosed
+			r.cause = room.Stopped
 			r.proc.Kill() // Shutdown did not see it; it must not outlive the wait
 		}
 		s.live[r.row.ID] = r // the tracker reaps it in every case
@@ -235,18 +243,18 @@ func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPo
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return nil, Room{}, err
+		return nil, room.Room{}, err
 	}
 	return r, row, nil
 }
 
 // publish lists r in the table with a seat for creator. s.mu is held.
-func (s *Supervisor) publish(r *room, creator netip.AddrPort) Room {
+func (s *Supervisor) publish(r *record, creator netip.AddrPort) room.Room {
 	r.listed = true
 	r.seats = map[netip.AddrPort]time.Time{creator: time.Now().Add(s.cfg.SeatTTL)}
 	s.stats.Created++
 	row := r.view()
-	s.emit(Event{Kind: RoomCreated, Room: row})
+	s.emit(room.Event{Kind: room.Created, Room: row})
 	return row
 }
 
@@ -256,34 +264,37 @@ func (s *Supervisor) publish(r *room, creator netip.AddrPort) Room {
 func (s *Supervisor) JoinNeverWaits() bool { return true }
 
 // Join holds a seat in room id for player. It succeeds only for a listed
-// room that is Waiting or Counting down with a free place (connected
-// players plus held seats below the maximum); a player already holding a
-// seat there keeps it, refreshed, and takes no second one.
-func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort) (Room, error) {
+// room that is joinable (room.Room.JoinError); a player already holding a
+// seat there keeps it, refreshed, and takes no second one, even in a room
+// that is full.
+func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort) (room.Room, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return Room{}, ErrClosed
+		return room.Room{}, room.ErrClosed
 	}
 	r := s.live[id]
 	if id == 0 || r == nil || !r.listed {
-		return Room{}, fmt.Errorf("%w: %d", ErrNoRoom, id)
+		return room.Room{}, fmt.Errorf("%w: %d", room.ErrNoRoom, id)
 	}
-	if r.cause != "" || (r.row.State != packet.Waiting && r.row.State != packet.Countdown) {
-		return Room{}, fmt.Errorf("%w: room %d is %v", ErrNotJoinable, id, r.row.State)
+	if r.cause != "" {
+		return room.Room{}, fmt.Errorf("%w: room %d is stopping", room.ErrNotJoinable, id)
+	}
+	err := r.view().JoinError()
+	if errors.Is(err, room.ErrNotJoinable) {
+		return room.Room{}, err
 	}
 	expiry := time.Now().Add(s.cfg.SeatTTL)
 	if _, ok := r.seats[player]; ok {
 		r.seats[player] = expiry
 		return r.view(), nil
 	}
-	if r.row.Players+len(r.seats) >= r.row.MaxPlayers {
-		return Room{}, fmt.Errorf("%w: room %d has %d players and %d seats held of %d",
-			ErrFull, id, r.row.Players, len(r.seats), r.row.MaxPlayers)
+	if err != nil {
+		return room.Room{}, err
 	}
 	r.seats[player] = expiry
 	row := r.view()
-	s.emit(Event{Kind: RoomChanged, Room: row})
+	s.emit(room.Event{Kind: room.Changed, Room: row})
 	// One line per seat newly held: bounded by the rooms' sizes, whatever
 	// the JOIN traffic (a repeated JOIN holds no new seat).
 	s.log.Info().Uint32("id", id).Stringer("player", player).Int("players", row.Players).
@@ -296,7 +307,7 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort)
 func (s *Supervisor) processes() int { return len(s.live) - len(s.registered) }
 
 // view is r's table row. s.mu is held.
-func (r *room) view() Room {
+func (r *record) view() room.Room {
 	row := r.row
 	row.Seats = len(r.seats)
 	return row
@@ -304,7 +315,7 @@ func (r *room) view() Room {
 
 // emit records a change of the table and hands it to every watcher that
 // keeps up. s.mu is held.
-func (s *Supervisor) emit(ev Event) {
+func (s *Supervisor) emit(ev room.Event) {
 	s.version++
 	s.snapOK = false
 	ev.Version = s.version
@@ -319,7 +330,7 @@ func (s *Supervisor) emit(ev Event) {
 
 // track follows one instance from registration to exit: it applies every
 // status the instance pushes and reaps it once the process is gone.
-func (s *Supervisor) track(r *room) {
+func (s *Supervisor) track(r *record) {
 	defer s.wg.Done()
 	status, exited := r.status, r.proc.Exited()
 	for {
@@ -346,7 +357,7 @@ func (s *Supervisor) track(r *room) {
 
 // applyStatus takes one report into the table. A connecting player turns
 // the oldest seat held for the same IP into that player.
-func (s *Supervisor) applyStatus(r *room, st instance.Status) {
+func (s *Supervisor) applyStatus(r *record, st instance.Status) {
 	s.mu.Lock()
 	r.lastStatus = time.Now()
 	changed := false
@@ -374,12 +385,12 @@ func (s *Supervisor) applyStatus(r *room, st instance.Status) {
 		if st.State == packet.Finished {
 			// The instance exits by itself once it has told us; the
 			// grace covers one that does not.
-			r.cause = cmp.Or(r.cause, "finished")
+			r.cause = cmp.Or(r.cause, room.Finished)
 			time.AfterFunc(s.cfg.StopGrace, r.proc.Kill)
 		}
 	}
 	if changed && r.listed {
-		s.emit(Event{Kind: RoomChanged, Room: r.view()})
+		s.emit(room.Event{Kind: room.Changed, Room: r.view()})
 	}
 	s.mu.Unlock()
 	if st.State != from {
@@ -404,14 +415,14 @@ func (s *Supervisor) applyInfo(t *probeTarget, in teeinfo.Info) {
 	setInfo(&r.row, in)
 	s.fillSeats(r, before)
 	if row := r.view(); row != old && r.listed {
-		s.emit(Event{Kind: RoomChanged, Room: row})
+		s.emit(room.Event{Kind: room.Changed, Room: row})
 	}
 }
 
 // setInfo copies what a Teeworlds server says of itself into its row. The
 // counts are whatever the server wrote, so they are bounded to what the
 // room list can carry.
-func setInfo(row *Room, in teeinfo.Info) {
+func setInfo(row *room.Room, in teeinfo.Info) {
 	row.State = packet.Waiting
 	row.Players, row.MaxPlayers = min(max(in.NumClients, 0), math.MaxUint16), min(max(in.MaxClients, 0), math.MaxUint16)
 	row.Name, row.Game, row.Map = in.Name, in.GameType, in.Map
@@ -422,7 +433,7 @@ func setInfo(row *Room, in teeinfo.Info) {
 // process group when the grace runs out), or a SIGKILL at once when kill is
 // set. The first cause recorded is the one reported. s.mu is held; nothing
 // blocks here.
-func (s *Supervisor) stop(r *room, cause string, kill bool) {
+func (s *Supervisor) stop(r *record, cause room.Cause, kill bool) {
 	if r.cause == "" {
 		r.cause = cause
 	}
@@ -435,7 +446,7 @@ func (s *Supervisor) stop(r *room, cause string, kill bool) {
 
 // reap removes an exited instance from the table and returns its port to
 // the pool, after the cooldown.
-func (s *Supervisor) reap(r *room) {
+func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
 	s.mu.Lock()
 	delete(s.live, r.row.ID)
@@ -444,19 +455,19 @@ func (s *Supervisor) reap(r *room) {
 	}
 	cause := r.cause
 	if cause == "" {
-		cause = "exited"
+		cause = room.Exited
 		if code != 0 || sig != "" {
-			cause = "crashed"
+			cause = room.Crashed
 		}
 	}
 	s.ports.release(r.row.Port, time.Now())
 	s.stats.Reaped[cause]++
 	if r.listed {
-		s.emit(Event{Kind: RoomReaped, Room: r.view(), Cause: cause, ExitCode: code, Signal: sig})
+		s.emit(room.Event{Kind: room.Reaped, Room: r.view(), Cause: cause, ExitCode: code, Signal: sig})
 	}
 	s.mu.Unlock()
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
-		Str("cause", cause).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).Msg("room reaped")
+		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).Msg("room reaped")
 	s.wakeWarm()
 }
 
@@ -480,7 +491,7 @@ func (s *Supervisor) housekeep() {
 }
 
 func (s *Supervisor) sweep(now time.Time) {
-	var unhealthy []Room
+	var unhealthy []room.Room
 	s.mu.Lock()
 	defer func() {
 		s.mu.Unlock()
@@ -492,13 +503,13 @@ func (s *Supervisor) sweep(now time.Time) {
 	for _, r := range s.live {
 		if r.watched && r.cause == "" && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
 			unhealthy = append(unhealthy, r.row)
-			s.stop(r, "unhealthy", true)
+			s.stop(r, room.Unhealthy, true)
 		}
 		if !r.listed && r.cause == "" && now.Sub(r.row.StartedAt) > s.cfg.WarmMaxAge {
 			if i := slices.Index(s.warm, r); i >= 0 {
 				s.warm = slices.Delete(s.warm, i, i+1)
 			}
-			s.stop(r, "retired", false)
+			s.stop(r, room.Retired, false)
 			s.wakeWarm()
 		}
 		expired := false
@@ -509,7 +520,7 @@ func (s *Supervisor) sweep(now time.Time) {
 			}
 		}
 		if expired && r.listed {
-			s.emit(Event{Kind: RoomChanged, Room: r.view()})
+			s.emit(room.Event{Kind: room.Changed, Room: r.view()})
 		}
 	}
 }
@@ -570,16 +581,16 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.cancel()
-	var dropped []Room
+	var dropped []room.Room
 	for _, r := range s.registered {
-		dropped = append(dropped, s.dropRegistered(r, "stopped"))
+		dropped = append(dropped, s.dropRegistered(r, room.Stopped))
 	}
 	for _, r := range s.live {
-		s.stop(r, "stopped", false)
+		s.stop(r, room.Stopped, false)
 	}
 	s.mu.Unlock()
 	for _, row := range dropped {
-		s.log.Info().Uint32("id", row.ID).Str("cause", "stopped").Str("source", row.Source).Msg("room reaped")
+		s.log.Info().Uint32("id", row.ID).Str("cause", string(room.Stopped)).Str("source", string(row.Source)).Msg("room reaped")
 	}
 
 	done := make(chan struct{})
@@ -594,7 +605,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	for _, r := range s.live {
-		s.stop(r, "stopped", true)
+		s.stop(r, room.Stopped, true)
 	}
 	s.mu.Unlock()
 	<-done

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 )
 
 var loopback = netip.MustParseAddr("127.0.0.1")
@@ -52,11 +53,11 @@ func TestCreateListJoin(t *testing.T) {
 	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5003")); !errors.Is(err, ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5003")); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("fourth seat of three: %v", err)
 	}
 	for _, id := range []uint32{0, r.ID + 1000} {
-		if _, err := s.Join(ctx, id, ep("127.0.0.1:5004")); !errors.Is(err, ErrNoRoom) {
+		if _, err := s.Join(ctx, id, ep("127.0.0.1:5004")); !errors.Is(err, room.ErrNoRoom) {
 			t.Fatalf("join %d: %v", id, err)
 		}
 	}
@@ -79,7 +80,7 @@ func TestConcurrentJoinsAreExact(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrFull):
+			case errors.Is(err, room.ErrFull):
 				full.Add(1)
 			default:
 				t.Error(err)
@@ -109,7 +110,7 @@ func TestSeatExpires(t *testing.T) {
 		if ev.Room.ID != r.ID {
 			continue
 		}
-		if ev.Kind == RoomChanged && ev.Room.Seats == 0 {
+		if ev.Kind == room.Changed && ev.Room.Seats == 0 {
 			break
 		}
 	}
@@ -162,7 +163,7 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	}
 	send(t, loopback, r.Port, "state 2")
 	eventually(t, "playing", func() bool { row, _ := listed(s, r.ID); return row.State == packet.Playing })
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6002")); !errors.Is(err, ErrNotJoinable) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6002")); !errors.Is(err, room.ErrNotJoinable) {
 		t.Fatalf("join while playing: %v", err)
 	}
 	send(t, loopback, r.Port, "state 3")
@@ -177,7 +178,7 @@ func TestNotJoinableAndFinished(t *testing.T) {
 		if ev.Room.ID != r.ID {
 			continue
 		}
-		if ev.Kind == RoomReaped {
+		if ev.Kind == room.Reaped {
 			if ev.Cause != "finished" || ev.ExitCode != 0 || ev.Signal != "" {
 				t.Fatalf("reaped %+v", ev)
 			}
@@ -215,10 +216,10 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	if err := syscall.Kill(b.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	got := map[uint32]Event{}
+	got := map[uint32]room.Event{}
 	for {
 		ev := nextEvent(t, events)
-		if ev.Kind == RoomReaped {
+		if ev.Kind == room.Reaped {
 			got[ev.Room.ID] = ev
 			if len(got) == 2 {
 				break
@@ -243,7 +244,7 @@ func TestCapacity(t *testing.T) {
 	if _, err := s.Create(ctx, ep("127.0.0.1:6000")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, ErrCapacity) {
+	if _, err := s.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances: %v", err)
 	}
 }
@@ -255,13 +256,13 @@ func TestPoolExhaustedAndCooldown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, ErrNoPorts) {
+	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
 		t.Fatalf("create with the pool empty: %v", err)
 	}
 	syscall.Kill(r.PID, syscall.SIGKILL)
 	eventually(t, "the reap", func() bool { return s2.Stats().Reaped["crashed"] == 1 })
 	// The port cools down for an hour: still none free.
-	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, ErrNoPorts) {
+	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
 		t.Fatalf("create during the cooldown: %v", err)
 	}
 }
@@ -332,7 +333,7 @@ func TestWarmPool(t *testing.T) {
 	if _, err := s.Create(ctx, ep("127.0.0.1:6002")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, ErrCapacity) {
+	if _, err := s.Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances with warm instances counted: %v", err)
 	}
 }
@@ -427,7 +428,7 @@ func TestShutdownRefusesAndStops(t *testing.T) {
 			t.Fatalf("pid %d alive after Shutdown", pid)
 		}
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6000")); !errors.Is(err, ErrClosed) {
+	if _, err := s.Create(ctx, ep("127.0.0.1:6000")); !errors.Is(err, room.ErrClosed) {
 		t.Fatalf("create after Shutdown: %v", err)
 	}
 	if st := s.Stats(); st.Reaped["stopped"] != 3 {

@@ -74,10 +74,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// The lobby answers JOINs on its read loop only for a supervisor that says
-// its Join never waits; this one does.
-var _ lobby.JoinNeverWaiter = (*supervisor.Supervisor)(nil)
-
 // serve runs until ctx is done, then stops taking CREATEs, stops the
 // neighbour-protocol edges (the announcer unregisters its rooms upstream,
 // the GG2-style front-end its registered servers), stops every instance

@@ -28,6 +28,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -44,7 +45,7 @@ type Config struct {
 type Sources struct {
 	Lobby      func() lobby.Stats
 	Supervisor func() supervisor.Stats
-	Rooms      func() supervisor.Snapshot
+	Rooms      func() room.Snapshot
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
 	GG2  func() gg2.Stats
 	Gunz func() gunz.Stats
@@ -203,7 +204,7 @@ type tableJSON struct {
 }
 
 func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
-	var snap supervisor.Snapshot
+	var snap room.Snapshot
 	if s.src.Rooms != nil {
 		snap = s.src.Rooms()
 	}
@@ -214,13 +215,13 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 	enc.Encode(roomTable(snap, time.Now())) // a write error means the client left
 }
 
-func roomTable(snap supervisor.Snapshot, now time.Time) tableJSON {
+func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 	out := tableJSON{Version: snap.Version, Rooms: make([]roomJSON, 0, len(snap.Rooms))} // "[]", never null
 	for _, r := range snap.Rooms {
 		row := roomJSON{
 			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
-			Source: r.Source, Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
 		}
 		if r.Host.IsValid() {
 			row.Host = r.Host.String()

@@ -10,6 +10,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -117,7 +118,7 @@ func appendGunz(b []byte, s gunz.Stats) []byte {
 
 func appendSupervisor(b []byte, s supervisor.Stats) []byte {
 	b = appendSpawnLatency(b, s.SpawnLatency)
-	b = counts(b, "foyer_supervisor_instance_exits_total", "counter", "Instances reaped, by cause.", "cause", s.Reaped)
+	b = counts(b, "foyer_supervisor_instance_exits_total", "counter", "Instances reaped, by cause.", "cause", byCause(s.Reaped))
 	b = single(b, "foyer_supervisor_rooms_created_total", "counter", "Rooms handed out, warm or cold.", float64(s.Created))
 	b = single(b, "foyer_supervisor_warm_hits_total", "counter", "Creates answered from the warm pool.", float64(s.WarmHits))
 	b = single(b, "foyer_supervisor_spawn_failures_total", "counter", "Spawns that produced no instance.", float64(s.SpawnFailures))
@@ -157,7 +158,7 @@ func appendSpawnLatency(b []byte, h supervisor.Histogram) []byte {
 // a zero rather than a gap.
 var roomStates = []packet.RoomState{packet.Waiting, packet.Countdown, packet.Playing, packet.Finished}
 
-func appendRooms(b []byte, snap supervisor.Snapshot) []byte {
+func appendRooms(b []byte, snap room.Snapshot) []byte {
 	byState := make(map[string]uint64, len(roomStates))
 	for _, st := range roomStates {
 		byState[st.String()] = 0
@@ -172,4 +173,12 @@ func appendRooms(b []byte, snap supervisor.Snapshot) []byte {
 	b = single(b, "foyer_room_players", "gauge", "Players connected to listed rooms.", float64(players))
 	b = single(b, "foyer_room_seats", "gauge", "Seats held for players still connecting.", float64(seats))
 	return b
+}
+
+func byCause(m map[room.Cause]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -112,12 +113,12 @@ func TestMetricsPage(t *testing.T) {
 			return supervisor.Stats{
 				Warm: 1, Spawning: 2, PortsReady: 10, PortsCooling: 1, PortsInUse: 3,
 				Created: 3, WarmHits: 1, SpawnFailures: 1, Quarantines: 2, WatchDrops: 0,
-				Reaped:       map[string]uint64{"finished": 2, "crashed": 1},
+				Reaped:       map[room.Cause]uint64{"finished": 2, "crashed": 1},
 				SpawnLatency: supervisor.Histogram{Counts: counts, Sum: 6250 * time.Millisecond},
 			}
 		},
-		Rooms: func() supervisor.Snapshot {
-			return supervisor.Snapshot{Version: 9, Rooms: []supervisor.Room{
+		Rooms: func() room.Snapshot {
+			return room.Snapshot{Version: 9, Rooms: []room.Room{
 				{ID: 1, State: packet.Waiting, Players: 1, Seats: 1, StartedAt: start},
 				{ID: 2, State: packet.Playing, Players: 3, StartedAt: start},
 			}}
@@ -281,9 +282,9 @@ func TestParseExpositionRefuses(t *testing.T) {
 
 func BenchmarkMetricsPage(b *testing.B) {
 	counts := make([]uint64, len(supervisor.SpawnBuckets)+1)
-	rooms := make([]supervisor.Room, 64)
+	rooms := make([]room.Room, 64)
 	for i := range rooms {
-		rooms[i] = supervisor.Room{ID: uint32(i + 1), State: packet.RoomState(i % 4), Players: 2}
+		rooms[i] = room.Room{ID: uint32(i + 1), State: packet.RoomState(i % 4), Players: 2}
 	}
 	s := &Server{src: Sources{
 		Lobby: func() lobby.Stats {
@@ -291,9 +292,9 @@ func BenchmarkMetricsPage(b *testing.B) {
 				Drops: map[string]uint64{"rate_limited": 1, "bad_checksum": 2}}
 		},
 		Supervisor: func() supervisor.Stats {
-			return supervisor.Stats{Reaped: map[string]uint64{"finished": 1}, SpawnLatency: supervisor.Histogram{Counts: counts}}
+			return supervisor.Stats{Reaped: map[room.Cause]uint64{"finished": 1}, SpawnLatency: supervisor.Histogram{Counts: counts}}
 		},
-		Rooms: func() supervisor.Snapshot { return supervisor.Snapshot{Rooms: rooms} },
+		Rooms: func() room.Snapshot { return room.Snapshot{Rooms: rooms} },
 	}}
 	b.ReportAllocs()
 	buf := make([]byte, 0, 8<<10)

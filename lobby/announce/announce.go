@@ -26,7 +26,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Config is the announce part of the [gg2] section of config.toml.
@@ -66,7 +66,7 @@ type Stats struct {
 // Announcer registers rooms upstream.
 type Announcer struct {
 	cfg   Config
-	rooms supervisor.Rooms
+	rooms room.Table
 	log   zerolog.Logger
 	conn  *net.UDPConn
 
@@ -78,7 +78,7 @@ type Announcer struct {
 }
 
 // New resolves cfg.Upstream and opens the socket registrations go out on.
-func New(cfg Config, rooms supervisor.Rooms) (*Announcer, error) {
+func New(cfg Config, rooms room.Table) (*Announcer, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("announce: interval must be positive")
 	}
@@ -138,18 +138,18 @@ func (a *Announcer) Serve(ctx context.Context) error {
 
 // own reports whether r is a room of this Foyer rather than one
 // registered here from elsewhere.
-func own(r supervisor.Room) bool { return r.Source == "instance" || r.Source == "exec" }
+func own(r room.Room) bool { return r.Source.Own() }
 
 // event applies one change. Events older than the last synced snapshot
 // are stale (Watch may lag behind List) and ignored, or a room reaped
 // meanwhile would be announced again.
-func (a *Announcer) event(ev supervisor.Event) {
+func (a *Announcer) event(ev room.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if ev.Version <= a.version || !own(ev.Room) {
 		return
 	}
-	if ev.Kind == supervisor.RoomReaped {
+	if ev.Kind == room.Reaped {
 		a.withdraw(ev.Room.ID, ev.Cause)
 		return
 	}
@@ -178,7 +178,7 @@ func (a *Announcer) sync() {
 }
 
 // announce sends r's registration; a.mu is held.
-func (a *Announcer) announce(r supervisor.Room) {
+func (a *Announcer) announce(r room.Room) {
 	id, known := a.ids[r.ID]
 	if !known {
 		if _, err := rand.Read(id[:]); err != nil {
@@ -188,7 +188,7 @@ func (a *Announcer) announce(r supervisor.Room) {
 	}
 	reg := gg2wire.Registration{
 		Form: gg2wire.Counted, ServerID: id, LobbyID: a.cfg.Lobby, Transport: gg2wire.UDP,
-		Port: r.Port, Slots: frontend.Clamp16(r.MaxPlayers), Players: frontend.Clamp16(r.Players),
+		Port: r.Port, Slots: frontend.Clamp16(r.MaxPlayers), Players: frontend.Clamp16(r.Occupied()),
 		KeyValues: frontend.RoomKeys(r, a.cfg.Game),
 	}
 	b, err := reg.Append(a.buf[:0])
@@ -204,7 +204,7 @@ func (a *Announcer) announce(r supervisor.Room) {
 }
 
 // withdraw sends room id's unregister; a.mu is held.
-func (a *Announcer) withdraw(id uint32, cause string) {
+func (a *Announcer) withdraw(id uint32, cause room.Cause) {
 	sid, ok := a.ids[id]
 	if !ok {
 		return
@@ -212,10 +212,10 @@ func (a *Announcer) withdraw(id uint32, cause string) {
 	delete(a.ids, id)
 	a.send(gg2wire.Unregister{ServerID: sid}.Append(a.buf[:0]), &a.stats.Unregisters)
 	ev := a.log.Info()
-	if cause == "stopped" { // one summary line at shutdown instead
+	if cause == room.Stopped { // one summary line at shutdown instead
 		ev = a.log.Debug()
 	}
-	ev.Uint32("room", id).Str("cause", cause).Msg("room withdrawn")
+	ev.Uint32("room", id).Str("cause", string(cause)).Msg("room withdrawn")
 }
 
 func (a *Announcer) withdrawAll() int {
@@ -223,7 +223,7 @@ func (a *Announcer) withdrawAll() int {
 	defer a.mu.Unlock()
 	n := len(a.ids)
 	for id := range a.ids {
-		a.withdraw(id, "stopped")
+		a.withdraw(id, room.Stopped)
 	}
 	return n
 }

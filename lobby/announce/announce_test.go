@@ -10,7 +10,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -67,8 +67,8 @@ func key(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port))
 func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	up, upTable := upstream(t)
 	local := memrooms.New()
-	a1 := local.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
-	local.Add(supervisor.Room{Port: 8190, MaxPlayers: 8, Source: "gg2", Name: "someone else's",
+	a1 := local.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
+	local.Add(room.Room{Port: 8190, MaxPlayers: 8, Source: "gg2", Name: "someone else's",
 		Host: netip.MustParseAddr("192.0.2.1")})
 
 	cfg := DefaultConfig()
@@ -86,7 +86,7 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 		t.Errorf("upstream room = %+v", r)
 	}
 
-	a3 := local.Add(supervisor.Room{Port: 30003, State: packet.Waiting, MaxPlayers: 2, Source: "exec", Name: "DDNet", Map: "dm1"})
+	a3 := local.Add(room.Room{Port: 30003, State: packet.Waiting, MaxPlayers: 2, Source: "exec", Name: "DDNet", Map: "dm1"})
 	eventually(t, "room 3 upstream", func() bool { r, ok := upTable.Registered(key(30003)); return ok && r.Map == "dm1" })
 
 	a1.Players = 3
@@ -130,8 +130,8 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 // may: only the periodic sync with List sees changes.
 type deaf struct{ *memrooms.Table }
 
-func (deaf) Watch(ctx context.Context) <-chan supervisor.Event {
-	ch := make(chan supervisor.Event)
+func (deaf) Watch(ctx context.Context) <-chan room.Event {
+	ch := make(chan room.Event)
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch
 }
@@ -149,7 +149,7 @@ func TestSyncCatchesMissedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve(t, a)
-	r := local.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	r := local.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	eventually(t, "announced", func() bool { _, ok := upTable.Registered(key(30001)); return ok })
 	local.Reap(r.ID)
 	eventually(t, "withdrawn", func() bool { return up.Stats().Requests["unregister"] == 1 })

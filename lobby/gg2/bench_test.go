@@ -7,7 +7,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // BenchmarkListReply measures the reply to a list query, from the cache
@@ -21,9 +21,9 @@ func BenchmarkListReply(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var last supervisor.Room
+		var last room.Room
 		for range rooms {
-			last = table.Add(supervisor.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
+			last = table.Add(room.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
 		}
 		host := netip.MustParseAddr("127.0.0.1")
 		b.Run(fmt.Sprintf("rooms=%d/cached", rooms), func(b *testing.B) {

@@ -36,7 +36,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/limit"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Config is the [gg2] section of config.toml.
@@ -137,8 +137,8 @@ type Stats struct {
 // Server is the GG2-style front-end.
 type Server struct {
 	cfg     Config
-	rooms   supervisor.Rooms
-	reg     supervisor.Registry
+	rooms   room.Table
+	reg     room.Registry
 	log     zerolog.Logger
 	udp     *net.UDPConn
 	tcp     *net.TCPListener
@@ -153,7 +153,7 @@ type Server struct {
 
 // New binds cfg.Listen over UDP and TCP. Registered servers go to reg;
 // list queries list rooms.List().
-func New(cfg Config, rooms supervisor.Rooms, reg supervisor.Registry) (*Server, error) {
+func New(cfg Config, rooms room.Table, reg room.Registry) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func New(cfg Config, rooms supervisor.Rooms, reg supervisor.Registry) (*Server, 
 }
 
 // newServer builds a front-end without sockets.
-func newServer(cfg Config, rooms supervisor.Rooms, reg supervisor.Registry) *Server {
+func newServer(cfg Config, rooms room.Table, reg room.Registry) *Server {
 	s := &Server{cfg: cfg, rooms: rooms, reg: reg, sources: cfg.Sources,
 		log: cfg.Log.With().Str("component", "gg2").Logger()}
 	if s.sources == nil {

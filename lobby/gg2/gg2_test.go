@@ -17,7 +17,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // fixture is a front-end serving on loopback in front of an in-memory table.
@@ -124,7 +124,7 @@ func tcpKey(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(por
 
 func TestRegisterBothFormsAndList(t *testing.T) {
 	f := start(t, nil)
-	own := f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
+	own := f.table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
 	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "counted server", "game", "gg2", "map", "ctf_a", "x-extra", "v"))
 	f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Legacy, "name", "legacy server"))
 	f.waitRequests("register", 2) // counted once applied
@@ -167,7 +167,7 @@ func TestPublicAddrAndOtherLobby(t *testing.T) {
 		c.PublicAddr = netip.MustParseAddr("192.0.2.7")
 		c.Game = "mygame"
 	})
-	f.table.Add(supervisor.Room{Port: 30002, Map: "arena", Name: "Named", MaxPlayers: 2})
+	f.table.Add(room.Room{Port: 30002, Map: "arena", Name: "Named", MaxPlayers: 2})
 	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
 	if len(r.Servers) != 1 || r.Servers[0].V4 != netip.MustParseAddrPort("192.0.2.7:30002") ||
 		!r.Servers[0].KeyValues.Equal(gg2wire.KeyValues{{Key: "name", Value: []byte("Named")},
@@ -187,7 +187,7 @@ func TestExpire(t *testing.T) {
 	defer cancel()
 	events := f.table.Watch(ctx)
 	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "short-lived"))
-	for _, want := range []supervisor.EventKind{supervisor.RoomCreated, supervisor.RoomReaped} {
+	for _, want := range []room.EventKind{room.Created, room.Reaped} {
 		select {
 		case ev := <-events:
 			if ev.Kind != want || ev.Room.Port != 8190 {

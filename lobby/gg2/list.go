@@ -12,7 +12,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // acceptLoop hands list connections to their own goroutines, within the
@@ -148,11 +148,11 @@ func (s *Server) listReply(host netip.Addr) ([]byte, error) {
 // listServer describes room r: e is its registration when this front-end
 // registered it (its own table, transport and bots are listed as sent);
 // rooms on the lobby's own host are listed at host.
-func (s *Server) listServer(r supervisor.Room, e *entry, host netip.Addr) gg2wire.ListServer {
+func (s *Server) listServer(r room.Room, e *entry, host netip.Addr) gg2wire.ListServer {
 	ls := gg2wire.ListServer{
 		Transport: gg2wire.UDP,
 		Slots:     frontend.Clamp16(r.MaxPlayers),
-		Players:   frontend.Clamp16(r.Players),
+		Players:   frontend.Clamp16(r.Occupied()),
 	}
 	if r.Password {
 		ls.Flags = gg2wire.FlagPassword

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // table holds the registered servers. Its lock is held around calls to
@@ -33,7 +33,7 @@ type entry struct {
 	bots      uint16
 	flags     uint16
 	kv        gg2wire.KeyValues // owned copy: the datagram's buffer is reused
-	listing   supervisor.Listing
+	listing   room.Listing
 	expires   time.Time
 	room      uint32 // 0 until the server is in the room table
 	checking  bool
@@ -98,7 +98,7 @@ func (t *table) register(ctx context.Context, ip netip.Addr, r *gg2wire.Registra
 		t.byID[e.id] = e
 	}
 	e.bots, e.flags, e.kv = r.Bots, r.Flags, copyKV(r.KeyValues)
-	e.listing = supervisor.Listing{
+	e.listing = room.Listing{
 		Addr: addr, Players: int(r.Players), MaxPlayers: int(r.Slots),
 		Name: str(e.kv, "name"), Game: str(e.kv, "game"), Map: str(e.kv, "map"),
 		Password: r.Password(),

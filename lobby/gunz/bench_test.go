@@ -8,7 +8,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // BenchmarkResponse measures building and encoding a locator response.
@@ -16,7 +16,7 @@ func BenchmarkResponse(b *testing.B) {
 	for _, rooms := range []int{10, 1000} {
 		table := memrooms.New()
 		for range rooms {
-			table.Add(supervisor.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
+			table.Add(room.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
 		}
 		r := responder{l: &Locator{rooms: table}}
 		host := netip.MustParseAddr("127.0.0.1")

@@ -38,9 +38,8 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/limit"
-	"github.com/foyerlobby/foyer/packet"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Config is the [gunz] section of config.toml.
@@ -115,7 +114,7 @@ type Stats struct {
 // Locator is the GunZ locator front-end.
 type Locator struct {
 	cfg     Config
-	rooms   supervisor.Rooms
+	rooms   room.Table
 	log     zerolog.Logger
 	conn    *net.UDPConn
 	sources *limit.Sources
@@ -130,7 +129,7 @@ type Locator struct {
 }
 
 // New binds cfg.Listen; Serve answers on it.
-func New(cfg Config, rooms supervisor.Rooms) (*Locator, error) {
+func New(cfg Config, rooms room.Table) (*Locator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -229,7 +228,7 @@ func dst(oob []byte) netip.Addr {
 type responder struct {
 	l       *Locator
 	servers []gunzwire.Server
-	rooms   []supervisor.Room
+	rooms   []room.Room
 	out     []byte
 }
 
@@ -294,12 +293,6 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 	l.replies.Add("locator")
 }
 
-// joinable reports whether a player could join room now.
-func joinable(room supervisor.Room) bool {
-	return (room.State == packet.Waiting || room.State == packet.Countdown) &&
-		room.Players+room.Seats < room.MaxPlayers
-}
-
 // list turns the room table into response entries, Foyer's own rooms at
 // host.
 func (r *responder) list(host netip.Addr) []gunzwire.Server {
@@ -307,8 +300,8 @@ func (r *responder) list(host netip.Addr) []gunzwire.Server {
 	if len(rooms) > gunzwire.MaxServers {
 		// Joinable first; the snapshot is shared, so sort a copy.
 		r.rooms = append(r.rooms[:0], rooms...)
-		slices.SortStableFunc(r.rooms, func(a, b supervisor.Room) int {
-			switch ja, jb := joinable(a), joinable(b); {
+		slices.SortStableFunc(r.rooms, func(a, b room.Room) int {
+			switch ja, jb := a.Joinable(), b.Joinable(); {
 			case ja == jb:
 				return 0
 			case ja:
@@ -334,11 +327,11 @@ func (r *responder) list(host netip.Addr) []gunzwire.Server {
 			Port:       uint32(room.Port),
 			ID:         uint8(len(r.servers)%255 + 1),
 			MaxPlayers: frontend.Clamp16(room.MaxPlayers),
-			Players:    frontend.Clamp16(room.Players),
+			Players:    frontend.Clamp16(room.Occupied()),
 			Type:       gunzwire.Match,
 			Status:     gunzwire.Offline,
 		}
-		if joinable(room) {
+		if room.Joinable() {
 			s.Status = gunzwire.Online
 		}
 		r.servers = append(r.servers, s)

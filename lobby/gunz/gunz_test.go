@@ -12,7 +12,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 func unhex(s string) []byte {
@@ -75,21 +75,23 @@ func (f *fixture) recv() gunzwire.Response {
 }
 
 func addRooms(table *memrooms.Table) {
-	table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, Players: 1, Seats: 1, MaxPlayers: 4})
-	table.Add(supervisor.Room{Port: 30002, State: packet.Playing, Players: 2, MaxPlayers: 4})
-	table.Add(supervisor.Room{Port: 30003, State: packet.Countdown, Players: 3, Seats: 1, MaxPlayers: 4})
+	table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, Seats: 1, MaxPlayers: 4})
+	table.Add(room.Room{Port: 30002, State: packet.Playing, Players: 2, MaxPlayers: 4})
+	table.Add(room.Room{Port: 30003, State: packet.Countdown, Players: 3, Seats: 1, MaxPlayers: 4})
 	// Registered rooms elsewhere: listed at their own host when IPv4.
-	table.Add(supervisor.Room{Port: 8190, State: packet.Waiting, MaxPlayers: 10, Source: "gg2",
+	table.Add(room.Room{Port: 8190, State: packet.Waiting, MaxPlayers: 10, Source: room.GG2,
 		Host: netip.MustParseAddr("192.0.2.9")})
-	table.Add(supervisor.Room{Port: 8191, State: packet.Waiting, MaxPlayers: 10, Source: "gg2",
+	table.Add(room.Room{Port: 8191, State: packet.Waiting, MaxPlayers: 10, Source: room.GG2,
 		Host: netip.MustParseAddr("2001:db8::1")})
 }
 
+// wantRooms is addRooms as the locator lists them: players count the seats
+// held too, as in every listing.
 func wantRooms(host netip.Addr) []gunzwire.Server {
 	return []gunzwire.Server{
-		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 1, Type: gunzwire.Match, Status: gunzwire.Online},
+		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 2, Type: gunzwire.Match, Status: gunzwire.Online},
 		{Addr: host, Port: 30002, ID: 2, MaxPlayers: 4, Players: 2, Type: gunzwire.Match, Status: gunzwire.Offline},
-		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 3, Type: gunzwire.Match, Status: gunzwire.Offline},
+		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 4, Type: gunzwire.Match, Status: gunzwire.Offline},
 		{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunzwire.Match, Status: gunzwire.Online},
 	}
 }
@@ -138,7 +140,7 @@ func TestSerialEchoedAndPublicAddr(t *testing.T) {
 // to 127.0.0.2, takes nothing from another address.
 func TestWildcardListsArrivalAddress(t *testing.T) {
 	f := start(t, func(c *Config) { c.Listen = netip.MustParseAddrPort("0.0.0.0:0") })
-	f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	f.table.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), f.loc.Addrs()[0].Port())
 	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
 	if err != nil {
@@ -202,7 +204,7 @@ func TestRateLimit(t *testing.T) {
 func TestReflectionBudget(t *testing.T) {
 	f := start(t, func(c *Config) { c.ReflectionLimit = 1 }) // the budget is one max datagram
 	for range 1000 {
-		f.table.Add(supervisor.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+		f.table.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	}
 	const size = 23 + 1000*gunzwire.ServerLen // four fit in 65507 bytes, the fifth does not
 	for range 5 {
@@ -219,10 +221,10 @@ func TestReflectionBudget(t *testing.T) {
 func TestCapJoinableFirst(t *testing.T) {
 	f := start(t, nil)
 	for range 10 {
-		f.table.Add(supervisor.Room{Port: 1, State: packet.Playing, MaxPlayers: 4})
+		f.table.Add(room.Room{Port: 1, State: packet.Playing, MaxPlayers: 4})
 	}
 	for range gunzwire.MaxServers {
-		f.table.Add(supervisor.Room{Port: 2, State: packet.Waiting, MaxPlayers: 4})
+		f.table.Add(room.Room{Port: 2, State: packet.Waiting, MaxPlayers: 4})
 	}
 	f.send(seedRequest)
 	r := f.recv()

@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Counters are cumulative counts by name. The front-ends' rates are bounded
@@ -84,7 +84,7 @@ func Clamp16(n int) uint16 {
 // RoomKeys is the key/value table a GG2-style list or registration shows
 // for one of Foyer's own rooms: its name, game and map, or defaults for
 // those it does not set ("Foyer room N", game, "default").
-func RoomKeys(r supervisor.Room, game string) gg2wire.KeyValues {
+func RoomKeys(r room.Room, game string) gg2wire.KeyValues {
 	name, mapName := r.Name, r.Map
 	if name == "" {
 		name = fmt.Sprintf("Foyer room %d", r.ID)

@@ -1,5 +1,5 @@
 // Package memrooms is an in-memory room table implementing
-// supervisor.Rooms and supervisor.Registry, for the front-ends' tests: the
+// room.Table and room.Registry, for the front-ends' tests: the
 // sockets under test are real, the supervisor behind them is this table.
 package memrooms
 
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // Table is a room table. The zero value is not usable; call New.
@@ -20,30 +20,30 @@ type Table struct {
 	mu       sync.Mutex
 	version  uint64
 	next     uint32
-	rooms    map[uint32]supervisor.Room
+	rooms    map[uint32]room.Room
 	keys     map[string]uint32
-	watchers map[chan supervisor.Event]struct{}
-	snap     *supervisor.Snapshot // List's answer until the next change
+	watchers map[chan room.Event]struct{}
+	snap     *room.Snapshot // List's answer until the next change
 }
 
 // New returns an empty table.
 func New() *Table {
 	return &Table{
 		next:     1,
-		rooms:    make(map[uint32]supervisor.Room),
+		rooms:    make(map[uint32]room.Room),
 		keys:     make(map[string]uint32),
-		watchers: make(map[chan supervisor.Event]struct{}),
+		watchers: make(map[chan room.Event]struct{}),
 	}
 }
 
 // emit records a change; t.mu is held. Slow watchers miss events, as the
 // Rooms contract allows.
-func (t *Table) emit(kind supervisor.EventKind, r supervisor.Room) {
+func (t *Table) emit(kind room.EventKind, r room.Room) {
 	t.version++
 	t.snap = nil
 	for ch := range t.watchers {
 		select {
-		case ch <- supervisor.Event{Kind: kind, Room: r, Version: t.version}:
+		case ch <- room.Event{Kind: kind, Room: r, Version: t.version}:
 		default:
 		}
 	}
@@ -51,7 +51,7 @@ func (t *Table) emit(kind supervisor.EventKind, r supervisor.Room) {
 
 // Add puts r in the table under a new id (its Source defaults to
 // "instance") and returns it as stored.
-func (t *Table) Add(r supervisor.Room) supervisor.Room {
+func (t *Table) Add(r room.Room) room.Room {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r.ID = t.next
@@ -60,17 +60,17 @@ func (t *Table) Add(r supervisor.Room) supervisor.Room {
 		r.Source = "instance"
 	}
 	t.rooms[r.ID] = r
-	t.emit(supervisor.RoomCreated, r)
+	t.emit(room.Created, r)
 	return r
 }
 
 // Update replaces the room with r's id.
-func (t *Table) Update(r supervisor.Room) {
+func (t *Table) Update(r room.Room) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.rooms[r.ID]; ok {
 		t.rooms[r.ID] = r
-		t.emit(supervisor.RoomChanged, r)
+		t.emit(room.Changed, r)
 	}
 }
 
@@ -80,55 +80,56 @@ func (t *Table) Reap(id uint32) {
 	defer t.mu.Unlock()
 	if r, ok := t.rooms[id]; ok {
 		delete(t.rooms, id)
-		t.emit(supervisor.RoomReaped, r)
+		t.emit(room.Reaped, r)
 	}
 }
 
 // List returns the rooms ordered by id. Like a supervisor's, the slice is
 // shared between callers until the table changes: callers must not modify
 // it.
-func (t *Table) List() supervisor.Snapshot {
+func (t *Table) List() room.Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.snap == nil {
-		s := supervisor.Snapshot{Version: t.version}
+		s := room.Snapshot{Version: t.version}
 		for _, r := range t.rooms {
 			s.Rooms = append(s.Rooms, r)
 		}
-		slices.SortFunc(s.Rooms, func(a, b supervisor.Room) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(s.Rooms, func(a, b room.Room) int { return cmp.Compare(a.ID, b.ID) })
 		t.snap = &s
 	}
 	return *t.snap
 }
 
 // Create adds a Waiting room of four seats on port 40000+id.
-func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (supervisor.Room, error) {
+func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
 	t.mu.Lock()
 	port := uint16(40000 + t.next)
 	t.mu.Unlock()
-	return t.Add(supervisor.Room{Port: port, State: packet.Waiting, Seats: 1, MaxPlayers: 4, StartedAt: time.Now()}), nil
+	return t.Add(room.Room{Port: port, State: packet.Waiting, Seats: 1, MaxPlayers: 4, StartedAt: time.Now()}), nil
 }
 
 // Join holds a seat in room id if one is free.
-func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort) (supervisor.Room, error) {
+func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ok := t.rooms[id]
 	switch {
 	case !ok:
-		return r, supervisor.ErrNoRoom
-	case r.Players+r.Seats >= r.MaxPlayers:
-		return r, supervisor.ErrFull
+		return r, room.ErrNoRoom
+	}
+	if err := r.JoinError(); err != nil {
+		return r, err
 	}
 	r.Seats++
 	t.rooms[id] = r
-	t.emit(supervisor.RoomChanged, r)
+	t.emit(room.Changed, r)
 	return r, nil
 }
 
 // Watch delivers events until ctx is done.
-func (t *Table) Watch(ctx context.Context) <-chan supervisor.Event {
-	ch := make(chan supervisor.Event, 64)
+func (t *Table) Watch(ctx context.Context) <-chan room.Event {
+	ch := make(chan room.Event, 64)
 	t.mu.Lock()
 	t.watchers[ch] = struct{}{}
 	t.mu.Unlock()
@@ -142,7 +143,7 @@ func (t *Table) Watch(ctx context.Context) <-chan supervisor.Event {
 }
 
 // Register adds or updates the room registered under key.
-func (t *Table) Register(key string, l supervisor.Listing) (supervisor.Room, error) {
+func (t *Table) Register(key string, l room.Listing) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.keys[key]
@@ -151,15 +152,15 @@ func (t *Table) Register(key string, l supervisor.Listing) (supervisor.Room, err
 		t.next++
 		t.keys[key] = id
 	}
-	r := supervisor.Room{
+	r := room.Room{
 		ID: id, Port: l.Addr.Port(), State: packet.Waiting, Players: l.Players,
-		MaxPlayers: l.MaxPlayers, Source: "gg2", Name: l.Name, Game: l.Game, Map: l.Map,
+		MaxPlayers: l.MaxPlayers, Source: room.GG2, Name: l.Name, Game: l.Game, Map: l.Map,
 		Host: l.Addr.Addr(), Password: l.Password,
 	}
 	t.rooms[id] = r
-	kind := supervisor.RoomChanged
+	kind := room.Changed
 	if !ok {
-		kind = supervisor.RoomCreated
+		kind = room.Created
 	}
 	t.emit(kind, r)
 	return r, nil
@@ -176,11 +177,11 @@ func (t *Table) Unregister(key string) {
 	delete(t.keys, key)
 	r := t.rooms[id]
 	delete(t.rooms, id)
-	t.emit(supervisor.RoomReaped, r)
+	t.emit(room.Reaped, r)
 }
 
 // Registered returns the room registered under key.
-func (t *Table) Registered(key string) (supervisor.Room, bool) {
+func (t *Table) Registered(key string) (room.Room, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.keys[key]

@@ -1,0 +1,224 @@
+// Package room is Foyer's room model: the room table every edge lists and
+// joins through, and the rules that make one room look the same wherever
+// it is shown.
+//
+// It knows nothing of processes, plugins or networks. A supervisor that
+// spawns rooms on this host implements Table; so can one that stands for
+// rooms on other hosts, or rooms adopted after a restart. Edges (the
+// native lobby, the GG2-style and GunZ front-ends, the admin pages) import
+// only this package, so they never link the process manager.
+//
+// Two rules live here and nowhere else:
+//
+//   - a room's player count, as every listing shows it, is its connected
+//     players plus the seats held for players on their way in (Occupied),
+//     so a room looks full as soon as a JOIN would be refused;
+//   - a room is joinable while it is Waiting or counting down and has a
+//     free place (JoinError, Joinable).
+package room
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+)
+
+// Table is everything an edge needs from a room table. It is small on
+// purpose: a supervisor on another host stands behind the same interface.
+type Table interface {
+	// List returns the current room table. Snapshots with equal Version
+	// hold equal rooms, so an edge can cache what it derives from one.
+	List() Snapshot
+	// Create starts a room and holds a seat in it for creator.
+	Create(ctx context.Context, creator netip.AddrPort) (Room, error)
+	// Join holds a seat in room id for player. A player that already holds
+	// a seat there gets the room again without a second seat.
+	Join(ctx context.Context, id uint32, player netip.AddrPort) (Room, error)
+	// Watch delivers table changes until ctx is done. Slow readers miss
+	// events rather than stall the table; each event carries the snapshot
+	// version it produced.
+	Watch(ctx context.Context) <-chan Event
+}
+
+// JoinNeverWaiter is implemented by a Table whose Join waits for nothing
+// but a short in-memory lock, the one List takes too: the in-process
+// supervisor. An edge may then answer JOIN on its read loop. A Table that
+// does not implement it, or says false (one on another host, say), gets
+// its JOINs run off the loop, so that a slow answer cannot stall LIST.
+type JoinNeverWaiter interface {
+	// JoinNeverWaits reports whether Join returns without waiting for
+	// I/O, a process or a lock held across either.
+	JoinNeverWaits() bool
+}
+
+// Source says where a room comes from.
+type Source string
+
+// The sources of rooms.
+const (
+	// Instance rooms are instance processes spawned on this host.
+	Instance Source = "instance"
+	// Exec rooms are foreign game servers spawned on this host.
+	Exec Source = "exec"
+	// GG2 rooms were registered through the GG2-style front-end and run
+	// elsewhere.
+	GG2 Source = "gg2"
+)
+
+// Own reports whether rooms of this source are spawned by this Foyer, as
+// opposed to registered by a server that runs elsewhere.
+func (s Source) Own() bool { return s == Instance || s == Exec }
+
+// Room is one row of the room table.
+type Room struct {
+	ID         uint32
+	Port       uint16
+	State      packet.RoomState
+	Players    int // connected players, as the room reports them
+	Seats      int // seats held for players not yet connected
+	MaxPlayers int
+	PID        int
+	StartedAt  time.Time
+	Source     Source
+	// Name, Game and Map describe the room to browsers that show them.
+	Name, Game, Map string
+	// Host is where a registered room runs; zero for rooms on the lobby's
+	// own host.
+	Host netip.Addr
+	// Password is set for registered rooms that ask for one.
+	Password bool
+}
+
+// Occupied is the room's player count as every listing shows it:
+// connected players plus seats held for players still connecting.
+func (r Room) Occupied() int { return r.Players + r.Seats }
+
+// JoinError says why a player could not join r now: ErrNotJoinable once
+// the match has begun, ErrFull when every place is taken or held; nil if
+// the player can.
+func (r Room) JoinError() error {
+	if r.begun() {
+		return fmt.Errorf("%w: room %d is %v", ErrNotJoinable, r.ID, r.State)
+	}
+	if r.Occupied() >= r.MaxPlayers {
+		return fmt.Errorf("%w: room %d has %d players and %d seats held of %d",
+			ErrFull, r.ID, r.Players, r.Seats, r.MaxPlayers)
+	}
+	return nil
+}
+
+// Joinable reports whether a player could join r now; JoinError says why
+// not.
+func (r Room) Joinable() bool { return !r.begun() && r.Occupied() < r.MaxPlayers }
+
+// begun reports whether r's match has begun (or ended): no one joins then.
+func (r Room) begun() bool { return r.State != packet.Waiting && r.State != packet.Countdown }
+
+// Registry puts rooms that run elsewhere (GG2-style registrations) into the
+// one room table, so every edge lists them and JOIN counts their seats like
+// those of spawned rooms. Expiry is the registering edge's business.
+type Registry interface {
+	// Register adds the room registered under key, or updates it in place
+	// (keeping its id) when key is already registered.
+	Register(key string, l Listing) (Room, error)
+	// Unregister removes the room registered under key, if any.
+	Unregister(key string)
+}
+
+// Listing is what a registration says about a room.
+type Listing struct {
+	Addr                netip.AddrPort // where players connect
+	Players, MaxPlayers int
+	Name, Game, Map     string
+	Password            bool
+}
+
+// Snapshot is the room table at one moment.
+type Snapshot struct {
+	Version uint64
+	Rooms   []Room // ordered by ID
+}
+
+// EventKind says what happened to a room.
+type EventKind uint8
+
+// The kinds of table change.
+const (
+	Created EventKind = iota + 1
+	Changed           // state or players changed
+	Reaped
+)
+
+// Cause says why a room left the table.
+type Cause string
+
+// The causes of a room's end.
+const (
+	Exited       Cause = "exited"       // its process ended with status 0
+	Crashed      Cause = "crashed"      // its process ended otherwise
+	Finished     Cause = "finished"     // it reported Finished
+	Unhealthy    Cause = "unhealthy"    // it was silent too long
+	Stopped      Cause = "stopped"      // the host stopped it
+	Retired      Cause = "retired"      // a warm room past its age
+	Unregistered Cause = "unregistered" // a registered room's server left
+)
+
+// Event is one change of the room table.
+type Event struct {
+	Kind    EventKind
+	Room    Room
+	Version uint64
+	// Cause says why a room was reaped; ExitCode is its process's exit
+	// status, or -1 when it died of a signal (Signal names it).
+	Cause    Cause
+	ExitCode int
+	Signal   string
+}
+
+// Errors returned by Create, Join and Register; edges answer them with a
+// refusal and count them by Reason.
+var (
+	ErrNoRoom      = errors.New("no such room")
+	ErrFull        = errors.New("room is full")
+	ErrNotJoinable = errors.New("room is not waiting or counting down")
+	ErrCapacity    = errors.New("max_instances reached")
+	ErrNoPorts     = errors.New("no free port in the pool")
+	ErrSpawn       = errors.New("instance failed to start")
+	ErrClosed      = errors.New("room table is shutting down")
+	// ErrListing is returned by Register for a listing that cannot be a
+	// room (no address or port, counts outside 0..65535).
+	ErrListing = errors.New("invalid listing")
+)
+
+// reasons names the errors above for counters, in matching order.
+var reasons = []struct {
+	err  error
+	name string
+}{
+	{ErrNoRoom, "no_room"},
+	{ErrFull, "full"},
+	{ErrNotJoinable, "not_joinable"},
+	{ErrCapacity, "capacity"},
+	{ErrNoPorts, "no_ports"},
+	{ErrSpawn, "spawn"},
+	{ErrClosed, "closed"},
+	{ErrListing, "listing"},
+	{context.Canceled, "canceled"},
+	{context.DeadlineExceeded, "canceled"},
+}
+
+// Reason is a short, fixed label for err, for counters and metrics:
+// "no_room", "full", "not_joinable", "capacity", "no_ports", "spawn",
+// "closed", "listing", "canceled", or "other".
+func Reason(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
+	}
+	return "other"
+}

@@ -1,0 +1,71 @@
+package room_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
+)
+
+func TestJoinRule(t *testing.T) {
+	for _, tc := range []struct {
+		r    room.Room
+		want error
+	}{
+		{room.Room{State: packet.Waiting, MaxPlayers: 4}, nil},
+		{room.Room{State: packet.Countdown, Players: 2, Seats: 1, MaxPlayers: 4}, nil},
+		{room.Room{State: packet.Waiting, Players: 3, Seats: 1, MaxPlayers: 4}, room.ErrFull},
+		{room.Room{State: packet.Waiting, Seats: 4, MaxPlayers: 4}, room.ErrFull},
+		{room.Room{State: packet.Waiting, MaxPlayers: 0}, room.ErrFull},
+		{room.Room{State: packet.Playing, MaxPlayers: 4}, room.ErrNotJoinable},
+		{room.Room{State: packet.Finished, MaxPlayers: 4}, room.ErrNotJoinable},
+		{room.Room{State: packet.Playing, Players: 4, MaxPlayers: 4}, room.ErrNotJoinable},
+	} {
+		err := tc.r.JoinError()
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%+v: JoinError = %v, want %v", tc.r, err, tc.want)
+		}
+		if got := tc.r.Joinable(); got != (tc.want == nil) {
+			t.Errorf("%+v: Joinable = %v, want %v", tc.r, got, tc.want == nil)
+		}
+	}
+}
+
+func TestOccupiedCountsSeats(t *testing.T) {
+	r := room.Room{Players: 2, Seats: 1, MaxPlayers: 4}
+	if r.Occupied() != 3 {
+		t.Errorf("Occupied = %d, want 3", r.Occupied())
+	}
+}
+
+func TestReason(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("wrapped: %w", room.ErrFull), "full"},
+		{room.ErrNoRoom, "no_room"},
+		{room.ErrNotJoinable, "not_joinable"},
+		{room.ErrCapacity, "capacity"},
+		{room.ErrNoPorts, "no_ports"},
+		{room.ErrSpawn, "spawn"},
+		{room.ErrClosed, "closed"},
+		{room.ErrListing, "listing"},
+		{context.Canceled, "canceled"},
+		{context.DeadlineExceeded, "canceled"},
+		{errors.New("something else"), "other"},
+	} {
+		if got := room.Reason(tc.err); got != tc.want {
+			t.Errorf("Reason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestSourceOwn(t *testing.T) {
+	if !room.Instance.Own() || !room.Exec.Own() || room.GG2.Own() {
+		t.Error("Instance and Exec rooms are this host's own, GG2 rooms are not")
+	}
+}
