@@ -1,19 +1,19 @@
-// Package instance is the SDK a game process uses to be a Foyer room, and
-// the host side the supervisor uses to run one.
+// Package instance is the SDK a game process uses to be a Foyer room: a Go
+// game implements [Game] and its main calls [Serve].
 //
-// Every room is its own OS process. The host starts it with [Launch], which
-// runs the hashicorp/go-plugin handshake (gRPC over a unix socket), then
-// hands it its room with [Process.Start]. The instance pushes its status
-// (state, player count, each player's arrival and departure) on a
-// server-streaming Watch call, on every change and as a heartbeat; the host
-// never polls. The service is defined in instance/proto, so a room can be
-// written in any language with gRPC; a Go game needs only [Serve]. The
+// Every room is its own OS process. The host (package supervisor/host)
+// starts it, runs the hashicorp/go-plugin handshake (gRPC over a unix
+// socket) and hands it its room: a port, a room id, the players it may
+// take and its settings. The instance pushes its status (state, player
+// count, each player's arrival and departure) to the host on every change
+// and as a heartbeat; the host never polls. The service is defined in
+// instance/proto, so a room can be written in any language with gRPC. The
 // SDK also answers Teeworlds/DDNet server-info requests on the room's UDP
 // port, so every room shows up in Teeworlds-style browsers ([Describer]).
 //
-// The process side is built to survive a careless host and the host side a
-// careless process: the instance exits when its parent dies, and nothing an
-// instance writes to stdout or stderr can crash or stall the host.
+// This package holds only the game's side: a game that imports it does not
+// link the host. The process is built to survive a careless host: it exits
+// when its parent dies.
 package instance
 
 import (
@@ -37,35 +37,16 @@ type Assignment struct {
 	Bind netip.Addr
 }
 
-// PlayerEventKind says whether a player came or went.
-type PlayerEventKind uint8
-
-// The player events a Status can carry.
-const (
-	NoPlayerEvent PlayerEventKind = iota
-	PlayerConnected
-	PlayerDisconnected
-)
-
-// Status is one report from an instance: sent on every change and as a
-// heartbeat at least every 2 s.
-type Status struct {
-	State   packet.RoomState
-	Players int
-	Event   PlayerEventKind // NoPlayerEvent for heartbeats and state changes
-	IP      netip.Addr      // the player's IP when Event is set
-}
-
 // HeartbeatInterval is the longest an instance stays silent on Watch: it
 // repeats its status when nothing else was sent for this long. It is below
 // the promised 2 s so a busy scheduler does not make a healthy room look
 // late.
 const HeartbeatInterval = 1900 * time.Millisecond
 
-// ErrPortInUse is matched (errors.Is) by the error [Process.Start] returns
-// when the instance could not bind its UDP port because another socket
-// holds it. The instance is still fresh: Start may be called again with
-// another port.
+// ErrPortInUse is what a Game's Start returns (wrapped or not) when it
+// cannot use its port because another socket holds it; the SDK returns it
+// too when it cannot bind the port itself. The host then tries the room on
+// another port with the same, still fresh, process.
 var ErrPortInUse = errors.New("instance: port in use")
 
 // Reporter is how a game tells the host about itself. Its methods are safe

@@ -2,10 +2,7 @@ package instance_test
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os/exec"
-	"time"
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
@@ -35,27 +32,4 @@ func (g *echoRoom) Stop(context.Context) error { return g.conn.Close() }
 // A game process's main is one call.
 func ExampleServe() {
 	instance.Serve(&echoRoom{})
-}
-
-// The host launches an instance, starts it on a port, and follows its
-// status until it ends.
-func ExampleLaunch() {
-	ctx := context.Background()
-	p, err := instance.Launch(ctx, instance.LaunchConfig{
-		Cmd:          exec.Command("echo-room"),
-		StartTimeout: 5 * time.Second,
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := p.Start(ctx, instance.Assignment{RoomID: 1, Port: 30000, MaxPlayers: 4}); err != nil {
-		p.Kill()
-		return
-	}
-	for s := range p.Status() {
-		fmt.Println(s.State, s.Players)
-	}
-	<-p.Exited()
-	fmt.Println(p.ExitStatus())
 }

@@ -1,13 +1,15 @@
 package instance
 
 import (
-	"hash/maphash"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
@@ -47,25 +49,25 @@ const (
 )
 
 // Bounds of the info answers. A request is 15 bytes and an extended
-// answer up to maxInfoPackets datagrams of teeinfo.MaxDatagram bytes, so
+// answer up to MaxInfoPackets datagrams of teeinfo.MaxDatagram bytes, so
 // answers are what a spoofed source could turn against a victim: each
 // network gets a few per second, and the room as a whole a few dozen.
 const (
-	// maxInfoPackets caps the datagrams sent for one request; a player
+	// MaxInfoPackets caps the datagrams sent for one request; a player
 	// list that needs more is cut. With default names about 250 players
 	// fit.
-	maxInfoPackets = 4
-	// perNetInterval and perNetBurst are the answers a source network
-	// (IPv4 /24, IPv6 /48) gets: one per interval, up to burst at once.
-	perNetInterval = 500 * time.Millisecond
-	perNetBurst    = 5
+	MaxInfoPackets = 4
+	// InfoInterval and InfoBurst are the answers a source network (an
+	// IPv4 /24, an IPv6 /56, as the lobby counts them) gets: one per
+	// interval, up to burst at once.
+	InfoInterval = 500 * time.Millisecond
+	InfoBurst    = 5
 	// allInterval and allBurst bound the answers of the whole room.
 	allInterval = 25 * time.Millisecond
 	allBurst    = 40
-	// limitSlots is the size of the per-network table. Networks that
-	// hash to the same slot share a budget, which only makes the limit
-	// stricter; the seed is random, so a sender cannot aim at a slot.
-	limitSlots = 4096
+	// infoNetworks is how many source networks are tracked at once; the
+	// least recently seen make room for new ones.
+	infoNetworks = 4096
 )
 
 // isConnless reports whether b looks like a Teeworlds connless datagram:
@@ -126,7 +128,7 @@ func newInfoAnswerer(a Assignment, rep *reporter, g Game) *infoAnswerer {
 		game:     d,
 		name:     "Foyer room " + strconv.FormatUint(uint64(a.RoomID), 10),
 		maxSlots: a.MaxPlayers,
-		limit:    newLimiter(time.Now()),
+		limit:    newLimiter(),
 	}
 }
 
@@ -160,7 +162,7 @@ func (ia *infoAnswerer) reply(b []byte, ip netip.Addr, now time.Time) [][]byte {
 	return ia.build(req)
 }
 
-// build returns the datagrams that answer req, at most maxInfoPackets.
+// build returns the datagrams that answer req, at most MaxInfoPackets.
 // They live in ia's buffers until the next call.
 func (ia *infoAnswerer) build(req teeinfo.Request) [][]byte {
 	ia.describe()
@@ -173,14 +175,14 @@ func (ia *infoAnswerer) build(req teeinfo.Request) [][]byte {
 	for {
 		pkts, err := ia.info.AppendExtended(ia.pkts[:0])
 		ia.pkts = pkts
-		if err == nil && len(pkts) <= maxInfoPackets {
+		if err == nil && len(pkts) <= MaxInfoPackets {
 			return pkts
 		}
 		// Too long a list: cut it, so that receivers still count as many
 		// players as are listed. Each round lists fewer, so it ends.
 		n := len(ia.info.Players) / 2
 		if err == nil {
-			n = min(len(ia.info.Players)-1, len(ia.info.Players)*maxInfoPackets/len(pkts))
+			n = min(len(ia.info.Players)-1, len(ia.info.Players)*MaxInfoPackets/len(pkts))
 		}
 		ia.info.Players = ia.info.Players[:n]
 		ia.info.NumClients = n
@@ -221,44 +223,22 @@ func (ia *infoAnswerer) describe() {
 	}
 }
 
-// limiter is a token bucket per source network in a fixed table, and one
-// for everyone, in the GCRA form: each holds the time at which its bucket
-// will be full again, in nanoseconds since start.
+// limiter is a token bucket per source network, and one for the whole
+// room.
 type limiter struct {
-	seed  maphash.Seed
-	start time.Time
-	all   int64
-	nets  [limitSlots]int64
+	nets *limit.Budget
+	all  *rate.Limiter
 }
 
-func newLimiter(start time.Time) limiter {
-	return limiter{seed: maphash.MakeSeed(), start: start}
+func newLimiter() limiter {
+	return limiter{
+		nets: limit.NewNetworkLimit(rate.Every(InfoInterval), InfoBurst, infoNetworks),
+		all:  rate.NewLimiter(rate.Every(allInterval), allBurst),
+	}
 }
 
 // allow spends one answer from ip's network and from the room's budget,
 // and reports whether both had one.
 func (l *limiter) allow(ip netip.Addr, now time.Time) bool {
-	ip = ip.Unmap()
-	bits := 48
-	if ip.Is4() {
-		bits = 24
-	}
-	p, err := ip.Prefix(bits)
-	if err != nil {
-		return false
-	}
-	key := p.Addr().As16()
-	slot := &l.nets[maphash.Bytes(l.seed, key[:])%limitSlots]
-	t := now.Sub(l.start).Nanoseconds()
-	return spend(slot, t, perNetInterval, perNetBurst) && spend(&l.all, t, allInterval, allBurst)
-}
-
-// spend takes one token from the bucket whose full-again time is *tat.
-func spend(tat *int64, now int64, interval time.Duration, burst int64) bool {
-	t := max(*tat, now)
-	if t-now > (burst-1)*int64(interval) {
-		return false
-	}
-	*tat = t + int64(interval)
-	return true
+	return l.nets.Allow(ip, 1, now) && l.all.AllowN(now, 1)
 }

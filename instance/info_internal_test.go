@@ -32,7 +32,7 @@ func answerer(maxPlayers, players int, g Game) *infoAnswerer {
 		rep.PlayerConnected(netip.MustParseAddr("192.0.2.1"))
 	}
 	ia := newInfoAnswerer(Assignment{RoomID: 3, MaxPlayers: maxPlayers}, rep, g)
-	ia.limit = newLimiter(t0)
+	ia.limit = newLimiter()
 	return ia
 }
 
@@ -100,7 +100,7 @@ func TestReplyDefaultsAndNames(t *testing.T) {
 	}
 }
 
-// A player list longer than maxInfoPackets datagrams carry is cut, and the
+// A player list longer than MaxInfoPackets datagrams carry is cut, and the
 // cut list still parses as a complete answer.
 func TestReplyCutsLongPlayerLists(t *testing.T) {
 	long := make([]string, 1000)
@@ -110,7 +110,7 @@ func TestReplyCutsLongPlayerLists(t *testing.T) {
 	for _, players := range []int{1000, teeinfo.MaxPlayers * 2} {
 		ia := answerer(teeinfo.MaxPlayers, players, namedGame{players: long})
 		pkts := ia.build(teeinfo.Request{Extended: true, Token: 9})
-		if len(pkts) == 0 || len(pkts) > maxInfoPackets {
+		if len(pkts) == 0 || len(pkts) > MaxInfoPackets {
 			t.Fatalf("%d players: %d datagrams", players, len(pkts))
 		}
 		in := assemble(t, pkts)
@@ -138,9 +138,9 @@ func TestReplyDropsWhatIsNotARequest(t *testing.T) {
 }
 
 func TestLimiter(t *testing.T) {
-	l := newLimiter(t0)
+	l := newLimiter()
 	a, sameNet := netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("::ffff:198.51.100.200")
-	for i := range perNetBurst {
+	for i := range InfoBurst {
 		if !l.allow(a, t0) {
 			t.Fatalf("request %d of the burst refused", i+1)
 		}
@@ -148,20 +148,23 @@ func TestLimiter(t *testing.T) {
 	if l.allow(sameNet, t0) {
 		t.Fatal("same /24 answered past its burst")
 	}
-	if l.allow(a, t0.Add(perNetInterval-1)) || !l.allow(a, t0.Add(perNetInterval)) {
+	if l.allow(a, t0.Add(InfoInterval-1)) || !l.allow(a, t0.Add(InfoInterval)) {
 		t.Fatal("the bucket does not refill one answer per interval")
 	}
-	// IPv6 networks are /48s.
+	// IPv6 networks are /56s, as the lobby's reply budget counts them.
 	v6 := netip.MustParseAddr("2001:db8:1:2::1")
-	for range perNetBurst {
+	for range InfoBurst {
 		l.allow(v6, t0)
 	}
-	if l.allow(netip.MustParseAddr("2001:db8:1:ffff::9"), t0) {
-		t.Fatal("same /48 answered past its burst")
+	if l.allow(netip.MustParseAddr("2001:db8:1:ff::9"), t0) {
+		t.Fatal("same /56 answered past its burst")
+	}
+	if !l.allow(netip.MustParseAddr("2001:db8:1:100::1"), t0) {
+		t.Fatal("the next /56 shares a budget with its neighbour")
 	}
 
 	// The room's own budget caps answers over many networks.
-	l = newLimiter(t0)
+	l = newLimiter()
 	answered := 0
 	for i := range 4 * allBurst {
 		if l.allow(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), t0) {
@@ -265,7 +268,7 @@ func BenchmarkInfoAnswer(b *testing.B) {
 // BenchmarkInfoLimit measures the rate limit's decision for a flood from
 // many networks.
 func BenchmarkInfoLimit(b *testing.B) {
-	l := newLimiter(t0)
+	l := newLimiter()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

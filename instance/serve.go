@@ -49,18 +49,18 @@ const maxStreams = 16
 // original stderr, captured before Serve is called: the host forwards its
 // lines to its own log.
 func Serve(g Game) {
-	if os.Getenv(handshake.MagicCookieKey) != handshake.MagicCookieValue {
+	if os.Getenv(instancepb.Handshake.MagicCookieKey) != instancepb.Handshake.MagicCookieValue {
 		fmt.Fprintf(os.Stderr, "This program is a Foyer room (instance protocol %d).\n"+
 			"A Foyer supervisor starts it and drives it over its plugin handshake;\n"+
-			"run by hand it has nothing to do.\n", ProtocolVersion)
+			"run by hand it has nothing to do.\n", instancepb.ProtocolVersion)
 		os.Exit(1)
 	}
 	s := newServer(g)
 	go watchParent(os.Getppid())
 	go s.exitWhenFinished()
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: handshake,
-		Plugins:         plugin.PluginSet{pluginName: &roomPlugin{server: s}},
+		HandshakeConfig: instancepb.Handshake,
+		Plugins:         plugin.PluginSet{instancepb.PluginName: &instancepb.Plugin{Impl: s}},
 		GRPCServer:      newGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "plugin",
@@ -80,11 +80,11 @@ func Serve(g Game) {
 // turns off the bandwidth probe, whose pings would cost the host a wake-up.
 func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append(opts,
-		grpc.InitialWindowSize(maxMessage),
-		grpc.InitialConnWindowSize(maxMessage),
-		grpc.ReadBufferSize(connBuffer),
-		grpc.WriteBufferSize(connBuffer),
-		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.InitialWindowSize(instancepb.MaxMessage),
+		grpc.InitialConnWindowSize(instancepb.MaxMessage),
+		grpc.ReadBufferSize(instancepb.ConnBuffer),
+		grpc.WriteBufferSize(instancepb.ConnBuffer),
+		grpc.MaxRecvMsgSize(instancepb.MaxMessage),
 		// go-plugin's own services hold three streams open; the rest
 		// are Watch and the odd Start or Stop.
 		grpc.MaxConcurrentStreams(maxStreams),

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/internal/loadgen"
+	"github.com/foyerlobby/foyer/lobby/internal/loadgen"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )

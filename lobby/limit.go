@@ -1,6 +1,6 @@
 package lobby
 
-import "github.com/foyerlobby/foyer/lobby/internal/limit"
+import "github.com/foyerlobby/foyer/internal/limit"
 
 // Sources are the per-source token buckets of every edge of one Foyer
 // (this native edge and the front-ends in lobby/gg2 and lobby/gunz): a

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // Bounds on what an exec'd server can make the supervisor read.
@@ -26,7 +27,7 @@ const (
 )
 
 // process is a room's OS process as the supervisor drives it: a go-plugin
-// instance (*instance.Process) or a foreign server run by the exec driver
+// instance (*host.Process) or a foreign server run by the exec driver
 // (*execProcess).
 type process interface {
 	// Stop ends the process gracefully, then kills its group after grace;

@@ -13,6 +13,7 @@ import (
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // maxPortAttempts bounds how many ports one create tries when instances
@@ -84,7 +85,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	if s.cfg.Probe != "" {
 		return s.spawnExec(ctx, id, t0)
 	}
-	p, err := instance.Launch(ctx, instance.LaunchConfig{
+	p, err := host.Launch(ctx, host.LaunchConfig{
 		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
 		StartTimeout: s.cfg.SpawnTimeout,
 		Log:          s.log,

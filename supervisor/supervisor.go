@@ -30,10 +30,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // watchBuffer is how many events a watcher may fall behind before it
@@ -72,11 +72,11 @@ type Supervisor struct {
 // key and nothing else.
 type record struct {
 	row    room.Room
-	proc   process                // nil for registered rooms
-	status <-chan instance.Status // go-plugin instances: pushed status
-	probe  *probeTarget           // exec rooms with probe "teeworlds"
-	key    string                 // registered rooms: the registration key
-	listed bool                   // handed out by Create; before that, warm or not yet entered
+	proc   process            // nil for registered rooms
+	status <-chan host.Status // go-plugin instances: pushed status
+	probe  *probeTarget       // exec rooms with probe "teeworlds"
+	key    string             // registered rooms: the registration key
+	listed bool               // handed out by Create; before that, warm or not yet entered
 	seats  map[netip.AddrPort]time.Time
 	// lastStatus is when the room last said it is alive; only rooms
 	// that report (watched) are checked against HealthTimeout.
@@ -357,11 +357,11 @@ func (s *Supervisor) track(r *record) {
 
 // applyStatus takes one report into the table. A connecting player turns
 // the oldest seat held for the same IP into that player.
-func (s *Supervisor) applyStatus(r *record, st instance.Status) {
+func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	s.mu.Lock()
 	r.lastStatus = time.Now()
 	changed := false
-	if st.Event == instance.PlayerConnected && r.seats != nil {
+	if st.Event == host.PlayerConnected && r.seats != nil {
 		var oldest netip.AddrPort
 		var oldestExp time.Time
 		for ep, exp := range r.seats {

@@ -1,4 +1,5 @@
-// Package instancepb is the generated code for instance.proto, the gRPC
-// service a room process serves to its host. Regenerate it with gen.sh
-// (make proto); do not edit the .pb.go files by hand.
+// Package instancepb is the gRPC service a room process serves to its
+// host: the code generated from instance.proto, and the go-plugin
+// handshake and plugin both sides agree on (plugin.go). Regenerate the
+// .pb.go files with gen.sh (make proto); do not edit them by hand.
 package instancepb

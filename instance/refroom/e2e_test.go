@@ -15,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
-	"github.com/rs/zerolog"
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // With roomEnv set, the test binary is a reference room process, as
@@ -55,11 +57,11 @@ func freePort(t testing.TB) uint16 {
 }
 
 // openRoom launches a reference room and starts it on a free port.
-func openRoom(t testing.TB, maxPlayers int, settings map[string]string) (*instance.Process, uint16, error) {
+func openRoom(t testing.TB, maxPlayers int, settings map[string]string) (*host.Process, uint16, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: roomCommand()})
+	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: roomCommand()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,22 +136,22 @@ func (c *client) expect(typ game.Type) game.Message {
 
 // states collects the distinct states of p's status stream until it
 // ends, and the player events.
-func states(p *instance.Process) (seen []packet.RoomState, events []string) {
+func states(p *host.Process) (seen []packet.RoomState, events []string) {
 	for s := range p.Status() {
 		if len(seen) == 0 || seen[len(seen)-1] != s.State {
 			seen = append(seen, s.State)
 		}
 		switch s.Event {
-		case instance.PlayerConnected:
+		case host.PlayerConnected:
 			events = append(events, "+"+s.IP.String())
-		case instance.PlayerDisconnected:
+		case host.PlayerDisconnected:
 			events = append(events, "-"+s.IP.String())
 		}
 	}
 	return seen, events
 }
 
-func collect(p *instance.Process) <-chan [2][]string {
+func collect(p *host.Process) <-chan [2][]string {
 	ch := make(chan [2][]string, 1)
 	go func() {
 		seen, events := states(p)
@@ -162,7 +164,7 @@ func collect(p *instance.Process) <-chan [2][]string {
 	return ch
 }
 
-func waitExit(t *testing.T, p *instance.Process) {
+func waitExit(t *testing.T, p *host.Process) {
 	t.Helper()
 	select {
 	case <-p.Exited():
@@ -295,7 +297,7 @@ func BenchmarkColdStart(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		begin := time.Now()
-		p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: roomCommand()})
+		p, err := host.Launch(ctx, host.LaunchConfig{Cmd: roomCommand()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -34,7 +34,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
-	"github.com/foyerlobby/foyer/lobby/internal/limit"
+	"github.com/foyerlobby/foyer/internal/limit"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )

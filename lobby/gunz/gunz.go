@@ -37,7 +37,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
-	"github.com/foyerlobby/foyer/lobby/internal/limit"
+	"github.com/foyerlobby/foyer/internal/limit"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )

@@ -128,11 +128,11 @@ func (s *Sources) Len() int {
 // holds at least this much, or a reply of that size could never be sent.
 const MaxDatagram = 65507
 
-// Budget caps the reply bytes sent to each /24 (IPv4) or /56 (IPv6) per
-// second. Source addresses can be forged, so per-IP limits alone would let
-// a spoofer aim large replies to small requests (65 KB for a 12-byte
-// LIST) at a victim network from many forged IPs. It is safe for
-// concurrent use.
+// Budget is a token bucket per network, /24 for IPv4 and /56 for IPv6,
+// in a table of fixed size. The edges spend reply bytes from it: source
+// addresses can be forged, so per-IP limits alone would let a spoofer aim
+// large replies to small requests (65 KB for a 12-byte LIST) at a victim
+// network from many forged IPs. It is safe for concurrent use.
 type Budget struct {
 	mu    sync.Mutex
 	t     *table[netip.Prefix, rate.Limiter]
@@ -141,17 +141,25 @@ type Budget struct {
 }
 
 // NewBudget allows perSecond bytes to each network, tracking at most
-// maxPrefixes networks; both must be positive.
+// maxPrefixes networks; both must be positive. A network's burst holds at
+// least one datagram of the largest size.
 func NewBudget(perSecond, maxPrefixes int) *Budget {
+	return NewNetworkLimit(rate.Limit(perSecond), max(perSecond, MaxDatagram), maxPrefixes)
+}
+
+// NewNetworkLimit allows each network r events per second with bursts of
+// burst, tracking at most maxPrefixes networks.
+func NewNetworkLimit(r rate.Limit, burst, maxPrefixes int) *Budget {
 	return &Budget{
 		t:     newTable[netip.Prefix, rate.Limiter](maxPrefixes),
-		limit: rate.Limit(perSecond),
-		burst: max(perSecond, MaxDatagram),
+		limit: r,
+		burst: burst,
 	}
 }
 
-// prefixOf returns the network a reply to ip is charged to.
-func prefixOf(ip netip.Addr) netip.Prefix {
+// PrefixOf returns the network ip is counted in: its /24 for IPv4 (and
+// IPv4-mapped IPv6), its /56 for IPv6.
+func PrefixOf(ip netip.Addr) netip.Prefix {
 	ip = ip.Unmap()
 	bits := 56
 	if ip.Is4() {
@@ -161,10 +169,10 @@ func prefixOf(ip netip.Addr) netip.Prefix {
 	return p
 }
 
-// Allow charges n bytes to ip's network and reports whether they fit;
-// bytes that do not fit are not charged.
+// Allow charges n tokens (bytes, for a reply budget) to ip's network and
+// reports whether they fit; tokens that do not fit are not charged.
 func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
-	p := prefixOf(ip)
+	p := PrefixOf(ip)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lim, found := b.t.get(p)

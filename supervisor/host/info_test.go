@@ -1,4 +1,4 @@
-package instance_test
+package host_test
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
-	"github.com/rs/zerolog"
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // browser is a Teeworlds-style server browser on a real UDP socket.
@@ -65,7 +67,7 @@ func (b *browser) untilEcho(marker string) []teeinfo.Reply {
 }
 
 // startWith starts p on a free port with maxPlayers and settings.
-func startWith(t *testing.T, p *instance.Process, maxPlayers int, settings map[string]string) uint16 {
+func startWith(t *testing.T, p *host.Process, maxPlayers int, settings map[string]string) uint16 {
 	t.Helper()
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -78,7 +80,7 @@ func startWith(t *testing.T, p *instance.Process, maxPlayers int, settings map[s
 }
 
 // waitPlayers reads p's status until it reports n players.
-func waitPlayers(t *testing.T, p *instance.Process, n int) {
+func waitPlayers(t *testing.T, p *host.Process, n int) {
 	t.Helper()
 	timeout := time.After(patience)
 	for {
@@ -175,7 +177,7 @@ func TestInfoFloodIsLimited(t *testing.T) {
 	replies := b.untilEcho("done")
 	// The budget refills while the flood is read, so the bound grows with
 	// the time it took; it says nothing about speed.
-	limit := instance.PerNetBurst + int(time.Since(began)/instance.PerNetInterval) + 1
+	limit := instance.InfoBurst + int(time.Since(began)/instance.InfoInterval) + 1
 	if len(replies) == 0 || len(replies) > limit || len(replies) >= flood {
 		t.Fatalf("%d replies to %d requests, want 1 to %d", len(replies), flood, limit)
 	}

@@ -1,4 +1,4 @@
-package instance
+package host
 
 import (
 	"context"
@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
-	"github.com/foyerlobby/foyer/internal/proc"
-	"github.com/foyerlobby/foyer/packet"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -21,6 +18,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/foyerlobby/foyer/instance"
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/packet"
 )
 
 // DefaultStartTimeout is the handshake deadline when LaunchConfig leaves
@@ -32,15 +34,6 @@ const DefaultStartTimeout = 5 * time.Second
 // take seconds to schedule the exit and the reaper; returning earlier would
 // let a caller believe the process gone while it still runs.
 const abandonWait = 10 * time.Second
-
-// connBuffer is the size of each gRPC read and write buffer on an
-// instance connection, on both sides. The default 32 KiB is sized for
-// bulk transfers; every message here is a few dozen bytes, and the host
-// keeps one connection per room.
-const connBuffer = 4 << 10
-
-// maxMessage bounds a message from an instance, on every call.
-const maxMessage = 64 << 10
 
 // statusBuffer is how many reports wait for a slow reader of Status before
 // the stream pushes back on the instance.
@@ -92,8 +85,8 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 
 	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, exited: make(chan struct{})}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  handshake,
-		Plugins:          plugin.PluginSet{pluginName: &roomPlugin{}},
+		HandshakeConfig:  instancepb.Handshake,
+		Plugins:          plugin.PluginSet{instancepb.PluginName: &instancepb.Plugin{}},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		// go-plugin builds a stand-in command carrying the handshake's
 		// variables after the environment; they go after cmd.Env, so an
@@ -110,13 +103,13 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		// go-plugin lets a message be 2 GiB; nothing an instance sends is
 		// a fraction of this.
 		GRPCDialOptions: []grpc.DialOption{
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(instancepb.MaxMessage)),
 			// A fixed window turns off the bandwidth probe, whose pings
 			// would wake the host for every heartbeat of every room.
-			grpc.WithInitialWindowSize(maxMessage),
-			grpc.WithInitialConnWindowSize(maxMessage),
-			grpc.WithReadBufferSize(connBuffer),
-			grpc.WithWriteBufferSize(connBuffer),
+			grpc.WithInitialWindowSize(instancepb.MaxMessage),
+			grpc.WithInitialConnWindowSize(instancepb.MaxMessage),
+			grpc.WithReadBufferSize(instancepb.ConnBuffer),
+			grpc.WithWriteBufferSize(instancepb.ConnBuffer),
 		},
 	})
 	p := &Process{run: r, client: client, status: make(chan Status, statusBuffer)}
@@ -153,7 +146,7 @@ func (p *Process) dial() error {
 	if err != nil {
 		return err
 	}
-	raw, err := cp.Dispense(pluginName)
+	raw, err := cp.Dispense(instancepb.PluginName)
 	if err != nil {
 		return err
 	}
@@ -264,11 +257,11 @@ func (p *Process) deliver(s Status) bool {
 }
 
 // Start hands the instance its assignment; it returns once the game is
-// ready. An error matching ErrPortInUse means the game could not bind
+// ready. An error matching instance.ErrPortInUse means the game could not bind
 // a.Port because another socket holds it; the instance is then still
 // fresh and Start may be called again with another port. Any other error
 // is final: stop or kill the process.
-func (p *Process) Start(ctx context.Context, a Assignment) error {
+func (p *Process) Start(ctx context.Context, a instance.Assignment) error {
 	req := &instancepb.StartRequest{
 		RoomId:     a.RoomID,
 		Port:       uint32(a.Port),
@@ -284,7 +277,7 @@ func (p *Process) Start(ctx context.Context, a Assignment) error {
 	}
 	st := status.Convert(err)
 	if st.Code() == codes.AlreadyExists {
-		return fmt.Errorf("%w: room %d: %s", ErrPortInUse, a.RoomID, st.Message())
+		return fmt.Errorf("%w: room %d: %s", instance.ErrPortInUse, a.RoomID, st.Message())
 	}
 	return fmt.Errorf("instance: start room %d: %s: %s", a.RoomID, st.Code(), st.Message())
 }

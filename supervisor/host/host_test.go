@@ -1,4 +1,4 @@
-package instance_test
+package host_test
 
 import (
 	"bufio"
@@ -20,8 +20,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/internal/logbuf"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // The test binary doubles as the instance: with modeEnv set, TestMain
@@ -81,7 +83,7 @@ func TestMain(m *testing.M) {
 		// A host that starts its instance without Launch, so without a
 		// parent-death signal, and reports its pid once it serves.
 		inst := selfCommand("game", "")
-		inst.Env = append(inst.Env, instance.HandshakeEnv)
+		inst.Env = append(inst.Env, instancepb.Handshake.MagicCookieKey+"="+instancepb.Handshake.MagicCookieValue)
 		out, err := inst.StdoutPipe()
 		if err != nil || inst.Start() != nil {
 			os.Exit(3)
@@ -93,7 +95,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Hour)
 	case "host":
 		// A host that launches one instance, then waits to be killed.
-		p, err := instance.Launch(context.Background(), instance.LaunchConfig{Cmd: selfCommand("game", os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))})
+		p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))})
 		if err != nil {
 			os.Exit(3)
 		}
@@ -182,11 +184,11 @@ func selfCommand(mode, pidFile string) *exec.Cmd {
 
 const patience = 10 * time.Second // liveness bound, never a speed check
 
-func launch(t *testing.T, mode string, log zerolog.Logger) *instance.Process {
+func launch(t *testing.T, mode string, log zerolog.Logger) *host.Process {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	p, err := instance.Launch(ctx, instance.LaunchConfig{Cmd: selfCommand(mode, ""), Log: log})
+	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: selfCommand(mode, ""), Log: log})
 	if err != nil {
 		t.Fatalf("Launch(%s): %v", mode, err)
 	}
@@ -195,7 +197,7 @@ func launch(t *testing.T, mode string, log zerolog.Logger) *instance.Process {
 }
 
 // kill kills p and waits, boundedly, for it to be gone.
-func kill(t *testing.T, p *instance.Process) {
+func kill(t *testing.T, p *host.Process) {
 	t.Helper()
 	p.Kill()
 	select {
@@ -217,7 +219,7 @@ func freePort(t *testing.T) uint16 {
 
 var loopback = netip.MustParseAddr("127.0.0.1")
 
-func start(t *testing.T, p *instance.Process, settings map[string]string) uint16 {
+func start(t *testing.T, p *host.Process, settings map[string]string) uint16 {
 	t.Helper()
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -231,7 +233,7 @@ func start(t *testing.T, p *instance.Process, settings map[string]string) uint16
 
 // next returns the next status that is not a bare heartbeat repeating
 // the same state and count.
-func next(t *testing.T, p *instance.Process, prev instance.Status) instance.Status {
+func next(t *testing.T, p *host.Process, prev host.Status) host.Status {
 	t.Helper()
 	timeout := time.After(patience)
 	for {
@@ -240,7 +242,7 @@ func next(t *testing.T, p *instance.Process, prev instance.Status) instance.Stat
 			if !ok {
 				t.Fatalf("status closed after %+v", prev)
 			}
-			if s.Event == instance.NoPlayerEvent && s.State == prev.State && s.Players == prev.Players {
+			if s.Event == host.NoPlayerEvent && s.State == prev.State && s.Players == prev.Players {
 				continue
 			}
 			return s
@@ -264,7 +266,7 @@ func send(t *testing.T, port uint16, msgs ...string) {
 	}
 }
 
-func waitExit(t *testing.T, p *instance.Process) (int, string) {
+func waitExit(t *testing.T, p *host.Process) (int, string) {
 	t.Helper()
 	select {
 	case <-p.Exited():
@@ -281,19 +283,19 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("PID() = %d", p.PID())
 	}
 	first := <-p.Status()
-	if first != (instance.Status{State: packet.Waiting}) {
+	if first != (host.Status{State: packet.Waiting}) {
 		t.Fatalf("first status %+v, want Waiting with no players", first)
 	}
 	port := start(t, p, nil)
 
 	send(t, port, "join")
 	s := next(t, p, first)
-	want := instance.Status{State: packet.Waiting, Players: 1, Event: instance.PlayerConnected, IP: loopback}
+	want := host.Status{State: packet.Waiting, Players: 1, Event: host.PlayerConnected, IP: loopback}
 	if s != want {
 		t.Fatalf("after join: %+v, want %+v", s, want)
 	}
 	send(t, port, "state 1")
-	if s = next(t, p, s); s.State != packet.Countdown || s.Players != 1 || s.Event != instance.NoPlayerEvent {
+	if s = next(t, p, s); s.State != packet.Countdown || s.Players != 1 || s.Event != host.NoPlayerEvent {
 		t.Fatalf("after state 1: %+v", s)
 	}
 	// With nothing happening, heartbeats repeat the status.
@@ -306,7 +308,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("no heartbeat")
 	}
 	send(t, port, "leave")
-	if s = next(t, p, s); s.Event != instance.PlayerDisconnected || s.Players != 0 || s.IP != loopback {
+	if s = next(t, p, s); s.Event != host.PlayerDisconnected || s.Players != 0 || s.IP != loopback {
 		t.Fatalf("after leave: %+v", s)
 	}
 	send(t, port, "state 3")
@@ -321,9 +323,9 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-func drainUntilClosed(t *testing.T, p *instance.Process) instance.Status {
+func drainUntilClosed(t *testing.T, p *host.Process) host.Status {
 	t.Helper()
-	var last instance.Status
+	var last host.Status
 	timeout := time.After(patience)
 	for {
 		select {
@@ -522,7 +524,7 @@ func TestLaunchFailuresKillTheProcess(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			var pid int
-			_, err := instance.Launch(context.Background(), instance.LaunchConfig{
+			_, err := host.Launch(context.Background(), host.LaunchConfig{
 				Cmd:          selfCommand(mode, ""),
 				StartTimeout: 500 * time.Millisecond,
 				StartProcess: startRecordingPID(&pid),
@@ -544,7 +546,7 @@ func TestLaunchCancelled(t *testing.T) {
 		cancel()
 	}()
 	var pid int
-	_, err := instance.Launch(ctx, instance.LaunchConfig{
+	_, err := host.Launch(ctx, host.LaunchConfig{
 		Cmd: selfCommand("silent", file), StartTimeout: patience, StartProcess: startRecordingPID(&pid),
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -566,7 +568,7 @@ func selfCommandReportingChild(t *testing.T, mode string) (*exec.Cmd, string) {
 func TestKillTakesTheWholeGroup(t *testing.T) {
 	t.Parallel()
 	cmd, file := selfCommandReportingChild(t, "grandchild")
-	p, err := instance.Launch(context.Background(), instance.LaunchConfig{Cmd: cmd})
+	p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: cmd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +636,7 @@ func TestStartProcessHookAndProcessGroup(t *testing.T) {
 	}()
 	defer close(reqs)
 	calls := 0
-	p, err := instance.Launch(context.Background(), instance.LaunchConfig{
+	p, err := host.Launch(context.Background(), host.LaunchConfig{
 		Cmd: selfCommand("game", ""),
 		StartProcess: func(cmd *exec.Cmd) error {
 			calls++

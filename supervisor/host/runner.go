@@ -1,4 +1,4 @@
-package instance
+package host
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // Bounds on what an instance can make the host read.
