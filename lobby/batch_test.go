@@ -84,7 +84,7 @@ func TestInlineJoinOnlyWhenRoomsNeverWaits(t *testing.T) {
 		{"says it may wait", gated, false},
 		{"says nothing", struct{ room.Table }{newMemRooms(1)}, false},
 	} {
-		l := newLobby(testConfig(), c.rooms)
+		l := testConfig().newLobby(c.rooms)
 		if l.inlineJoin != c.inline || (l.jobs == nil) != c.inline {
 			t.Errorf("%s: inline %v, queue %v", c.name, l.inlineJoin, l.jobs != nil)
 		}

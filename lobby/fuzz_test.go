@@ -32,7 +32,7 @@ func FuzzHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rooms := newMemRooms(4)
 		rooms.add(room.Room{ID: 1, MaxPlayers: 4, Port: 30001})
-		l := newLobby(testConfig(), rooms)
+		l := testConfig().newLobby(rooms)
 		defer l.stop()
 		w := &sent{}
 		from := netip.MustParseAddrPort("127.0.0.1:5000")

@@ -78,11 +78,26 @@ func (ls *lists) get(now time.Time) *roomList {
 // closes.
 func (ls *lists) watch(events <-chan room.Event) {
 	for ev := range events {
-		for {
-			old := ls.seen.Load()
-			if ev.Version <= old || ls.seen.CompareAndSwap(old, ev.Version) {
-				break
-			}
+		ls.atLeast(ev.Version)
+	}
+}
+
+// changed says the table changed after the current list was built, by a
+// CREATE or JOIN this lobby ran: the next LIST, which may come from the
+// same client as soon as it has the answer, must not wait for the change's
+// event to reach watch.
+func (ls *lists) changed() {
+	if cur := ls.current.Load(); cur != nil {
+		ls.atLeast(cur.version + 1)
+	}
+}
+
+// atLeast raises the newest version known to v.
+func (ls *lists) atLeast(v uint64) {
+	for {
+		old := ls.seen.Load()
+		if v <= old || ls.seen.CompareAndSwap(old, v) {
+			return
 		}
 	}
 }

@@ -18,10 +18,9 @@
 //	                    goroutine (bounded)
 //	reflection guard    bytes per /24 or /56 per second, before every send
 //
-// The per-IP buckets and the reflection guard are package limit's, and
-// can be shared with the neighbour-protocol front-ends (Config.Sources,
-// Config.Replies) so that a source's allowance and a network's reply
-// budget span every edge of one Foyer.
+// The per-IP buckets and the reflection guard are a limit.Guard shared
+// with the neighbour-protocol front-ends, so that a source's allowance and
+// a network's reply budget span every edge of one Foyer.
 //
 // Nothing on that path waits for the supervisor: when the JOIN queue or
 // the CREATE slots are full, the request is dropped and counted, and the
@@ -45,32 +44,17 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
 
-// Config is the [lobby] section of config.toml.
+// Config is the native edge's part of the [lobby] section of config.toml;
+// the rate limits of that section are the Guard's, shared by every edge.
 type Config struct {
 	// Listen are the UDP addresses to serve; port 0 picks a free port
 	// (see Lobby.Addrs).
 	Listen []netip.AddrPort
-	// Rate and Burst are each source IP's general token bucket (requests
-	// per second); CreateRate and CreateBurst its stricter CREATE bucket.
-	Rate        float64
-	Burst       int
-	CreateRate  float64
-	CreateBurst int
-	// MaxSources bounds the per-IP table; idle IPs are evicted first.
-	MaxSources int
-	// ReflectionLimit is the bytes per second the lobby sends to one /24
-	// (IPv4) or /56 (IPv6); MaxPrefixes bounds that table.
-	ReflectionLimit int
-	MaxPrefixes     int
-	// Sources and Replies, when set, are tables shared with the other
-	// edges (see NewSources, NewReplyBudget) and the five fields above
-	// them are not used; when nil, New builds the lobby's own.
-	Sources *Sources
-	Replies *ReplyBudget
 	// RetryWindow is how long a CREATE or JOIN reply is replayed to a
 	// retry; RetryCache bounds how many are kept.
 	RetryWindow time.Duration
@@ -80,28 +64,18 @@ type Config struct {
 	// ReportInterval is how often non-zero drop and failure counts are
 	// logged.
 	ReportInterval time.Duration
-	Log            zerolog.Logger
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7777")},
-		Rate:            20,
-		Burst:           40,
-		CreateRate:      1,
-		CreateBurst:     3,
-		MaxSources:      100000,
-		ReflectionLimit: 256 << 10,
-		MaxPrefixes:     65536,
-		RetryWindow:     10 * time.Second,
-		RetryCache:      65536,
-		MaxCreates:      64,
-		ReportInterval:  10 * time.Second,
-		Log:             zerolog.Nop(),
+		Listen:         []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7777")},
+		RetryWindow:    10 * time.Second,
+		RetryCache:     65536,
+		MaxCreates:     64,
+		ReportInterval: 10 * time.Second,
 	}
 }
-
 
 // JOIN runs off the read loop, unless the Rooms never waits, so that a
 // supervisor slow to answer cannot stall LIST. The queue absorbs bursts;
@@ -118,8 +92,8 @@ type Lobby struct {
 	rooms   room.Table
 	log     zerolog.Logger
 	conns   []*net.UDPConn
-	sources *Sources
-	replies *ReplyBudget
+	sources *limit.Sources
+	replies *limit.Budget
 	retries *retries
 	lists   lists
 	stats   counters
@@ -147,12 +121,15 @@ type joinJob struct {
 	key  retryKey
 }
 
-// New binds the listen addresses; Serve answers on them.
-func New(cfg Config, rooms room.Table) (*Lobby, error) {
+// New binds the listen addresses; Serve answers on them. Requests draw
+// from guard's per-source buckets and replies from its per-network budget,
+// which the other edges of the same Foyer share; a nil guard is one of the
+// lobby's own with limit.DefaultConfig.
+func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (*Lobby, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	l := newLobby(cfg, rooms)
+	l := newLobby(cfg, rooms, guard, log)
 	for _, ap := range cfg.Listen {
 		// udp4 or udp6 as the address says: Go would make "0.0.0.0" a
 		// dual-stack socket, answering IPv6 the operator did not ask for.
@@ -173,14 +150,17 @@ func New(cfg Config, rooms room.Table) (*Lobby, error) {
 }
 
 // newLobby builds a lobby without sockets.
-func newLobby(cfg Config, rooms room.Table) *Lobby {
+func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) *Lobby {
+	if guard == nil {
+		guard = limit.NewGuard(limit.DefaultConfig())
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	l := &Lobby{
 		cfg:     cfg,
 		rooms:   rooms,
-		log:     cfg.Log.With().Str("component", "lobby").Logger(),
-		sources: cfg.Sources,
-		replies: cfg.Replies,
+		log:     log.With().Str("component", "lobby").Logger(),
+		sources: guard.Sources,
+		replies: guard.Replies,
 		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
 		lists:   lists{rooms: rooms},
 		ctx:     ctx,
@@ -191,12 +171,6 @@ func newLobby(cfg Config, rooms room.Table) *Lobby {
 	} else {
 		l.jobs = make(chan joinJob, joinQueue)
 	}
-	if l.sources == nil {
-		l.sources = NewSources(cfg)
-	}
-	if l.replies == nil {
-		l.replies = NewReplyBudget(cfg)
-	}
 	l.stats.drops = map[string]uint64{}
 	l.stats.failures = map[string]uint64{}
 	return l
@@ -206,10 +180,6 @@ func (c Config) check() error {
 	switch {
 	case len(c.Listen) == 0:
 		return errors.New("lobby: no listen address")
-	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.CreateRate <= 0 || c.CreateBurst < 1 || c.MaxSources < 1):
-		return errors.New("lobby: rates, bursts and max sources must be positive")
-	case c.Replies == nil && (c.ReflectionLimit < 1 || c.MaxPrefixes < 1):
-		return errors.New("lobby: reflection limit and max prefixes must be positive")
 	case c.RetryCache < 1 || c.MaxCreates < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
 		return errors.New("lobby: retry cache, max creates, retry window and report interval must be positive")
 	}
@@ -418,6 +388,7 @@ func (l *Lobby) startCreate(c sender, h packet.Header, from netip.AddrPort, key 
 		room, err := l.rooms.Create(l.ctx, from)
 		if err == nil {
 			l.stats.granted[0].Add(1)
+			l.lists.changed()
 			l.log.Info().Uint32("room", room.ID).Uint16("port", room.Port).Stringer("creator", from).Msg("create granted")
 		} else {
 			l.failed("create", from, 0, err)
@@ -441,6 +412,7 @@ func (l *Lobby) join(j joinJob, now time.Time, buf []byte) []byte {
 	room, err := l.rooms.Join(l.ctx, j.room, j.from)
 	if err == nil {
 		l.stats.granted[1].Add(1)
+		l.lists.changed()
 		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
 			e.Uint32("room", room.ID).Stringer("player", j.from).Msg("seat held")
 		}

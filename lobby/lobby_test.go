@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/logbuf"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
@@ -19,17 +20,41 @@ import (
 	"github.com/foyerlobby/foyer/room"
 )
 
+// limits is limit.Config under a name that can be embedded next to Config.
+type limits = limit.Config
+
+// setup is what a test lobby is built from: its Config, the limits of its
+// own guard, and its log, in one value the tests tweak.
+type setup struct {
+	Config
+	limits
+	log zerolog.Logger
+}
+
 // testConfig serves on a free loopback port with the default limits.
-func testConfig() Config {
+func testConfig() setup {
 	c := DefaultConfig()
 	c.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
-	return c
+	return setup{Config: c, limits: limit.DefaultConfig(), log: zerolog.Nop()}
+}
+
+// newLobby builds a lobby from s without sockets.
+func (s setup) newLobby(rooms room.Table) *Lobby {
+	return newLobby(s.Config, rooms, limit.NewGuard(s.limits), s.log)
+}
+
+// build checks s's limits and builds a lobby from s, as the wiring does.
+func (s setup) build(rooms room.Table) (*Lobby, error) {
+	if err := s.limits.Check(); err != nil {
+		return nil, err
+	}
+	return New(s.Config, rooms, limit.NewGuard(s.limits), s.log)
 }
 
 // start serves rooms until the test ends.
-func start(t testing.TB, cfg Config, rooms room.Table) (*Lobby, netip.AddrPort) {
+func start(t testing.TB, cfg setup, rooms room.Table) (*Lobby, netip.AddrPort) {
 	t.Helper()
-	l, err := New(cfg, rooms)
+	l, err := cfg.build(rooms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,13 +507,13 @@ func TestRetriesRecycledSlotKeepsNewerEntry(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	cfg := testConfig()
 	cfg.Rate = 0
-	if _, err := New(cfg, newMemRooms(1)); err == nil {
+	if _, err := cfg.build(newMemRooms(1)); err == nil {
 		t.Error("rate 0 accepted")
 	}
 	_, addr := start(t, testConfig(), newMemRooms(1))
 	cfg = testConfig()
 	cfg.Listen = append(cfg.Listen, addr) // taken: the whole New fails
-	if _, err := New(cfg, newMemRooms(1)); err == nil {
+	if _, err := cfg.build(newMemRooms(1)); err == nil {
 		t.Error("a port in use was bound")
 	}
 }
@@ -560,7 +585,7 @@ func TestDropsReportedPeriodically(t *testing.T) {
 	var logs logbuf.Buffer
 	cfg := testConfig()
 	cfg.ReportInterval = 50 * time.Millisecond
-	cfg.Log = zerolog.New(&logs)
+	cfg.log = zerolog.New(&logs)
 	_, addr := start(t, cfg, newMemRooms(1))
 	c := dial(t, "127.0.0.1", addr)
 	for range 100 {

@@ -3,14 +3,10 @@ package supervisor
 import (
 	"net/netip"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // Config is the supervisor's part of config.toml, with defaults filled in
 // by the config loader (or by Defaults).
-//
-// API CONTRACT: fields are fixed; the supervisor work may add fields.
 type Config struct {
 	FirstPort, LastPort uint16 // ports = "30000-30999", inclusive
 	MaxInstances        int    // default 64
@@ -36,7 +32,6 @@ type Config struct {
 	// Room is handed to every instance in Start as its settings
 	// (min_players, countdown, match_duration, idle_timeout).
 	Room map[string]string
-	Log  zerolog.Logger
 
 	// SeatTTL is how long a seat held by Create or Join waits for its
 	// player to connect; default 10s.

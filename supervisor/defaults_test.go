@@ -3,6 +3,8 @@ package supervisor
 import (
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestConfigDefaultsAndValidation(t *testing.T) {
@@ -25,7 +27,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		"probe":         {Probe: "ping", Command: []string{"true"}},
 		"probe no cmd":  {Probe: "teeworlds"},
 	} {
-		if _, err := New(bad); err == nil {
+		if _, err := New(bad, zerolog.Nop()); err == nil {
 			t.Errorf("%s: New accepted %+v", name, bad)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -18,7 +20,7 @@ func Example() {
 		FirstPort: 30000, LastPort: 30999,
 		Warm: 2, // answer the next two creates without a spawn
 		Room: map[string]string{"countdown": "3s", "match_duration": "2m"},
-	})
+	}, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -56,7 +58,7 @@ func Example_execDriver() {
 		Command: []string{"/usr/games/DDNet-Server",
 			"sv_port {port}; sv_name Room {room_id}; sv_max_clients {max_players}; sv_register 0"},
 		Probe: "teeworlds",
-	})
+	}, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -73,7 +75,7 @@ func Example_execDriver() {
 // An edge that hears of rooms running elsewhere registers them; they are
 // listed and joined like the supervisor's own.
 func ExampleSupervisor_Register() {
-	s, err := supervisor.New(supervisor.Config{})
+	s, err := supervisor.New(supervisor.Config{}, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
+
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/foyerlobby/foyer/room"
@@ -205,7 +207,7 @@ func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
 		t.Fatalf("reaped %+v", ev)
 	}
 	sink.await(t, "room unhealthy, killing", fmt.Sprintf(`"pid":%d`, r.PID))
-	if alive(r.PID) {
+	if proc.Alive(r.PID) {
 		t.Fatalf("pid %d alive after the reap", r.PID)
 	}
 }

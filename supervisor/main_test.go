@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 
 	"github.com/rs/zerolog"
 
@@ -127,12 +128,11 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 		HealthTimeout: 6 * time.Second,
 		StopGrace:     3 * time.Second,
 		PortCooldown:  50 * time.Millisecond,
-		Log:           zerolog.New(sink).With().Timestamp().Logger(),
 	}
 	if tune != nil {
 		tune(&cfg)
 	}
-	s, err := New(cfg)
+	s, err := New(cfg, zerolog.New(sink).With().Timestamp().Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,36 +169,12 @@ func childPIDs(t testing.TB) []int {
 		if err != nil {
 			continue
 		}
-		state, ppid, ok := procState(pid)
-		if ok && ppid == me && state != 'Z' {
+		st, err := proc.ReadStat(pid)
+		if err == nil && st.PPID == me && st.State != 'Z' {
 			kids = append(kids, pid)
 		}
 	}
 	return kids
-}
-
-// procState reads a process's state letter and parent from /proc.
-func procState(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	i := bytes.LastIndexByte(b, ')') // the command name may hold anything
-	if i < 0 || i+4 >= len(b) {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, true
-}
-
-// alive reports whether pid runs (a zombie is dead).
-func alive(pid int) bool {
-	state, _, ok := procState(pid)
-	return ok && state != 'Z'
 }
 
 // eventually polls cond until it holds or a generous deadline passes.

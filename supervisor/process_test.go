@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
+
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -96,7 +98,7 @@ func TestKillReapReuse(t *testing.T) {
 		killAndAwaitReap(t, s, events, dead)
 		killT += time.Since(t1)
 		for _, r := range dead {
-			if alive(r.PID) {
+			if proc.Alive(r.PID) {
 				t.Fatalf("pid %d of reaped room %d alive", r.PID, r.ID)
 			}
 			if _, ok := listed(s, r.ID); ok {
@@ -198,7 +200,7 @@ func dieWithTheSupervisor(t *testing.T, driver string) {
 		t.Fatalf("host started %d instances, want %d", len(pids), n)
 	}
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !proc.Alive(pid) {
 			t.Fatalf("instance %d not running before the kill", pid)
 		}
 	}
@@ -208,7 +210,7 @@ func dieWithTheSupervisor(t *testing.T, driver string) {
 	t0 := time.Now()
 	cmd.Wait()
 	eventually(t, "the instances to die with their host", func() bool {
-		return !slices.ContainsFunc(pids, alive)
+		return !slices.ContainsFunc(pids, proc.Alive)
 	})
 	// The requirement is 2 s; the parent-death signal makes it immediate.
 	t.Logf("all %d instances gone %v after the host's kill -9", n, time.Since(t0))
@@ -274,7 +276,7 @@ func TestHangingStopIsKilled(t *testing.T) {
 	if err := s.Shutdown(deadline); err != nil {
 		t.Fatal(err)
 	}
-	if alive(r.PID) {
+	if proc.Alive(r.PID) {
 		t.Fatal("instance alive after Shutdown")
 	}
 	for {
@@ -299,7 +301,7 @@ func TestSilentInstanceIsUnhealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the reap", func() bool { return s.Stats().Reaped["unhealthy"] == 1 })
-	if _, ok := listed(s, r.ID); ok || alive(r.PID) {
+	if _, ok := listed(s, r.ID); ok || proc.Alive(r.PID) {
 		t.Fatal("unhealthy room still there")
 	}
 	sink.await(t, "room unhealthy, killing", `"pid":`+strconv.Itoa(r.PID))

@@ -94,8 +94,9 @@ var (
 )
 
 // New validates cfg, fills its zero fields from Defaults and starts the
-// supervisor's background loops (and the warm pool, if configured).
-func New(cfg Config) (*Supervisor, error) {
+// supervisor's background loops (and the warm pool, if configured). Every
+// lifecycle event is logged to log, one line each.
+func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		cfg:        cfg,
-		log:        cfg.Log,
+		log:        log,
 		argv:       argv,
 		refill:     make(chan struct{}, 1),
 		live:       make(map[uint32]*record),

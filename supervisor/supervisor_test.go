@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
+
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -233,7 +235,7 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 		t.Fatalf("kill -9 reaped as %+v", ev)
 	}
 	sink.await(t, "room reaped", `"exit_code":3`)
-	if alive(a.PID) || alive(b.PID) {
+	if proc.Alive(a.PID) || proc.Alive(b.PID) {
 		t.Fatal("reaped process still alive")
 	}
 }
@@ -402,7 +404,7 @@ func TestShutdownDeadlineKills(t *testing.T) {
 	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown past its deadline: %v", err)
 	}
-	if alive(r.PID) {
+	if proc.Alive(r.PID) {
 		t.Fatal("instance alive after Shutdown returned")
 	}
 }
@@ -424,7 +426,7 @@ func TestShutdownRefusesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Fatalf("pid %d alive after Shutdown", pid)
 		}
 	}

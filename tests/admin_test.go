@@ -13,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/internal/proc"
+
+	"github.com/foyerlobby/foyer/foyertest"
 )
 
 // adminServer is `foyer serve` with its admin listener on a free loopback
@@ -103,7 +105,7 @@ func TestAdminPagesOfTheBinary(t *testing.T) {
 		t.Fatalf("/rooms: %d %v\n%s", code, err, body)
 	}
 	if len(table.Rooms) != 1 || table.Rooms[0].ID != seat.Room || table.Rooms[0].Port != seat.Port ||
-		table.Rooms[0].State != "waiting" || !alive(table.Rooms[0].PID) {
+		table.Rooms[0].State != "waiting" || !proc.Alive(table.Rooms[0].PID) {
 		t.Errorf("/rooms: %+v, want room %d on port %d with a live process", table.Rooms, seat.Room, seat.Port)
 	}
 }

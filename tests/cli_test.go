@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/foyertest"
 )
 
 // cliLimit bounds one run of a client command: a liveness bound, never a

@@ -42,8 +42,9 @@ func gunzRecv(t testing.TB, c *net.UDPConn, wait time.Duration) []byte {
 }
 
 // The seed's request is answered with a checksummed response listing the
-// room table: each room's address and port, max and current players,
-// type match, status online while a seat is free. Garbage gets nothing.
+// room table: each room's address and port, max and current players
+// (seats held included, as in the native list), type match, status online
+// while a seat is free. Garbage gets nothing.
 func TestGunzLocatorAnswersTheSeedRequest(t *testing.T) {
 	port := freeUDPPort(t)
 	s := startServer(t, "", fmt.Sprintf("\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", port))
@@ -97,12 +98,17 @@ func TestGunzLocatorAnswersTheSeedRequest(t *testing.T) {
 	for _, srv := range resp.Servers {
 		byPort[srv.Port] = srv
 	}
-	want := map[uint16]gunzwire.Status{openPort: gunzwire.Online, fullPort: gunzwire.Offline}
-	for port, status := range want {
+	// Players count the seats held, as in every listing: the creator's in
+	// the open room, all four in the full one.
+	want := map[uint16]struct {
+		players uint16
+		status  gunzwire.Status
+	}{openPort: {1, gunzwire.Online}, fullPort: {4, gunzwire.Offline}}
+	for port, w := range want {
 		srv, ok := byPort[uint32(port)]
-		if !ok || srv.Addr != netip.MustParseAddr("127.0.0.1") || srv.MaxPlayers != 4 || srv.Players != 0 ||
-			srv.Type != gunzwire.Match || srv.Status != status || srv.ID == 0 {
-			t.Errorf("room at port %d (ids %d, %d) listed as %+v, want status %d", port, openID, fullID, srv, status)
+		if !ok || srv.Addr != netip.MustParseAddr("127.0.0.1") || srv.MaxPlayers != 4 || srv.Players != w.players ||
+			srv.Type != gunzwire.Match || srv.Status != w.status || srv.ID == 0 {
+			t.Errorf("room at port %d (ids %d, %d) listed as %+v, want %d players, status %d", port, openID, fullID, srv, w.players, w.status)
 		}
 	}
 }

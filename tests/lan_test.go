@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/foyertest"
 )
 
 // The LAN test's network: two namespaces joined by a veth pair, with

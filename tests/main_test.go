@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
+
 	"github.com/foyerlobby/foyer/internal/logbuf"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
@@ -365,21 +367,10 @@ func (s *server) stop() {
 		s.t.Errorf("foyer serve ignored SIGTERM:\n%s", s.logs)
 	}
 	for _, m := range s.logs.lines("room created") {
-		if pid, ok := m["pid"].(float64); ok && alive(int(pid)) {
+		if pid, ok := m["pid"].(float64); ok && proc.Alive(int(pid)) {
 			s.t.Errorf("instance pid %d outlived the server", int(pid))
 		}
 	}
-}
-
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // instancePID returns the pid the supervisor logged for room id. The log

@@ -14,7 +14,7 @@ func TestReadmeShowsConfigToml(t *testing.T) {
 }
 
 func TestReadmeShowsHarnessExample(t *testing.T) {
-	readmeShows(t, "harness example: lobby/foyertest/example_test.go", "../lobby/foyertest/example_test.go")
+	readmeShows(t, "harness example: foyertest/example_test.go", "../foyertest/example_test.go")
 }
 
 // readmeShows checks that the fenced block between `<!-- name -->` and

@@ -13,8 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/internal/admin"
-	"github.com/foyerlobby/foyer/internal/config"
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/config"
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
@@ -79,18 +80,19 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // the GG2-style front-end its registered servers), stops every instance
 // and closes the lobby.
 func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
-	cfg.Supervisor.Log = log
-	sup, err := supervisor.New(cfg.Supervisor)
+	sup, err := supervisor.New(cfg.Supervisor, log)
 	if err != nil {
 		return err
 	}
-	share(&cfg, log)
-	edges, err := neighbours(cfg, sup)
+	// Every edge draws from one table of per-source buckets and charges one
+	// per-network reply budget.
+	guard := limit.NewGuard(cfg.Limits)
+	edges, err := neighbours(cfg, sup, guard, log)
 	if err != nil {
 		shutdown(sup, log)
 		return err
 	}
-	l, adm, err := listeners(cfg, sup, edges)
+	l, adm, err := listeners(cfg, sup, guard, edges, log)
 	if err != nil {
 		for _, e := range edges {
 			e.Close()
@@ -149,8 +151,8 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 // listeners binds the native edge and the admin pages; on error nothing is
 // left bound. A taken admin address stops the start like a taken lobby
 // port: an operator who asked for /metrics and /healthz must not run blind.
-func listeners(cfg config.Config, sup *supervisor.Supervisor, edges []edge) (*lobby.Lobby, *admin.Server, error) {
-	l, err := lobby.New(cfg.Lobby, sup)
+func listeners(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, edges []edge, log zerolog.Logger) (*lobby.Lobby, *admin.Server, error) {
+	l, err := lobby.New(cfg.Lobby, sup, guard, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,23 +165,12 @@ func listeners(cfg config.Config, sup *supervisor.Supervisor, edges []edge) (*lo
 			src.Gunz = e.Stats
 		}
 	}
-	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Log: cfg.Lobby.Log}, src)
+	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen}, src, log)
 	if err != nil {
 		l.Close()
 		return nil, nil, err
 	}
 	return l, adm, nil
-}
-
-// share makes every edge draw from one table of per-source buckets and
-// charge one per-network reply budget, built from [lobby], and hands them
-// the logger.
-func share(cfg *config.Config, log zerolog.Logger) {
-	sources, replies := lobby.NewSources(cfg.Lobby), lobby.NewReplyBudget(cfg.Lobby)
-	cfg.Lobby.Sources, cfg.Lobby.Replies, cfg.Lobby.Log = sources, replies, log
-	cfg.GG2.Server.Sources, cfg.GG2.Server.Log = sources, log
-	cfg.GG2.Announce.Log = log
-	cfg.Gunz.Locator.Sources, cfg.Gunz.Locator.Replies, cfg.Gunz.Locator.Log = sources, replies, log
 }
 
 // edge is a server run next to the lobby until its context ends; Close
@@ -191,7 +182,7 @@ type edge interface {
 
 // neighbours binds the enabled neighbour-protocol front-ends and makes
 // the announcer, if configured; on error nothing is left bound.
-func neighbours(cfg config.Config, sup *supervisor.Supervisor) ([]edge, error) {
+func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
 	var edges []edge
 	fail := func(err error) ([]edge, error) {
 		for _, e := range edges {
@@ -200,21 +191,21 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor) ([]edge, error) {
 		return nil, err
 	}
 	if cfg.GG2.Enabled {
-		s, err := gg2.New(cfg.GG2.Server, sup, sup)
+		s, err := gg2.New(cfg.GG2.Server, sup, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, s)
 	}
 	if cfg.Gunz.Enabled {
-		loc, err := gunz.New(cfg.Gunz.Locator, sup)
+		loc, err := gunz.New(cfg.Gunz.Locator, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, loc)
 	}
 	if cfg.GG2.Announce.Upstream != "" {
-		a, err := announce.New(cfg.GG2.Announce, sup)
+		a, err := announce.New(cfg.GG2.Announce, sup, log)
 		if err != nil {
 			return fail(err)
 		}

@@ -13,6 +13,7 @@
 package limit
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Config sizes Sources.
+// Config sizes a Guard.
 type Config struct {
 	// Rate and Burst are each source IP's general bucket (requests per
 	// second); CreateRate and CreateBurst its stricter bucket for requests
@@ -31,6 +32,43 @@ type Config struct {
 	CreateBurst int
 	// MaxSources bounds the sources tracked; idle ones are evicted first.
 	MaxSources int
+	// ReflectionLimit is the reply bytes per second one /24 (IPv4) or /56
+	// (IPv6) may be sent by all edges together; MaxPrefixes bounds the
+	// networks tracked.
+	ReflectionLimit int
+	MaxPrefixes     int
+}
+
+// DefaultConfig returns the defaults documented in config.toml.
+func DefaultConfig() Config {
+	return Config{
+		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, MaxSources: 100000,
+		ReflectionLimit: 256 << 10, MaxPrefixes: 65536,
+	}
+}
+
+// Check reports a Config no Guard can be built from.
+func (c Config) Check() error {
+	if !(c.Rate > 0) || c.Burst < 1 || !(c.CreateRate > 0) || c.CreateBurst < 1 || c.MaxSources < 1 ||
+		c.ReflectionLimit < 1 || c.MaxPrefixes < 1 {
+		return errors.New("limit: rates, bursts, max sources, reflection limit and max prefixes must be positive")
+	}
+	return nil
+}
+
+// Guard is what every edge of one Foyer shares: the per-source buckets a
+// request draws from before it is served, and the per-network budget a
+// reply is charged to before it is sent. Sharing them means a source's
+// allowance spans the protocols it speaks, and a victim network's cap is
+// the same whichever edge its forged requests reach.
+type Guard struct {
+	Sources *Sources
+	Replies *Budget
+}
+
+// NewGuard builds the tables c describes; c must pass Check.
+func NewGuard(c Config) *Guard {
+	return &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes)}
 }
 
 // Sources holds the token buckets of the source IPs seen lately. It is

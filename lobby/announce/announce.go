@@ -39,7 +39,6 @@ type Config struct {
 	Interval time.Duration
 	// Game is the "game" value of rooms that name none.
 	Game string
-	Log  zerolog.Logger
 }
 
 // DefaultConfig returns the defaults documented in config.toml; Upstream
@@ -49,7 +48,6 @@ func DefaultConfig() Config {
 		Lobby:    gg2wire.GG2LobbyUUID,
 		Interval: 30 * time.Second,
 		Game:     "foyer",
-		Log:      zerolog.Nop(),
 	}
 }
 
@@ -78,7 +76,7 @@ type Announcer struct {
 }
 
 // New resolves cfg.Upstream and opens the socket registrations go out on.
-func New(cfg Config, rooms room.Table) (*Announcer, error) {
+func New(cfg Config, rooms room.Table, log zerolog.Logger) (*Announcer, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("announce: interval must be positive")
 	}
@@ -91,7 +89,7 @@ func New(cfg Config, rooms room.Table) (*Announcer, error) {
 		return nil, fmt.Errorf("announce: upstream %q: %w", cfg.Upstream, err)
 	}
 	return &Announcer{cfg: cfg, rooms: rooms, conn: c, ids: make(map[uint32]gg2wire.UUID),
-		log: cfg.Log.With().Str("component", "announce").Str("upstream", cfg.Upstream).Logger()}, nil
+		log: log.With().Str("component", "announce").Str("upstream", cfg.Upstream).Logger()}, nil
 }
 
 // Close releases the socket of an Announcer that will not Serve (Serve

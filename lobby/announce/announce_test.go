@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
@@ -52,9 +56,8 @@ func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
 	cfg := gg2.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.TTL = 500 * time.Millisecond
-	cfg.Rate, cfg.Burst = 1000, 1000
 	table := memrooms.New()
-	srv, err := gg2.New(cfg, table, table)
+	srv, err := gg2.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,7 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Upstream = up.Addrs()[0].String()
 	cfg.Interval = 50 * time.Millisecond
-	a, err := New(cfg, local)
+	a, err := New(cfg, local, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +147,7 @@ func TestSyncCatchesMissedEvents(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Upstream = up.Addrs()[0].String()
 	cfg.Interval = 50 * time.Millisecond
-	a, err := New(cfg, deaf{local})
+	a, err := New(cfg, deaf{local}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

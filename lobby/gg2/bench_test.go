@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
@@ -17,7 +19,7 @@ func BenchmarkListReply(b *testing.B) {
 		table := memrooms.New()
 		cfg := DefaultConfig()
 		cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-		srv, err := New(cfg, table, table)
+		srv, err := New(cfg, table, table, nil, zerolog.Nop())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
@@ -22,7 +24,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		table := memrooms.New()
 		cfg := DefaultConfig()
-		s := newServer(cfg, table, table)
+		s := newServer(cfg, table, table, nil, zerolog.Nop())
 		s.handleDatagram(cancelled, b, host, time.Now())
 		s.work.Wait()
 

@@ -33,8 +33,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -68,17 +68,8 @@ type Config struct {
 	// time; MaxListConns bounds the list connections served at once.
 	ListTimeout  time.Duration
 	MaxListConns int
-	// Sources are the per-source buckets UDP datagrams and TCP
-	// connections alike draw from, shared with the other edges (see
-	// lobby.NewSources). When nil, the front-end builds its own from
-	// Rate, Burst and MaxSources.
-	Sources    *limit.Sources
-	Rate       float64
-	Burst      int
-	MaxSources int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
-	Log            zerolog.Logger
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
@@ -94,11 +85,7 @@ func DefaultConfig() Config {
 		MaxChecks:       16,
 		ListTimeout:     3 * time.Second,
 		MaxListConns:    64,
-		Rate:            20,
-		Burst:           40,
-		MaxSources:      100000,
 		ReportInterval:  10 * time.Second,
-		Log:             zerolog.Nop(),
 	}
 }
 
@@ -110,8 +97,6 @@ func (c Config) check() error {
 		return errors.New("gg2: ttl, dial timeout, list timeout and report interval must be positive")
 	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxChecks < 1 || c.MaxListConns < 1:
 		return errors.New("gg2: max_servers, max_servers_per_ip, max_checks and max_list_conns must be positive")
-	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
-		return errors.New("gg2: rate, burst and max_sources must be positive")
 	}
 	return nil
 }
@@ -152,12 +137,14 @@ type Server struct {
 }
 
 // New binds cfg.Listen over UDP and TCP. Registered servers go to reg;
-// list queries list rooms.List().
-func New(cfg Config, rooms room.Table, reg room.Registry) (*Server, error) {
+// list queries list rooms.List(). UDP datagrams and TCP connections alike
+// draw from guard's per-source buckets, shared with the other edges; a nil
+// guard is one of the front-end's own with limit.DefaultConfig.
+func New(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, log zerolog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := newServer(cfg, rooms, reg)
+	s := newServer(cfg, rooms, reg, guard, log)
 	var err error
 	if s.udp, s.tcp, err = listenBoth(cfg.Listen); err != nil {
 		return nil, fmt.Errorf("gg2: listen %v: %w", cfg.Listen, err)
@@ -166,12 +153,12 @@ func New(cfg Config, rooms room.Table, reg room.Registry) (*Server, error) {
 }
 
 // newServer builds a front-end without sockets.
-func newServer(cfg Config, rooms room.Table, reg room.Registry) *Server {
-	s := &Server{cfg: cfg, rooms: rooms, reg: reg, sources: cfg.Sources,
-		log: cfg.Log.With().Str("component", "gg2").Logger()}
-	if s.sources == nil {
-		s.sources = limit.NewSources(limit.Config{Rate: cfg.Rate, Burst: cfg.Burst, MaxSources: cfg.MaxSources})
+func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, log zerolog.Logger) *Server {
+	if guard == nil {
+		guard = limit.NewGuard(limit.DefaultConfig())
 	}
+	s := &Server{cfg: cfg, rooms: rooms, reg: reg, sources: guard.Sources,
+		log: log.With().Str("component", "gg2").Logger()}
 	s.table.init(s)
 	return s
 }

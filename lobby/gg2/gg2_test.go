@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
@@ -29,13 +32,20 @@ type fixture struct {
 	udp   *net.UDPConn // the test's game server socket
 }
 
+// start serves a front-end, with cfg changed by tweak, whose sources may
+// each send 1000 requests a second.
 func start(t *testing.T, tweak func(*Config)) *fixture {
+	t.Helper()
+	return startLimited(t, tweak, edgetest.Limits(1000, 1000))
+}
+
+// startLimited is start with the front-end's own guard built from lim.
+func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	cfg.Rate, cfg.Burst = 1000, 1000
 	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Server, error) {
-		return New(c, table, table)
+		return New(c, table, table, limit.NewGuard(lim), zerolog.Nop())
 	})
 	return &fixture{t: t, srv: srv, table: table, addr: srv.Addrs()[0], udp: udptest.Listen(t, "127.0.0.1")}
 }
@@ -396,7 +406,7 @@ func TestConnectionLimit(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	f := start(t, func(c *Config) { c.Rate, c.Burst = 0.001, 3 })
+	f := startLimited(t, nil, edgetest.Limits(0.001, 3))
 	for i := range 5 {
 		f.send(registration(byte(i+1), 8190+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s"))
 	}
@@ -417,7 +427,7 @@ func TestShutdownUnregisters(t *testing.T) {
 	table := memrooms.New()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	srv, err := New(cfg, table, table)
+	srv, err := New(cfg, table, table, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

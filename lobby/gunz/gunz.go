@@ -36,8 +36,8 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/net/ipv4"
 
-	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -50,36 +50,15 @@ type Config struct {
 	// PublicAddr is the IPv4 address listed for Foyer's own rooms; when
 	// invalid, the local address each request arrived on.
 	PublicAddr netip.Addr
-	// Sources are the per-source buckets, shared with the other edges
-	// (see lobby.NewSources). When nil, the locator builds its own from
-	// Rate, Burst and MaxSources.
-	Sources    *limit.Sources
-	Rate       float64
-	Burst      int
-	MaxSources int
-	// Replies is the reply bytes budget per /24, shared with the other
-	// edges (see lobby.NewReplyBudget). When nil, the locator builds its
-	// own: ReflectionLimit bytes per second to one /24, MaxPrefixes
-	// networks tracked.
-	Replies         *limit.Budget
-	ReflectionLimit int
-	MaxPrefixes     int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
-	Log            zerolog.Logger
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          netip.MustParseAddrPort("0.0.0.0:8900"),
-		Rate:            20,
-		Burst:           40,
-		MaxSources:      100000,
-		ReflectionLimit: 256 << 10,
-		MaxPrefixes:     65536,
-		ReportInterval:  10 * time.Second,
-		Log:             zerolog.Nop(),
+		Listen:         netip.MustParseAddrPort("0.0.0.0:8900"),
+		ReportInterval: 10 * time.Second,
 	}
 }
 
@@ -89,10 +68,6 @@ func (c Config) check() error {
 		return errors.New("gunz: listen address must be IPv4")
 	case c.PublicAddr.IsValid() && !c.PublicAddr.Is4():
 		return errors.New("gunz: public address must be IPv4")
-	case c.Sources == nil && (c.Rate <= 0 || c.Burst < 1 || c.MaxSources < 1):
-		return errors.New("gunz: rate, burst and max_sources must be positive")
-	case c.Replies == nil && (c.ReflectionLimit < 1 || c.MaxPrefixes < 1):
-		return errors.New("gunz: reflection limit and max prefixes must be positive")
 	case c.ReportInterval <= 0:
 		return errors.New("gunz: report interval must be positive")
 	}
@@ -128,19 +103,19 @@ type Locator struct {
 	requests, replies, drops frontend.Counters
 }
 
-// New binds cfg.Listen; Serve answers on it.
-func New(cfg Config, rooms room.Table) (*Locator, error) {
+// New binds cfg.Listen; Serve answers on it. Requests draw from guard's
+// per-source buckets and responses from its per-network byte budget, both
+// shared with the other edges; a nil guard is one of the locator's own
+// with limit.DefaultConfig.
+func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (*Locator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	l := &Locator{cfg: cfg, rooms: rooms, log: cfg.Log.With().Str("component", "gunz").Logger(),
-		sources: cfg.Sources, budget: cfg.Replies}
-	if l.sources == nil {
-		l.sources = limit.NewSources(limit.Config{Rate: cfg.Rate, Burst: cfg.Burst, MaxSources: cfg.MaxSources})
+	if guard == nil {
+		guard = limit.NewGuard(limit.DefaultConfig())
 	}
-	if l.budget == nil {
-		l.budget = limit.NewBudget(cfg.ReflectionLimit, cfg.MaxPrefixes)
-	}
+	l := &Locator{cfg: cfg, rooms: rooms, log: log.With().Str("component", "gunz").Logger(),
+		sources: guard.Sources, budget: guard.Replies}
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
 	if err != nil {
 		return nil, fmt.Errorf("gunz: listen %v: %w", cfg.Listen, err)

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
@@ -33,13 +36,20 @@ type fixture struct {
 	conn  *net.UDPConn // the test's client, connected to the locator
 }
 
+// start serves a locator, with cfg changed by tweak, whose sources may
+// each send 1000 requests a second.
 func start(t *testing.T, tweak func(*Config)) *fixture {
+	t.Helper()
+	return startLimited(t, tweak, edgetest.Limits(1000, 1000))
+}
+
+// startLimited is start with the locator's own guard built from lim.
+func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	cfg.Rate, cfg.Burst = 1000, 1000
 	loc, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Locator, error) {
-		return New(c, table)
+		return New(c, table, limit.NewGuard(lim), zerolog.Nop())
 	})
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), loc.Addrs()[0].Port())
 	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(to))
@@ -188,7 +198,7 @@ func TestGarbageDropped(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	f := start(t, func(c *Config) { c.Rate, c.Burst = 0.001, 2 })
+	f := startLimited(t, nil, edgetest.Limits(0.001, 2))
 	for range 4 {
 		f.send(seedRequest)
 	}
@@ -202,7 +212,9 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestReflectionBudget(t *testing.T) {
-	f := start(t, func(c *Config) { c.ReflectionLimit = 1 }) // the budget is one max datagram
+	lim := edgetest.Limits(1000, 1000)
+	lim.ReflectionLimit = 1 // the budget is one max datagram
+	f := startLimited(t, nil, lim)
 	for range 1000 {
 		f.table.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	}

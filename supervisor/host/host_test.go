@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
+
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
@@ -479,11 +481,7 @@ func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+		if !proc.Alive(pid) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -651,14 +649,12 @@ func TestStartProcessHookAndProcessGroup(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("StartProcess called %d times", calls)
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+	st, err := proc.ReadStat(p.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the command's closing parenthesis: state, ppid, pgrp.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if pgrp, _ := strconv.Atoi(f[2]); pgrp != p.PID() {
-		t.Fatalf("process group %d, want its own (%d)", pgrp, p.PID())
+	if st.PGID != p.PID() {
+		t.Fatalf("process group %d, want its own (%d)", st.PGID, p.PID())
 	}
 	start(t, p, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 )
 
@@ -49,6 +50,14 @@ func Serve(t testing.TB, serve func(context.Context) error) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+}
+
+// Limits are the default limits with rate and burst for every source, for
+// the guard of an edge under test.
+func Limits(rate float64, burst int) limit.Config {
+	c := limit.DefaultConfig()
+	c.Rate, c.Burst = rate, burst
+	return c
 }
 
 // Eventually polls cond until it holds; it fails the test after a generous

@@ -34,11 +34,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor"
-	"github.com/rs/zerolog"
 )
 
 func main() {
@@ -169,7 +170,7 @@ func host(args []string) int {
 	if args[2] == "exec" {
 		cfg.Command, cfg.Probe = []string{exe, "tee", "{port}", "8"}, "teeworlds"
 	}
-	s, err := supervisor.New(cfg)
+	s, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {
 		fmt.Println("error", err)
 		return 1

@@ -8,10 +8,10 @@
 //		...
 //	}
 //
-// Start runs the lobby and the supervisor in the test's own process;
-// StartBinary runs `foyer serve` as a child process instead, from a
-// generated config file, for tests of the binary itself. Both use the same
-// generated config, so the two differ only in where the lobby runs. At the
+// Start runs the lobby and the supervisor in the test's own process, built
+// from Go values; StartBinary runs `foyer serve` as a child process
+// instead, from a config file holding the same values, for tests of the
+// binary itself. The two differ only in where the lobby runs. At the
 // end of the test (t.Cleanup) both stop the lobby and every room, and fail
 // the test if a room process outlives them.
 //
@@ -34,7 +34,6 @@ package foyertest
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -45,7 +44,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/internal/config"
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -83,20 +82,14 @@ type Lobby struct {
 func Start(t testing.TB, opts ...Option) *Lobby {
 	t.Helper()
 	s := newSettings(t, opts)
-	cfg, err := config.Parse("foyertest.toml", s.configText())
-	if err != nil {
-		t.Fatalf("foyertest: generated config refused: %v", err)
-	}
 	logs := &logBuffer{}
 	log := zerolog.New(logs).With().Timestamp().Logger()
-	cfg.Supervisor.Log = log
-	cfg.Lobby.Log = log
-	sup, err := supervisor.New(cfg.Supervisor)
+	sup, err := supervisor.New(s.supervisorConfig(), log)
 	if err != nil {
 		t.Fatalf("foyertest: supervisor: %v", err)
 	}
 	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, sup: sup}
-	lob, err := lobby.New(cfg.Lobby, sup)
+	lob, err := lobby.New(s.lobbyConfig(t), sup, limit.NewGuard(s.limits()), log)
 	if err != nil {
 		l.stopSupervisor()
 		t.Fatalf("foyertest: lobby: %v", err)
@@ -211,9 +204,4 @@ func instanceLink(t testing.TB, bin string) string {
 		t.Fatalf("foyertest: %v", err)
 	}
 	return link
-}
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	return fmt.Sprintf("%q", s) // Go's escapes are valid TOML for the paths and addresses used here
 }

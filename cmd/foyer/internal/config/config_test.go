@@ -14,7 +14,7 @@ import (
 
 // The documented file must say exactly what the binary does without it.
 func TestRepositoryFileIsTheDefaults(t *testing.T) {
-	got, err := Load("../../config.toml")
+	got, err := Load("../../../../config.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ format = "json"
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
-	if c.Lobby.Rate != 2.5 || c.Lobby.ReflectionLimit != 65536 || c.Lobby.Burst != 40 {
+	if c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor

@@ -15,7 +15,7 @@ import (
 )
 
 func readLobby(s *section, c *Config) {
-	l := &c.Lobby
+	l, lim := &c.Lobby, &c.Limits
 	var listen []string
 	if s.list("listen", &listen) {
 		addrs, err := parseListen(listen)
@@ -26,13 +26,13 @@ func readLobby(s *section, c *Config) {
 			l.Listen = addrs
 		}
 	}
-	s.rate("rate", &l.Rate)
-	s.int("burst", &l.Burst, 1, 1<<20)
-	s.rate("create_rate", &l.CreateRate)
-	s.int("create_burst", &l.CreateBurst, 1, 1<<20)
-	s.int("max_sources", &l.MaxSources, 1, 1<<24)
-	s.size("reflection_limit", &l.ReflectionLimit, 1024)
-	s.int("max_prefixes", &l.MaxPrefixes, 1, 1<<24)
+	s.rate("rate", &lim.Rate)
+	s.int("burst", &lim.Burst, 1, 1<<20)
+	s.rate("create_rate", &lim.CreateRate)
+	s.int("create_burst", &lim.CreateBurst, 1, 1<<20)
+	s.int("max_sources", &lim.MaxSources, 1, 1<<24)
+	s.size("reflection_limit", &lim.ReflectionLimit, 1024)
+	s.int("max_prefixes", &lim.MaxPrefixes, 1, 1<<24)
 	s.duration("retry_window", &l.RetryWindow, time.Second)
 	s.int("retry_cache", &l.RetryCache, 1, 1<<24)
 	s.int("max_creates", &l.MaxCreates, 1, 1<<16)

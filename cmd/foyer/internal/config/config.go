@@ -20,6 +20,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
@@ -31,9 +32,10 @@ import (
 // configures.
 type Config struct {
 	Lobby      lobby.Config
+	Limits     limit.Config // the rate limits of [lobby], shared by every edge
 	GG2        GG2
 	Gunz       Gunz
-	Supervisor supervisor.Config // Log is left for the caller to set
+	Supervisor supervisor.Config
 	Room       Room
 	Admin      Admin
 	Log        Log
@@ -90,6 +92,7 @@ type Log struct {
 func Default() Config {
 	c := Config{
 		Lobby:      lobby.DefaultConfig(),
+		Limits:     limit.DefaultConfig(),
 		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
 		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
 		Supervisor: supervisor.Defaults(),

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/foyertest"
 )
 
 // TestExample is the README's example: a real lobby running real rooms,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/lobby/client"
-	"github.com/foyerlobby/foyer/lobby/foyertest"
 	"github.com/foyerlobby/foyer/packet"
 )
 

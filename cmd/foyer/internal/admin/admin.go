@@ -16,7 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/netip"
@@ -37,7 +37,6 @@ type Config struct {
 	// Listen is the TCP address of the listener, e.g. "127.0.0.1:9477";
 	// empty disables it.
 	Listen string
-	Log    zerolog.Logger
 }
 
 // Sources are where the admin pages read from; a nil source leaves its
@@ -74,7 +73,7 @@ type Server struct {
 
 // New binds cfg.Listen; Serve answers on it. With an empty Listen it
 // returns a nil *Server and no error: the listener is disabled.
-func New(cfg Config, src Sources) (*Server, error) {
+func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -82,7 +81,7 @@ func New(cfg Config, src Sources) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
-	s := &Server{ln: ln, src: src, log: cfg.Log.With().Str("component", "admin").Logger()}
+	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -94,7 +93,7 @@ func New(cfg Config, src Sources) (*Server, error) {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(s.log, "", 0),
+		ErrorLog:          stdlog.New(s.log, "", 0),
 	}
 	return s, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/client"
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -21,11 +21,11 @@ import (
 // port until the end of the test, and checks that Serve then returns nil.
 func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 	t.Helper()
-	s, err := New(Config{Listen: "127.0.0.1:0", Log: zerolog.Nop()}, Sources{
+	s, err := New(Config{Listen: "127.0.0.1:0"}, Sources{
 		Lobby:      l.Lobby().Stats,
 		Supervisor: l.Supervisor().Stats,
 		Rooms:      l.Supervisor().List,
-	})
+	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestHealthzAndMethods(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	s, err := New(Config{}, Sources{})
+	s, err := New(Config{}, Sources{}, zerolog.Nop())
 	if s != nil || err != nil {
 		t.Fatalf("New with no address: %v, %v; want a nil server", s, err)
 	}
@@ -220,7 +220,7 @@ func TestListenErrorNamesTheAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	_, err = New(Config{Listen: taken.Addr().String()}, Sources{})
+	_, err = New(Config{Listen: taken.Addr().String()}, Sources{}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
 		t.Fatalf("New on a taken port: %v", err)
 	}

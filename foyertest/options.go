@@ -9,6 +9,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // Option changes the lobby Start or StartBinary runs.
@@ -88,9 +93,10 @@ func Admin(addr netip.AddrPort) Option { return func(s *settings) { s.admin = ad
 // and that StartBinary runs; see the package doc for the default.
 func Binary(path string) Option { return func(s *settings) { s.binary = path } }
 
-// Config appends TOML to the generated config file, after its lobby,
-// supervisor, room, admin and log sections: whole sections of its own,
-// such as [gg2]. Start reads only what the lobby and the supervisor use.
+// Config appends TOML to the config file StartBinary generates, after its
+// lobby, supervisor, room, admin and log sections: whole sections of its
+// own, such as [gg2]. Start runs only the native lobby and the supervisor,
+// built from Go values, and ignores it.
 func Config(toml string) Option { return func(s *settings) { s.extra = append(s.extra, toml) } }
 
 // Wrap runs StartBinary's `foyer serve` under a command, for example
@@ -122,23 +128,84 @@ func newSettings(t testing.TB, opts []Option) *settings {
 	return s
 }
 
-// configText renders the settings as config.toml. The log is JSON at
-// debug level: it is read by tests, and shown only when one fails.
+// The test-friendly values both Start and StartBinary use beyond the
+// options: tests send bursts from one address, and rooms run on a loaded
+// machine (a generous start, quick reuse of ports).
+const (
+	testRate         = 1000
+	testBurst        = 2000
+	testCreateRate   = 100
+	testCreateBurst  = 100
+	testSpawnTimeout = 20 * time.Second
+	testStopGrace    = 3 * time.Second
+	testPortCooldown = 50 * time.Millisecond
+)
+
+// roomConfig is the reference room's rules the options chose.
+func (s *settings) roomConfig() refroom.Config {
+	c := refroom.DefaultConfig
+	c.MinPlayers, c.Countdown, c.MatchDuration, c.IdleTimeout = s.minPlayers, s.countdown, s.match, s.idle
+	return c
+}
+
+// bind is where rooms bind their ports: where the lobby listens, so a
+// lobby on loopback opens no port on the network; invalid for a lobby on
+// every address.
+func (s *settings) bind() netip.Addr {
+	ap, err := netip.ParseAddrPort(s.listen)
+	if err != nil || ap.Addr().IsUnspecified() {
+		return netip.Addr{}
+	}
+	return ap.Addr()
+}
+
+// supervisorConfig is the supervisor Start runs.
+func (s *settings) supervisorConfig() supervisor.Config {
+	return supervisor.Config{
+		FirstPort: s.first, LastPort: s.last,
+		MaxInstances: s.maxInstances, MaxPlayers: s.maxPlayers, Warm: s.warm,
+		Command:      []string{s.instance, "instance"},
+		Bind:         s.bind(),
+		SpawnTimeout: testSpawnTimeout, StopGrace: testStopGrace, PortCooldown: testPortCooldown,
+		Room: s.roomConfig().Settings(),
+	}
+}
+
+// lobbyConfig is the native edge Start runs.
+func (s *settings) lobbyConfig(t testing.TB) lobby.Config {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(s.listen)
+	if err != nil {
+		t.Fatalf("foyertest: listen address %q: %v", s.listen, err)
+	}
+	c := lobby.DefaultConfig()
+	c.Listen = []netip.AddrPort{ap}
+	return c
+}
+
+// limits are the rate limits of a test lobby.
+func (s *settings) limits() limit.Config {
+	c := limit.DefaultConfig()
+	c.Rate, c.Burst, c.CreateRate, c.CreateBurst = testRate, testBurst, testCreateRate, testCreateBurst
+	return c
+}
+
+// configText renders the settings as the config file StartBinary runs
+// from: the values Start builds from, in TOML. The log is JSON at debug
+// level: it is read by tests, and shown only when one fails.
 func (s *settings) configText() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[lobby]\nlisten = %s\n# Tests send bursts from one address.\nrate = 1000\nburst = 2000\ncreate_rate = 100\ncreate_burst = 100\n\n", tomlString(s.listen))
-	fmt.Fprintf(&b, "[supervisor]\nports = \"%d-%d\"\nmax_instances = %d\nmax_players = %d\nwarm = %d\ncommand = [%s, \"instance\"]\n",
-		s.first, s.last, s.maxInstances, s.maxPlayers, s.warm, tomlString(s.instance))
-	// Rooms listen where the lobby does, so a lobby on loopback opens no
-	// port on the network.
-	if ap, err := netip.ParseAddrPort(s.listen); err == nil && !ap.Addr().IsUnspecified() {
-		fmt.Fprintf(&b, "bind = %s\n", tomlString(ap.Addr().String()))
+	fmt.Fprintf(&b, "[lobby]\nlisten = %q\nrate = %d\nburst = %d\ncreate_rate = %d\ncreate_burst = %d\n\n",
+		s.listen, testRate, testBurst, testCreateRate, testCreateBurst)
+	fmt.Fprintf(&b, "[supervisor]\nports = \"%d-%d\"\nmax_instances = %d\nmax_players = %d\nwarm = %d\ncommand = [%q, \"instance\"]\n",
+		s.first, s.last, s.maxInstances, s.maxPlayers, s.warm, s.instance)
+	if ip := s.bind(); ip.IsValid() {
+		fmt.Fprintf(&b, "bind = %q\n", ip.String())
 	}
-	// Rooms run under a loaded test machine: generous start, quick reuse.
-	b.WriteString("spawn_timeout = \"20s\"\nstop_grace = \"3s\"\nport_cooldown = \"50ms\"\n\n")
+	fmt.Fprintf(&b, "spawn_timeout = %q\nstop_grace = %q\nport_cooldown = %q\n\n", testSpawnTimeout, testStopGrace, testPortCooldown)
 	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\nidle_timeout = %q\n\n",
 		s.minPlayers, s.countdown, s.match, s.idle)
-	fmt.Fprintf(&b, "[admin]\nlisten = %s\n\n", tomlString(s.admin))
+	fmt.Fprintf(&b, "[admin]\nlisten = %q\n\n", s.admin)
 	b.WriteString("[log]\nlevel = \"debug\"\nformat = \"json\"\n")
 	for _, e := range s.extra {
 		b.WriteString("\n" + e + "\n")
