@@ -12,8 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/foyertest"
+	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/packet"
 )
 
