@@ -3,6 +3,8 @@ package game
 import (
 	"bytes"
 	"errors"
+	"os"
+	"regexp"
 	"testing"
 
 	"github.com/foyerlobby/foyer/packet"
@@ -425,5 +427,27 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDocumentedGoldens checks that every datagram docs/game-protocol.md
+// shows is one of this file's golden messages, so the two cannot drift.
+func TestDocumentedGoldens(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/game-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, g := range golden {
+		known[g.hex] = true
+	}
+	shown := regexp.MustCompile("\\| `([0-9a-f]{24,})` \\|").FindAllSubmatch(doc, -1)
+	if len(shown) < 20 {
+		t.Fatalf("only %d golden datagrams in the document", len(shown))
+	}
+	for _, m := range shown {
+		if !known[string(m[1])] {
+			t.Errorf("the document shows %s, which is no golden message here", m[1])
+		}
 	}
 }
