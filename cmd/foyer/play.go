@@ -26,6 +26,11 @@ The room drops a player it has not heard from for 10 s, so play pings it
 every --ping. --timeout and --attempts govern the hello as well as the
 lobby request.
 
+With --legacy, play speaks the original game's 17-byte framing to the
+lobby and to the room, and greets the room as that game's client does: a
+hello, a join request and a ping, until the room accepts the join. Players
+of both framings can share a room.
+
 Exits 0 when the match ends, 1 if the lobby or the room says no or goes
 silent, and 130 after Ctrl-C, which tells the room that the player left.
 Two terminals make a match: 'foyer play ADDR' in one creates a room and
@@ -33,6 +38,7 @@ prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
 	example: []string{
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
+		"foyer play --legacy 127.0.0.1:7777 42",
 	},
 }
 
@@ -54,6 +60,7 @@ func runPlay(args []string, stdout, stderr io.Writer) int {
 	c.fs.DurationVar(&cfg.ping, "ping", 2*time.Second, "time between pings to the room")
 	c.fs.DurationVar(&cfg.silence, "silence", 10*time.Second, "give up on a room silent for this long")
 	cfg.lobby = c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
+	c.fs.Lookup("legacy").Usage = "talk to the lobby and the room in the original game's 17-byte header, as its client does"
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -106,7 +113,11 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 		fmt.Fprintf(c.stdout, "joined room %d, port %d\n", seat.Room, seat.Port)
 	}
 
-	p, err := dialRoom(seat)
+	framing := packet.Compact
+	if cfg.lobby.legacy {
+		framing = packet.Legacy
+	}
+	p, err := dialRoom(seat, framing)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -116,12 +127,13 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 
 // player is one player's conversation with a room.
 type player struct {
-	seat   client.Seat
-	conn   *net.UDPConn
-	seq    uint16
-	buf    []byte
-	events chan roomEvent
-	done   chan struct{}
+	seat    client.Seat
+	framing packet.Framing
+	conn    *net.UDPConn
+	seq     uint16
+	buf     []byte
+	events  chan roomEvent
+	done    chan struct{}
 }
 
 // roomEvent is a message from the room, or why none can come.
@@ -130,12 +142,12 @@ type roomEvent struct {
 	err error
 }
 
-func dialRoom(seat client.Seat) (*player, error) {
+func dialRoom(seat client.Seat, framing packet.Framing) (*player, error) {
 	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(seat.Addr))
 	if err != nil {
 		return nil, fmt.Errorf("play %s room %d: %w", seat.Addr, seat.Room, err)
 	}
-	p := &player{seat: seat, conn: conn, events: make(chan roomEvent), done: make(chan struct{})}
+	p := &player{seat: seat, framing: framing, conn: conn, events: make(chan roomEvent), done: make(chan struct{})}
 	go p.read()
 	return p, nil
 }
@@ -146,7 +158,7 @@ func (p *player) close() {
 }
 
 // read delivers the room's messages; anything that is not a well-formed
-// game message from the server is ignored.
+// game message from the server, in the player's framing, is ignored.
 func (p *player) read() {
 	buf := make([]byte, 2048)
 	for {
@@ -159,7 +171,7 @@ func (p *player) read() {
 			return // closed
 		default:
 			m, err := game.Parse(buf[:n])
-			if err != nil || m.Type.Dir() != packet.ServerToClient {
+			if err != nil || m.Type.Dir() != packet.ServerToClient || m.Framing != p.framing {
 				continue
 			}
 			ev.msg = m
@@ -174,7 +186,7 @@ func (p *player) read() {
 
 func (p *player) send(t game.Type) error {
 	p.seq++
-	m := game.Message{Type: t, Seq: p.seq, Token: uint32(p.seq)}
+	m := game.Message{Framing: p.framing, Type: t, Seq: p.seq, Token: uint32(p.seq)}
 	var err error
 	if p.buf, err = m.Append(p.buf[:0]); err != nil {
 		return err
@@ -204,7 +216,11 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 	if err != nil {
 		return c.fail(err)
 	}
-	fmt.Fprintf(c.stdout, "in room %d: slot %d of %d\n", hello.RoomID, hello.Slot+1, hello.MaxPlayers)
+	if p.framing == packet.Legacy {
+		fmt.Fprintf(c.stdout, "in room %d: join accepted\n", p.seat.Room) // the original framing shows no slot
+	} else {
+		fmt.Fprintf(c.stdout, "in room %d: slot %d of %d\n", hello.RoomID, hello.Slot+1, hello.MaxPlayers)
+	}
 
 	enter := make(chan struct{}, 1)
 	ready, counting := false, false
@@ -233,13 +249,20 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 			}
 			silence.Reset(cfg.silence)
 			switch m := ev.msg; m.Type {
+			case game.AllReady:
+				counting = true
+				fmt.Fprintln(c.stdout, "all players ready")
 			case game.CountdownTick:
 				counting = true
 				fmt.Fprintf(c.stdout, "starting in %d\n", m.Seconds)
 			case game.GameStart:
-				fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
+				if m.Framing == packet.Legacy {
+					fmt.Fprintln(c.stdout, "game started") // the original framing does not say for how long
+				} else {
+					fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
+				}
 			case game.GameEnd:
-				fmt.Fprintf(c.stdout, "game over: %s\n", reason(endReasons, m.End))
+				fmt.Fprintf(c.stdout, "game over: %s\n", endText(m))
 				return exitOK
 			}
 		case <-enter:
@@ -265,7 +288,22 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 	return c.fail(err)
 }
 
-// hello sends ClientHello until the room answers ServerHello or
+// greeting is what a player sends until the room seats it: a hello in the
+// compact framing; in the original game's, what its client sends every
+// second until accepted.
+var greeting = [...][]game.Type{
+	packet.Compact: {game.ClientHello},
+	packet.Legacy:  {game.ClientHello, game.ClientJoinRequest, game.ClientPing},
+}
+
+// seated is the answer that seats a player, and asked what it answers,
+// per framing.
+var (
+	seated = [...]game.Type{packet.Compact: game.ServerHello, packet.Legacy: game.ServerJoinAccept}
+	asked  = [...]string{packet.Compact: "hello", packet.Legacy: "join request"}
+)
+
+// hello sends the greeting until the room seats the player or answers
 // ServerJoinDeny, with the lobby requests' timeout and attempts. A room
 // whose port is still closed may be starting: its attempt runs out as if
 // it were silent.
@@ -274,8 +312,10 @@ func (p *player) hello(ctx context.Context, lf *lobbyFlags) (game.Message, error
 	defer timer.Stop()
 	refused := false
 	for range lf.attempts {
-		if err := p.send(game.ClientHello); err != nil && !errors.Is(err, client.ErrRefused) {
-			return game.Message{}, p.errorf("%w", err)
+		for _, t := range greeting[p.framing] {
+			if err := p.send(t); err != nil && !errors.Is(err, client.ErrRefused) {
+				return game.Message{}, p.errorf("%w", err)
+			}
 		}
 		timer.Reset(lf.timeout)
 	wait:
@@ -284,10 +324,10 @@ func (p *player) hello(ctx context.Context, lf *lobbyFlags) (game.Message, error
 			case ev := <-p.events:
 				refused = ev.err != nil
 				switch ev.msg.Type {
-				case game.ServerHello:
+				case seated[p.framing]:
 					return ev.msg, nil
 				case game.ServerJoinDeny:
-					return game.Message{}, p.errorf("the room denied the hello: %s", reason(denyReasons, ev.msg.Deny))
+					return game.Message{}, p.errorf("the room denied the %s: %s", asked[p.framing], denyText(ev.msg))
 				}
 			case <-timer.C:
 				break wait
@@ -299,7 +339,7 @@ func (p *player) hello(ctx context.Context, lf *lobbyFlags) (game.Message, error
 	if refused {
 		return game.Message{}, p.errorf("%w", client.ErrRefused)
 	}
-	return game.Message{}, p.errorf("%w: no SERVER_HELLO or SERVER_JOIN_DENY after %d attempts of %v", client.ErrTimeout, lf.attempts, lf.timeout)
+	return game.Message{}, p.errorf("%w: no %v or SERVER_JOIN_DENY after %d attempts of %v", client.ErrTimeout, seated[p.framing], lf.attempts, lf.timeout)
 }
 
 // waitEnter signals once when a line arrives; at the end of input it never
@@ -322,6 +362,23 @@ var (
 		game.EndStopped:   "the host stopped the room",
 	}
 )
+
+// denyText says why the room denied a player; a legacy deny does not say.
+func denyText(m game.Message) string {
+	if m.Framing == packet.Legacy {
+		return "the room is full or the match has begun"
+	}
+	return reason(denyReasons, m.Deny)
+}
+
+// endText says why the match ended; a legacy GAME_END says only whether
+// it ran its full length.
+func endText(m game.Message) string {
+	if m.Framing == packet.Legacy && m.End != game.EndTimeUp {
+		return "the match was cut short"
+	}
+	return reason(endReasons, m.End)
+}
 
 // reason says what code r means; a code texts lacks, which a newer room
 // may send, is shown by its number.

@@ -60,30 +60,64 @@ func TestPlayMatch(t *testing.T) {
 	port, _ := startRoom(t, 1, 2, quick)
 	l := clienttest.Start(t)
 	l.CreatePort(port)
+	alice, bob := playPair(t, l, []string{"--ready", l.Addr.String()}, []string{l.Addr.String(), "1", "--ready"})
+	match := "ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
+	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr)+match)
+	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: slot 2 of 2\n", port)+match)
+}
 
-	type result struct {
-		code        int
-		out, errOut string
-	}
+// playPair runs two players of one room at once: the first creates it
+// through the lobby, the second joins once the lobby lists it.
+func playPair(t *testing.T, l *clienttest.Lobby, first, second []string) (a, b playResult) {
+	t.Helper()
 	var wg sync.WaitGroup
-	var alice, bob result
-	wg.Go(func() { alice.code, alice.out, alice.errOut = run(t, "play", "--ready", l.Addr.String()) })
+	wg.Go(func() { a.code, a.out, a.errOut = run(t, append([]string{"play"}, first...)...) })
 	deadline := time.Now().Add(patience)
 	for len(l.Rooms()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	wg.Go(func() { bob.code, bob.out, bob.errOut = run(t, "play", l.Addr.String(), "1", "--ready") })
+	wg.Go(func() { b.code, b.out, b.errOut = run(t, append([]string{"play"}, second...)...) })
 	wg.Wait()
+	return a, b
+}
 
-	match := "ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
-	want := fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr) + match
-	if alice.code != 0 || alice.out != want || alice.errOut != "" {
-		t.Errorf("alice: exit %d, stderr %q, stdout\n%s\nwant\n%s", alice.code, alice.errOut, alice.out, want)
+type playResult struct {
+	code        int
+	out, errOut string
+}
+
+func (r playResult) check(t *testing.T, who, want string) {
+	t.Helper()
+	if r.code != 0 || r.out != want || r.errOut != "" {
+		t.Errorf("%s: exit %d, stderr %q, stdout\n%s\nwant\n%s", who, r.code, r.errOut, r.out, want)
 	}
-	want = fmt.Sprintf("joined room 1, port %d\nin room 1: slot 2 of 2\n", port) + match
-	if bob.code != 0 || bob.out != want || bob.errOut != "" {
-		t.Errorf("bob: exit %d, stderr %q, stdout\n%s\nwant\n%s", bob.code, bob.errOut, bob.out, want)
+}
+
+// legacyMatch is what a player in the original framing sees of a match.
+const legacyMatch = "ready: waiting for the others\nall players ready\nstarting in 1\ngame started\ngame over: time is up\n"
+
+func TestPlayMatchLegacy(t *testing.T) {
+	port, _ := startRoom(t, 1, 2, quick)
+	l := clienttest.Start(t)
+	l.CreatePort(port)
+	alice, bob := playPair(t, l, []string{"--legacy", "--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
+	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: join accepted\n", port, l.Addr)+legacyMatch)
+	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: join accepted\n", port)+legacyMatch)
+	for _, req := range l.Requests() {
+		if req.Framing != packet.Legacy {
+			t.Errorf("the lobby got a %v request from a --legacy player", req.Framing)
+		}
 	}
+}
+
+func TestPlayMixedFramings(t *testing.T) {
+	port, _ := startRoom(t, 1, 2, quick)
+	l := clienttest.Start(t)
+	l.CreatePort(port)
+	alice, bob := playPair(t, l, []string{"--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
+	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr)+
+		"ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n")
+	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: join accepted\n", port)+legacyMatch)
 }
 
 func TestPlayReadyOnEnter(t *testing.T) {
@@ -164,6 +198,32 @@ func TestPlayDenied(t *testing.T) {
 	}
 }
 
+func TestPlayDeniedLegacy(t *testing.T) {
+	port, _ := startRoom(t, 1, 1, nil)
+	l := clienttest.Start(t)
+	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 4, Port: port})
+	other, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	join, _ := (&game.Message{Framing: packet.Legacy, Type: game.ClientJoinRequest}).Append(nil)
+	other.Write(join)
+	other.SetReadDeadline(time.Now().Add(patience))
+	buf := make([]byte, game.MaxLen)
+	if n, err := other.Read(buf); err != nil {
+		t.Fatal(err)
+	} else if m, err := game.Parse(buf[:n]); err != nil || m.Type != game.ServerJoinAccept {
+		t.Fatalf("first player's join request answered %+v, %v", m, err)
+	}
+
+	code, out, errOut := run(t, "play", "--legacy", "--ready", l.Addr.String(), "1")
+	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 1: the room denied the join request: the room is full or the match has begun\n", port)
+	if code != 1 || errOut != want || out != fmt.Sprintf("joined room 1, port %d\n", port) {
+		t.Fatalf("legacy play of a full room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
+	}
+}
+
 func TestPlaySilentRoom(t *testing.T) {
 	// A socket that reads nothing stands for a room that hangs.
 	hung, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -179,6 +239,11 @@ func TestPlaySilentRoom(t *testing.T) {
 	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 3: timeout: no SERVER_HELLO or SERVER_JOIN_DENY after 2 attempts of 20ms\n", port)
 	if code != 1 || errOut != want {
 		t.Fatalf("play of a silent room: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+	code, _, errOut = run(t, "play", "--legacy", "--timeout", "20ms", "--attempts", "2", l.Addr.String(), "3")
+	want = fmt.Sprintf("foyer: play 127.0.0.1:%d room 3: timeout: no SERVER_JOIN_ACCEPT or SERVER_JOIN_DENY after 2 attempts of 20ms\n", port)
+	if code != 1 || errOut != want {
+		t.Fatalf("legacy play of a silent room: exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 }
 
@@ -200,6 +265,11 @@ func TestReasonTexts(t *testing.T) {
 		{reason(endReasons, game.EndAbandoned), "the room was abandoned"},
 		{reason(endReasons, game.EndStopped), "the host stopped the room"},
 		{reason(endReasons, 200), "reason 200"},
+		{denyText(game.Message{Framing: packet.Legacy}), "the room is full or the match has begun"},
+		{denyText(game.Message{Deny: game.DenyFull}), "the room is full"},
+		{endText(game.Message{Framing: packet.Legacy, End: game.EndTimeUp}), "time is up"},
+		{endText(game.Message{Framing: packet.Legacy}), "the match was cut short"},
+		{endText(game.Message{End: game.EndStopped}), "the host stopped the room"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("reason text %q, want %q", tc.got, tc.want)

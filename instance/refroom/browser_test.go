@@ -57,7 +57,8 @@ func TestBrowsersSeeTheRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, bob := dial(t, port), dial(t, port)
+	// One player in each framing: both are players to the browsers.
+	alice, bob := dial(t, port), dialLegacy(t, port)
 	for _, c := range []*client{alice, bob} {
 		c.send(game.ClientHello)
 		c.expect(game.ServerHello) // the room reports the player before it answers
@@ -84,9 +85,11 @@ func TestBrowsersSeeTheRoom(t *testing.T) {
 		t.Fatalf("quakestat server line %q, want it to start %q; output:\n%s", line, want, out)
 	}
 
-	// The game's own packets still reach the room.
+	// The game's own packets still reach the room, in both framings.
 	alice.send(game.ClientPing)
 	alice.expect(game.ServerPong)
+	bob.send(game.ClientPing)
+	bob.expect(game.ServerPong)
 }
 
 // quakestat runs Debian's qstat against the room and returns its raw,

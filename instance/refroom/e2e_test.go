@@ -76,9 +76,10 @@ func openRoom(t testing.TB, maxPlayers int, settings map[string]string) (*host.P
 
 // client is a player on a real UDP socket.
 type client struct {
-	t    *testing.T
-	conn *net.UDPConn
-	seq  uint16
+	t       *testing.T
+	conn    *net.UDPConn
+	seq     uint16
+	framing packet.Framing
 }
 
 func dial(t *testing.T, port uint16) *client {
@@ -91,10 +92,17 @@ func dial(t *testing.T, port uint16) *client {
 	return &client{t: t, conn: c}
 }
 
+// dialLegacy is dial for a player in the original game's framing.
+func dialLegacy(t *testing.T, port uint16) *client {
+	c := dial(t, port)
+	c.framing = packet.Legacy
+	return c
+}
+
 func (c *client) send(typ game.Type) {
 	c.t.Helper()
 	c.seq++
-	m := game.Message{Type: typ, Seq: c.seq, Token: uint32(c.seq) * 1000}
+	m := game.Message{Framing: c.framing, Type: typ, Seq: c.seq, Tick: uint32(c.seq) * 7, Token: uint32(c.seq) * 1000}
 	b, err := m.Append(nil)
 	if err != nil {
 		c.t.Fatal(err)
@@ -115,6 +123,9 @@ func (c *client) recv() game.Message {
 	m, err := game.Parse(buf[:n])
 	if err != nil {
 		c.t.Fatalf("the room sent %x: %v", buf[:n], err)
+	}
+	if m.Framing != c.framing {
+		c.t.Fatalf("the room answered a %v player in the %v framing", c.framing, m.Framing)
 	}
 	return m
 }
@@ -225,6 +236,51 @@ func TestMatchEndToEnd(t *testing.T) {
 	waitExit(t, p)
 }
 
+// A player in the original game's framing and a compact one play a match
+// in one room, each answered in its own framing.
+func TestMixedFramingsEndToEnd(t *testing.T) {
+	t.Parallel()
+	p, port, err := openRoom(t, 3, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := collect(p)
+	alice, bob := dialLegacy(t, port), dial(t, port)
+	alice.send(game.ClientJoinRequest)
+	if m := alice.expect(game.ServerJoinAccept); m.Seq != alice.seq {
+		t.Fatalf("accept %+v does not echo request %d", m, alice.seq)
+	}
+	alice.send(game.ClientHello)
+	alice.expect(game.ServerHello)
+	bob.send(game.ClientHello)
+	if m := bob.expect(game.ServerHello); m.Slot != 1 || m.MaxPlayers != 3 {
+		t.Fatalf("bob's hello: %+v", m)
+	}
+	alice.send(game.ClientPing)
+	if m := alice.expect(game.ServerPong); m.Seq != alice.seq || m.Tick != uint32(alice.seq)*7 {
+		t.Fatalf("pong %+v does not echo ping %d", m, alice.seq)
+	}
+	alice.send(game.ClientReady)
+	bob.send(game.ClientReady)
+	alice.expect(game.AllReady)
+	for _, c := range []*client{alice, bob} {
+		for _, want := range []uint16{2, 1} {
+			if m := c.expect(game.CountdownTick); m.Seconds != want {
+				t.Fatalf("tick %d, want %d", m.Seconds, want)
+			}
+		}
+		c.expect(game.GameStart)
+		if m := c.expect(game.GameEnd); m.End != game.EndTimeUp {
+			t.Fatalf("game end %+v", m)
+		}
+	}
+	h := <-history
+	if got := strings.Join(h[0], " "); got != "waiting countdown playing finished" {
+		t.Fatalf("states %q", got)
+	}
+	waitExit(t, p)
+}
+
 func TestSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
 	t.Parallel()
 	p, port, err := openRoom(t, 4, map[string]string{"silence_timeout": "200ms", "idle_timeout": "400ms"})
@@ -273,6 +329,14 @@ func TestGarbageGetsNoAnswer(t *testing.T) {
 	bad[len(bad)-1] ^= 1
 	// An info request one byte too long is the SDK's to drop, not the room's.
 	for _, b := range [][]byte{bad, hello[:5], []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffgie3\x05\x00")} {
+		c.conn.Write(b)
+	}
+	// Legacy garbage: a CRC-less datagram (the original client sends its
+	// waiting-room heartbeat so), a lobby message, an input.
+	legacyHello, _ := (&game.Message{Framing: packet.Legacy, Type: game.ClientHello}).Append(nil)
+	for _, b := range [][]byte{legacyHello[:packet.LegacyHeaderLen],
+		packet.AppendFrame(nil, packet.Header{Framing: packet.Legacy, Type: packet.ListRooms}, packet.ClientToServer, nil),
+		packet.AppendFrame(nil, packet.Header{Framing: packet.Legacy, Type: 0x05}, packet.ClientToServer, []byte{1, 2, 3})} {
 		c.conn.Write(b)
 	}
 	c.send(game.ClientPing) // a stranger's ping gets nothing either

@@ -2,6 +2,8 @@
 // process plays, on the protocol of package packet/game. Players say hello,
 // get ready, count down together, play for match_duration, and the room
 // finishes; docs/game-protocol.md tells the rules from a player's side.
+// Each player is answered in the framing it speaks, the compact one or the
+// original game's, and both kinds play in one room.
 //
 // [Room] is the rules as a socket-free state machine; [Game] runs it on
 // the UDP socket the instance SDK hands over.

@@ -1,7 +1,10 @@
 package refroom
 
 import (
+	"cmp"
+	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
@@ -17,6 +20,7 @@ type Datagram struct {
 
 type player struct {
 	slot     uint8
+	framing  packet.Framing // the one its first message used; the room answers in it
 	ready    bool
 	lastSeen time.Time
 }
@@ -76,27 +80,34 @@ func (r *Room) Outbox() []Datagram {
 	return out
 }
 
-// Receive handles one message from a player's address.
+// Receive handles one message from a player's address. A player speaks
+// the framing of the message that seated it: from a seated address,
+// messages in the other framing are ignored.
 func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
 	if r.state == packet.Finished {
 		return
 	}
 	p := r.players[from]
+	if p != nil && p.framing != m.Framing {
+		return
+	}
 	switch m.Type {
-	case game.ClientHello:
+	case game.ClientHello, game.ClientJoinRequest:
+		// Either seats a new player; both are answered again as often as
+		// they come, since the original client repeats them every second.
 		if p == nil {
-			if p = r.admit(from); p == nil {
+			if p = r.admit(from, m); p == nil {
 				return
 			}
 		}
-		r.send(from, game.Message{Type: game.ServerHello, RoomID: r.id, Slot: p.slot, MaxPlayers: uint8(r.max)})
+		r.answer(from, m, r.welcome(p, m.Type))
 	case game.ClientReady:
 		if p != nil {
 			p.ready = true
 		}
 	case game.ClientPing:
 		if p != nil {
-			r.out = append(r.out, Datagram{from, game.Message{Type: game.ServerPong, Seq: m.Seq, Token: m.Token}})
+			r.answer(from, m, game.Message{Type: game.ServerPong, Token: m.Token})
 		}
 	case game.ClientDisconnect:
 		if p != nil {
@@ -112,17 +123,27 @@ func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
 	r.Advance(now)
 }
 
-// admit seats a new player, or answers with a deny and returns nil.
-func (r *Room) admit(from netip.AddrPort) *player {
+// welcome is the answer to a seated player's hello or join request: a
+// compact SERVER_HELLO says where it sits; the legacy answers are empty.
+func (r *Room) welcome(p *player, req game.Type) game.Message {
+	if req == game.ClientJoinRequest {
+		return game.Message{Type: game.ServerJoinAccept}
+	}
+	return game.Message{Type: game.ServerHello, RoomID: r.id, Slot: p.slot, MaxPlayers: uint8(r.max)}
+}
+
+// admit seats a new player who sent req, or answers with a deny and
+// returns nil.
+func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
 	if r.state != packet.Waiting {
-		r.send(from, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyInProgress})
+		r.answer(from, req, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyInProgress})
 		return nil
 	}
 	if len(r.players) >= r.max {
-		r.send(from, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyFull})
+		r.answer(from, req, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyFull})
 		return nil
 	}
-	p := &player{slot: r.freeSlot()}
+	p := &player{slot: r.freeSlot(), framing: req.Framing}
 	r.players[from] = p
 	r.idleSince = time.Time{}
 	r.rep.PlayerConnected(from.Addr())
@@ -203,6 +224,7 @@ func (r *Room) allReady() bool {
 // through Countdown straight to Playing, without a tick.
 func (r *Room) startCountdown(now time.Time) {
 	r.setState(packet.Countdown)
+	r.broadcast(game.Message{Type: game.AllReady}) // legacy players only
 	r.countdownEnd = now.Add(r.cfg.Countdown)
 	r.ticksLeft = int(ceilSeconds(r.cfg.Countdown))
 	if r.ticksLeft == 0 {
@@ -277,14 +299,40 @@ func (r *Room) Next() time.Time {
 	return next
 }
 
+// send queues m, numbered by the room's counter.
 func (r *Room) send(to netip.AddrPort, m game.Message) {
 	m.Seq = r.seq
 	r.seq++
 	r.out = append(r.out, Datagram{to, m})
 }
 
+// answer queues m in reply to req, in req's framing. Pongs echo their
+// ping's sequence (and tick), as do all legacy replies, as the original
+// game's do; compact hellos and denies are numbered by the room.
+func (r *Room) answer(to netip.AddrPort, req, m game.Message) {
+	m.Framing = req.Framing
+	if m.Type != game.ServerPong && req.Framing == packet.Compact {
+		r.send(to, m)
+		return
+	}
+	m.Seq = req.Seq
+	if m.Type == game.ServerPong {
+		m.Tick = req.Tick
+	}
+	r.out = append(r.out, Datagram{to, m})
+}
+
+// broadcast sends m to every player in slot order, so that the numbering
+// is reproducible, each in its framing; a player whose framing lacks m's
+// type (ALL_READY, for compact players) is skipped.
 func (r *Room) broadcast(m game.Message) {
-	for addr := range r.players {
-		r.send(addr, m)
+	addrs := slices.SortedFunc(maps.Keys(r.players), func(a, b netip.AddrPort) int {
+		return cmp.Compare(r.players[a].slot, r.players[b].slot)
+	})
+	for _, addr := range addrs {
+		if f := r.players[addr].framing; m.Type.In(f) {
+			m.Framing = f
+			r.send(addr, m)
+		}
 	}
 }

@@ -44,27 +44,49 @@ func newTestRoom(t *testing.T, maxPlayers int, settings map[string]string) (*Roo
 	return NewRoom(9, maxPlayers, cfg, rec, t0), rec
 }
 
-// outbox renders the room's outbox as "to:TYPE(field)" words, in order.
+// outbox renders the room's outbox as "to:TYPE(field)" words, sorted.
 func outbox(r *Room) string {
 	var words []string
 	for _, d := range r.Outbox() {
-		w := fmt.Sprintf("%s:%s", d.To.Addr(), d.Msg.Type)
-		switch d.Msg.Type {
-		case game.ServerHello:
-			w += fmt.Sprintf("(room=%d,slot=%d,max=%d)", d.Msg.RoomID, d.Msg.Slot, d.Msg.MaxPlayers)
-		case game.ServerJoinDeny:
-			w += fmt.Sprintf("(%d)", d.Msg.Deny)
-		case game.GameEnd:
-			w += fmt.Sprintf("(%d)", d.Msg.End)
-		case game.CountdownTick, game.GameStart:
-			w += fmt.Sprintf("(%d)", d.Msg.Seconds)
-		case game.ServerPong:
-			w += fmt.Sprintf("(seq=%d,token=%d)", d.Msg.Seq, d.Msg.Token)
-		}
-		words = append(words, w)
+		words = append(words, word(d))
 	}
 	slices.Sort(words) // broadcasts come in map order
 	return strings.Join(words, " ")
+}
+
+// outboxByPlayer renders the room's outbox per address, in the order the
+// room queued each address's datagrams.
+func outboxByPlayer(r *Room) map[netip.AddrPort]string {
+	by := map[netip.AddrPort]string{}
+	for _, d := range r.Outbox() {
+		by[d.To] = strings.TrimSpace(by[d.To] + " " + word(d))
+	}
+	return by
+}
+
+// word renders one datagram as "to:TYPE(fields)"; a legacy one as
+// "to:TYPE[seq,tick](fields)", since its sequence and tick matter, with
+// only the fields the legacy framing carries.
+func word(d Datagram) string {
+	m := d.Msg
+	w := fmt.Sprintf("%s:%s", d.To.Addr(), m.Type)
+	legacy := m.Framing == packet.Legacy
+	if legacy {
+		w += fmt.Sprintf("[%d,%d]", m.Seq, m.Tick)
+	}
+	switch {
+	case m.Type == game.ServerHello && !legacy:
+		w += fmt.Sprintf("(room=%d,slot=%d,max=%d)", m.RoomID, m.Slot, m.MaxPlayers)
+	case m.Type == game.ServerJoinDeny && !legacy:
+		w += fmt.Sprintf("(%d)", m.Deny)
+	case m.Type == game.GameEnd:
+		w += fmt.Sprintf("(%d)", m.End)
+	case m.Type == game.CountdownTick, m.Type == game.GameStart && !legacy:
+		w += fmt.Sprintf("(%d)", m.Seconds)
+	case m.Type == game.ServerPong && !legacy:
+		w += fmt.Sprintf("(seq=%d,token=%d)", m.Seq, m.Token)
+	}
+	return w
 }
 
 func say(r *Room, now time.Time, from netip.AddrPort, typ game.Type) {
@@ -286,4 +308,120 @@ func TestParseSettings(t *testing.T) {
 			t.Errorf("ParseSettings(%v, %d) = %v, want an error with %q", tc.settings, tc.max, err, tc.want)
 		}
 	}
+}
+
+// legacyMsg is a message in the original game's framing, as its client
+// sends them: empty payloads, tick 0 unless given.
+func legacyMsg(typ game.Type, seq uint16, tick uint32) game.Message {
+	return game.Message{Framing: packet.Legacy, Type: typ, Seq: seq, Tick: tick}
+}
+
+// welcomeRound is one second of the original client's handshake: hello
+// (always sequence 0), join request and ping, with the next sequences.
+func welcomeRound(r *Room, now time.Time, from netip.AddrPort, seq *uint16) {
+	r.Receive(now, from, legacyMsg(game.ClientHello, 0, 0))
+	*seq++
+	r.Receive(now, from, legacyMsg(game.ClientJoinRequest, *seq, 0))
+	*seq++
+	r.Receive(now, from, legacyMsg(game.ClientPing, *seq, 0))
+}
+
+func TestRoomLegacyHandshakeIsIdempotent(t *testing.T) {
+	r, rec := newTestRoom(t, 4, nil)
+	var seq uint16
+	welcomeRound(r, at(0), alice, &seq)
+	check(t, "first round", outbox(r),
+		"127.0.0.1:SERVER_HELLO[0,0] 127.0.0.1:SERVER_JOIN_ACCEPT[1,0] 127.0.0.1:SERVER_PONG[2,0]")
+	// The client repeats the round every second until it sees the accept.
+	welcomeRound(r, at(time.Second), alice, &seq)
+	check(t, "second round", outbox(r),
+		"127.0.0.1:SERVER_HELLO[0,0] 127.0.0.1:SERVER_JOIN_ACCEPT[3,0] 127.0.0.1:SERVER_PONG[4,0]")
+	r.Receive(at(time.Second), alice, legacyMsg(game.ClientPing, 9, 0xDEADBEEF))
+	check(t, "pong echoes the tick", outbox(r), "127.0.0.1:SERVER_PONG[9,3735928559]")
+	// A compact player shares the slot numbering: alice holds slot 0.
+	say(r, at(time.Second), bob, game.ClientHello)
+	check(t, "compact neighbour", outbox(r), "127.0.0.2:SERVER_HELLO(room=9,slot=1,max=4)")
+	check(t, "seated once", rec.take(), "+127.0.0.1 +127.0.0.2")
+}
+
+func TestRoomLegacyJoinRequestSeatsFirst(t *testing.T) {
+	r, rec := newTestRoom(t, 4, nil)
+	r.Receive(at(0), alice, legacyMsg(game.ClientReady, 1000, 0))
+	check(t, "ready from a stranger", outbox(r)+rec.take(), "")
+	r.Receive(at(0), alice, game.Message{Framing: packet.Legacy, Type: game.ClientJoinRequest, Seq: 1, HasUser: true, Spectator: true, UserID: 7})
+	check(t, "join request", outbox(r), "127.0.0.1:SERVER_JOIN_ACCEPT[1,0]")
+	r.Receive(at(0), alice, legacyMsg(game.ClientHello, 0, 0))
+	check(t, "hello after join", outbox(r)+" "+rec.take(), "127.0.0.1:SERVER_HELLO[0,0] +127.0.0.1")
+	// A seated player speaks its framing: the other one is ignored.
+	r.Receive(at(0), alice, game.Message{Type: game.ClientPing, Seq: 4, Token: 1})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), alice, game.ClientDisconnect)
+	check(t, "compact from a legacy player", outbox(r)+rec.take(), "")
+}
+
+func TestRoomLegacyDenies(t *testing.T) {
+	r, _ := newTestRoom(t, 2, nil)
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), bob, game.ClientHello)
+	outbox(r)
+	r.Receive(at(0), carol, legacyMsg(game.ClientHello, 0, 0))
+	r.Receive(at(0), carol, legacyMsg(game.ClientJoinRequest, 1, 0))
+	r.Receive(at(0), carol, legacyMsg(game.ClientPing, 2, 0))
+	check(t, "full", outbox(r), "127.0.0.3:SERVER_JOIN_DENY[0,0] 127.0.0.3:SERVER_JOIN_DENY[1,0]")
+	say(r, at(0), bob, game.ClientDisconnect)
+	say(r, at(0), alice, game.ClientReady)
+	r.Receive(at(0), carol, legacyMsg(game.ClientJoinRequest, 3, 0))
+	r.Receive(at(0), carol, legacyMsg(game.ClientReady, 1000, 0))
+	outbox(r)
+	if r.State() != packet.Countdown {
+		t.Fatalf("state %v with both players ready", r.State())
+	}
+	r.Receive(at(0), bob, legacyMsg(game.ClientJoinRequest, 5, 0))
+	check(t, "started", outbox(r), "127.0.0.2:SERVER_JOIN_DENY[5,0]")
+	// A seated legacy player's repeats are still welcome.
+	r.Receive(at(0), carol, legacyMsg(game.ClientJoinRequest, 7, 0))
+	check(t, "seated repeat", outbox(r), "127.0.0.3:SERVER_JOIN_ACCEPT[7,0]")
+}
+
+func TestRoomMixedFramingsPlayAMatch(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"countdown": "2s", "match_duration": "5s"})
+	say(r, at(0), alice, game.ClientHello)
+	var seq uint16
+	welcomeRound(r, at(0), bob, &seq)
+	outbox(r)
+	say(r, at(0), alice, game.ClientReady)
+	r.Receive(at(0), bob, legacyMsg(game.ClientReady, 1000, 0))
+	by := outboxByPlayer(r)
+	check(t, "compact countdown", by[alice], "127.0.0.1:COUNTDOWN_TICK(2)")
+	check(t, "legacy countdown", by[bob], "127.0.0.2:ALL_READY[1,0] 127.0.0.2:COUNTDOWN_TICK[3,0](2)")
+	r.Advance(at(time.Second))
+	check(t, "tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(1) 127.0.0.2:COUNTDOWN_TICK[5,0](1)")
+	r.Advance(at(2 * time.Second))
+	check(t, "start", outbox(r), "127.0.0.1:GAME_START(5) 127.0.0.2:GAME_START[7,0]")
+	// Bob pings every 2 s in the match, as the original client does.
+	for s := 3; s < 7; s += 2 {
+		r.Receive(at(time.Duration(s)*time.Second), bob, legacyMsg(game.ClientPing, 0, 0))
+		say(r, at(time.Duration(s)*time.Second), alice, game.ClientReady)
+	}
+	check(t, "pongs", outbox(r), "127.0.0.2:SERVER_PONG[0,0] 127.0.0.2:SERVER_PONG[0,0]")
+	r.Advance(at(7 * time.Second))
+	check(t, "end", outbox(r), "127.0.0.1:GAME_END(1) 127.0.0.2:GAME_END[9,0](1)")
+	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 countdown playing finished")
+}
+
+func TestRoomLegacyZeroCountdownAndStop(t *testing.T) {
+	r, _ := newTestRoom(t, 1, map[string]string{"countdown": "0s"})
+	r.Receive(at(0), alice, legacyMsg(game.ClientJoinRequest, 1, 0))
+	r.Receive(at(0), alice, legacyMsg(game.ClientReady, 2, 0))
+	check(t, "start", outboxByPlayer(r)[alice], "127.0.0.1:SERVER_JOIN_ACCEPT[1,0] 127.0.0.1:ALL_READY[0,0] 127.0.0.1:GAME_START[1,0]")
+	r.Stop()
+	check(t, "stop", outbox(r), "127.0.0.1:GAME_END[2,0](3)")
+}
+
+func TestRoomAnswersAnEmptyCompactPing(t *testing.T) {
+	r, _ := newTestRoom(t, 2, nil)
+	say(r, at(0), alice, game.ClientHello)
+	outbox(r)
+	r.Receive(at(0), alice, game.Message{Type: game.ClientPing, Seq: 5, NoToken: true})
+	check(t, "pong", outbox(r), "127.0.0.1:SERVER_PONG(seq=5,token=0)")
 }

@@ -19,14 +19,20 @@ func (e *Error) Error() string { return e.msg }
 // The ways a well-framed datagram can still be no game message, in the
 // order [Parse] checks them. Framing errors are package packet's.
 var (
-	// ErrFraming: the datagram uses the legacy framing.
-	ErrFraming = &Error{"framing", "game: not the compact framing"}
-	// ErrType: the messageType is not a game message.
+	// ErrFraming: an encoder was asked for a framing other than Compact
+	// and Legacy. Decoders never return it.
+	ErrFraming = &Error{"framing", "game: unknown framing"}
+	// ErrType: the messageType is not a game message of the datagram's
+	// framing.
 	ErrType = &Error{"type", "game: unknown message type"}
 	// ErrDirection: the packetType does not match the message's direction.
 	ErrDirection = &Error{"direction", "game: packetType does not match the message"}
-	// ErrSize: the payload does not have the size the message requires.
+	// ErrSize: the payload does not have a size the message allows, or a
+	// legacy GAME_END counts player scores (Foyer's rooms send none).
 	ErrSize = &Error{"size", "game: wrong payload size for the message"}
+	// ErrValue: a legacy flag byte (a GAME_END's victory, a
+	// CLIENT_JOIN_REQUEST's spectator) is neither 0 nor 1.
+	ErrValue = &Error{"value", "game: flag is neither 0 nor 1"}
 	// ErrRange: a field does not fit its wire size (encoding only).
 	ErrRange = &Error{"range", "game: field out of range"}
 )

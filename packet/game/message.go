@@ -10,60 +10,126 @@ import (
 // Type is a game message's messageType byte.
 type Type uint8
 
-// The game messages.
+// The game messages. Three exist only in the Legacy framing, as the
+// original game's: ClientJoinRequest, ServerJoinAccept and AllReady.
 const (
-	ClientHello      Type = 0x01
-	ClientReady      Type = 0x03
-	ClientPing       Type = 0x04
-	ClientDisconnect Type = 0x07
-	ServerHello      Type = 0x10
-	ServerJoinDeny   Type = 0x12
-	ServerPong       Type = 0x13
-	GameStart        Type = 0x15
-	GameEnd          Type = 0x16
-	CountdownTick    Type = 0x20
+	ClientHello       Type = 0x01
+	ClientJoinRequest Type = 0x02 // Legacy only
+	ClientReady       Type = 0x03
+	ClientPing        Type = 0x04
+	ClientDisconnect  Type = 0x07
+	ServerHello       Type = 0x10
+	ServerJoinAccept  Type = 0x11 // Legacy only
+	ServerJoinDeny    Type = 0x12
+	ServerPong        Type = 0x13
+	GameStart         Type = 0x15
+	GameEnd           Type = 0x16
+	AllReady          Type = 0x1F // Legacy only
+	CountdownTick     Type = 0x20
 )
 
-// shape is what the wire says about a type: its direction, its payload
-// size, and its name.
-type shape struct {
+// kind is what a type is in either framing: its direction and its name.
+type kind struct {
 	dir  packet.Direction
-	size int
 	name string
 }
 
-var shapes = [256]shape{
-	ClientHello:      {packet.ClientToServer, 0, "CLIENT_HELLO"},
-	ClientReady:      {packet.ClientToServer, 0, "CLIENT_READY"},
-	ClientPing:       {packet.ClientToServer, 4, "CLIENT_PING"},
-	ClientDisconnect: {packet.ClientToServer, 0, "CLIENT_DISCONNECT"},
-	ServerHello:      {packet.ServerToClient, 6, "SERVER_HELLO"},
-	ServerJoinDeny:   {packet.ServerToClient, 1, "SERVER_JOIN_DENY"},
-	ServerPong:       {packet.ServerToClient, 4, "SERVER_PONG"},
-	GameStart:        {packet.ServerToClient, 2, "GAME_START"},
-	GameEnd:          {packet.ServerToClient, 1, "GAME_END"},
-	CountdownTick:    {packet.ServerToClient, 1, "COUNTDOWN_TICK"},
+var kinds = [256]kind{
+	ClientHello:       {packet.ClientToServer, "CLIENT_HELLO"},
+	ClientJoinRequest: {packet.ClientToServer, "CLIENT_JOIN_REQUEST"},
+	ClientReady:       {packet.ClientToServer, "CLIENT_READY"},
+	ClientPing:        {packet.ClientToServer, "CLIENT_PING"},
+	ClientDisconnect:  {packet.ClientToServer, "CLIENT_DISCONNECT"},
+	ServerHello:       {packet.ServerToClient, "SERVER_HELLO"},
+	ServerJoinAccept:  {packet.ServerToClient, "SERVER_JOIN_ACCEPT"},
+	ServerJoinDeny:    {packet.ServerToClient, "SERVER_JOIN_DENY"},
+	ServerPong:        {packet.ServerToClient, "SERVER_PONG"},
+	GameStart:         {packet.ServerToClient, "GAME_START"},
+	GameEnd:           {packet.ServerToClient, "GAME_END"},
+	AllReady:          {packet.ServerToClient, "ALL_READY"},
+	CountdownTick:     {packet.ServerToClient, "COUNTDOWN_TICK"},
 }
 
-func (t Type) known() bool { return shapes[t].dir != 0 }
+// sizes is the set of payload sizes a type may have in one framing: bit n
+// set means n bytes are well-formed. Zero means the type is not a message
+// of that framing.
+type sizes uint8
+
+func sizeSet(ns ...int) sizes {
+	var s sizes
+	for _, n := range ns {
+		s |= 1 << n
+	}
+	return s
+}
+
+func (s sizes) has(n int) bool { return n < 8 && s&(1<<n) != 0 }
+
+// shapes holds the payload sizes of every type, per framing.
+var shapes = [2][256]sizes{
+	packet.Compact: {
+		ClientHello:      sizeSet(0),
+		ClientReady:      sizeSet(0),
+		ClientPing:       sizeSet(0, 4), // the token is optional
+		ClientDisconnect: sizeSet(0),
+		ServerHello:      sizeSet(6),
+		ServerJoinDeny:   sizeSet(1),
+		ServerPong:       sizeSet(4),
+		GameStart:        sizeSet(2),
+		GameEnd:          sizeSet(1),
+		CountdownTick:    sizeSet(1),
+	},
+	packet.Legacy: {
+		ClientHello:       sizeSet(0),
+		ClientJoinRequest: sizeSet(0, legacyJoinUserLen),
+		ClientReady:       sizeSet(0),
+		ClientPing:        sizeSet(0),
+		ClientDisconnect:  sizeSet(0),
+		ServerHello:       sizeSet(0),
+		ServerJoinAccept:  sizeSet(0),
+		ServerJoinDeny:    sizeSet(0),
+		ServerPong:        sizeSet(0),
+		GameStart:         sizeSet(0),
+		GameEnd:           sizeSet(legacyGameEndLen),
+		AllReady:          sizeSet(0),
+		CountdownTick:     sizeSet(1),
+	},
+}
+
+// Payload sizes of the Legacy framing's non-empty messages.
+const (
+	// legacyJoinUserLen is a CLIENT_JOIN_REQUEST of later versions of the
+	// original client: spectator u8, userId u32.
+	legacyJoinUserLen = 5
+	// legacyGameEndLen is a GAME_END without scores: victory u8,
+	// playerCount u8 (0).
+	legacyGameEndLen = 2
+)
+
+func validFraming(f packet.Framing) bool { return f == packet.Compact || f == packet.Legacy }
+
+func (t Type) known() bool { return kinds[t].dir != 0 }
+
+// In reports whether t is a message of framing f.
+func (t Type) In(f packet.Framing) bool { return validFraming(f) && shapes[f][t] != 0 }
 
 // Dir is the direction a message of type t travels in, or 0 if t is not a
-// game message.
-func (t Type) Dir() packet.Direction { return shapes[t].dir }
+// game message in either framing.
+func (t Type) Dir() packet.Direction { return kinds[t].dir }
 
 // String returns the message's name, such as "CLIENT_HELLO".
 func (t Type) String() string {
 	if !t.known() {
 		return fmt.Sprintf("Type(0x%02x)", uint8(t))
 	}
-	return shapes[t].name
+	return kinds[t].name
 }
 
 // DenyReason says why a room refused a ClientHello.
 type DenyReason uint8
 
-// The reasons a SERVER_JOIN_DENY gives. Decoders accept any value, so a
-// newer room can add reasons.
+// The reasons a compact SERVER_JOIN_DENY gives. Decoders accept any value,
+// so a newer room can add reasons. A legacy deny carries no reason.
 const (
 	DenyFull       DenyReason = 1 // every slot is taken
 	DenyInProgress DenyReason = 2 // the countdown or the match has begun
@@ -72,7 +138,10 @@ const (
 // EndReason says why a match ended.
 type EndReason uint8
 
-// The reasons a GAME_END gives. Decoders accept any value.
+// The reasons a compact GAME_END gives. Decoders accept any value. A
+// legacy GAME_END says only whether the match ran its full length: it
+// decodes as EndTimeUp or as 0, and every reason but EndTimeUp encodes as
+// "not a victory".
 const (
 	EndTimeUp    EndReason = 1 // the match ran its full length
 	EndAbandoned EndReason = 2 // every player left
@@ -80,57 +149,85 @@ const (
 )
 
 // Message is one decoded game message. Which fields are meaningful
-// depends on Type; the others are zero.
+// depends on Framing and Type; the others are zero, and encoders ignore
+// them.
 type Message struct {
+	Framing    packet.Framing // Compact (the zero value) or Legacy
 	Type       Type
-	Seq        uint16     // sender's sequence id; a pong echoes its ping's
-	RoomID     uint32     // ServerHello
-	Slot       uint8      // ServerHello: the player's slot, from 0
-	MaxPlayers uint8      // ServerHello
-	Deny       DenyReason // ServerJoinDeny
+	Seq        uint16     // sender's sequence id; a reply may echo its request's
+	Tick       uint32     // Legacy only: the header's tickId; a pong echoes its ping's
+	RoomID     uint32     // ServerHello (compact)
+	Slot       uint8      // ServerHello (compact): the player's slot, from 0
+	MaxPlayers uint8      // ServerHello (compact)
+	Deny       DenyReason // ServerJoinDeny (compact)
 	End        EndReason  // GameEnd
-	Seconds    uint16     // CountdownTick (seconds left, at most 255), GameStart (match length)
-	Token      uint32     // ClientPing, ServerPong
+	Seconds    uint16     // CountdownTick (seconds left, at most 255), GameStart (compact: match length)
+	Token      uint32     // ClientPing, ServerPong (compact)
+	NoToken    bool       // ClientPing (compact): sent without a token
+	HasUser    bool       // ClientJoinRequest (legacy): carries Spectator and UserID
+	Spectator  bool       // ClientJoinRequest (legacy, HasUser)
+	UserID     uint32     // ClientJoinRequest (legacy, HasUser)
 }
 
-// MaxLen is the longest encoded game message.
-const MaxLen = packet.CompactHeaderLen + 6 + packet.CRCLen
+// MaxLen is the longest encoded game message: a legacy CLIENT_JOIN_REQUEST
+// with a user.
+const MaxLen = packet.LegacyHeaderLen + legacyJoinUserLen + packet.CRCLen
 
-// Is reports whether b looks like a game message: the compact framing, a
-// matching length and a known type in its direction. It skips the CRC;
-// only [Parse] validates.
+// legacyFirstByte opens every legacy datagram (package packet's magic).
+const legacyFirstByte = 0xA3
+
+// Is reports whether b looks like a game message: a framing, length and
+// packetType package packet accepts, and a type of that framing sent in
+// its direction. It skips the CRC; only [Parse] validates.
 func Is(b []byte) bool {
-	if !packet.Is(b) || b[0] != byte(packet.ClientToServer) && b[0] != byte(packet.ServerToClient) {
+	if !packet.Is(b) {
 		return false
 	}
-	t := Type(b[1])
-	return t.known() && byte(t.Dir()) == b[0]
+	f, dir, t := packet.Compact, packet.Direction(b[0]), Type(b[1])
+	if b[0] == legacyFirstByte {
+		f, dir, t = packet.Legacy, packet.Direction(b[5]), Type(b[6])
+	}
+	return t.In(f) && t.Dir() == dir
 }
 
-// Parse decodes and fully validates one datagram.
+// Parse decodes and fully validates one datagram in either framing.
 func Parse(b []byte) (Message, error) {
 	f, err := packet.ParseFrame(b)
 	if err != nil {
 		return Message{}, err
 	}
-	if f.Framing != packet.Compact {
-		return Message{}, ErrFraming
-	}
 	t := Type(f.Type)
-	if !t.known() {
+	if !t.In(f.Framing) {
 		return Message{}, ErrType
 	}
 	if f.Dir != t.Dir() {
 		return Message{}, ErrDirection
 	}
 	p := f.Payload
-	if len(p) != shapes[t].size {
+	if !shapes[f.Framing][t].has(len(p)) {
 		return Message{}, ErrSize
 	}
-	m := Message{Type: t, Seq: f.Seq}
-	switch t {
+	m := Message{Framing: f.Framing, Type: t, Seq: f.Seq, Tick: f.Tick}
+	if f.Framing == packet.Legacy {
+		err = m.readLegacy(p)
+	} else {
+		m.readCompact(p)
+	}
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// readCompact fills m from a compact payload whose size Parse checked.
+func (m *Message) readCompact(p []byte) {
+	switch m.Type {
 	case ClientPing, ServerPong:
-		m.Token = binary.BigEndian.Uint32(p)
+		if len(p) == 0 {
+			m.NoToken = true
+		} else {
+			m.Token = binary.BigEndian.Uint32(p)
+		}
 	case ServerHello:
 		m.RoomID = binary.BigEndian.Uint32(p)
 		m.Slot, m.MaxPlayers = p[4], p[5]
@@ -143,34 +240,105 @@ func Parse(b []byte) (Message, error) {
 	case CountdownTick:
 		m.Seconds = uint16(p[0])
 	}
-	return m, nil
 }
 
-// Append appends the encoding of m to b. It fails with ErrType for an
-// unknown type and ErrRange for a CountdownTick over 255 seconds.
+// readLegacy fills m from a legacy payload whose size Parse checked. Its
+// flags must be 0 or 1, so that every message has one encoding.
+func (m *Message) readLegacy(p []byte) error {
+	switch m.Type {
+	case ClientJoinRequest:
+		if len(p) == 0 {
+			return nil
+		}
+		if p[0] > 1 {
+			return ErrValue
+		}
+		m.HasUser, m.Spectator, m.UserID = true, p[0] == 1, binary.BigEndian.Uint32(p[1:])
+	case GameEnd:
+		// victory u8, then playerCount u8 and as many scores; Foyer's
+		// rooms keep no scores.
+		if p[0] > 1 {
+			return ErrValue
+		}
+		if p[1] != 0 {
+			return ErrSize
+		}
+		if p[0] == 1 {
+			m.End = EndTimeUp
+		}
+	case CountdownTick:
+		m.Seconds = uint16(p[0])
+	}
+	return nil
+}
+
+// maxPayload is the longest payload of any game message.
+const maxPayload = 6
+
+// Append appends the encoding of m to b. It fails with ErrFraming for a
+// framing other than Compact and Legacy, ErrType for a type that is not a
+// message of m's framing, and ErrRange for a CountdownTick over 255
+// seconds.
 func (m *Message) Append(b []byte) ([]byte, error) {
-	if !m.Type.known() {
+	if !validFraming(m.Framing) {
+		return b, ErrFraming
+	}
+	if !m.Type.In(m.Framing) {
 		return b, ErrType
 	}
-	var p [6]byte
+	if m.Type == CountdownTick && m.Seconds > 0xFF {
+		return b, ErrRange
+	}
+	var buf [maxPayload]byte
+	var p []byte
+	if m.Framing == packet.Legacy {
+		p = m.legacyPayload(buf[:0])
+	} else {
+		p = m.compactPayload(buf[:0])
+	}
+	h := packet.Header{Framing: m.Framing, Type: packet.Type(m.Type), Seq: m.Seq, Tick: m.Tick}
+	return packet.AppendFrame(b, h, m.Type.Dir(), p), nil
+}
+
+func (m *Message) compactPayload(p []byte) []byte {
 	switch m.Type {
 	case ClientPing, ServerPong:
-		binary.BigEndian.PutUint32(p[:], m.Token)
-	case ServerHello:
-		binary.BigEndian.PutUint32(p[:], m.RoomID)
-		p[4], p[5] = m.Slot, m.MaxPlayers
-	case ServerJoinDeny:
-		p[0] = byte(m.Deny)
-	case GameStart:
-		binary.BigEndian.PutUint16(p[:], m.Seconds)
-	case GameEnd:
-		p[0] = byte(m.End)
-	case CountdownTick:
-		if m.Seconds > 0xFF {
-			return b, ErrRange
+		if m.Type == ServerPong || !m.NoToken {
+			p = binary.BigEndian.AppendUint32(p, m.Token)
 		}
-		p[0] = byte(m.Seconds)
+	case ServerHello:
+		p = binary.BigEndian.AppendUint32(p, m.RoomID)
+		p = append(p, m.Slot, m.MaxPlayers)
+	case ServerJoinDeny:
+		p = append(p, byte(m.Deny))
+	case GameStart:
+		p = binary.BigEndian.AppendUint16(p, m.Seconds)
+	case GameEnd:
+		p = append(p, byte(m.End))
+	case CountdownTick:
+		p = append(p, byte(m.Seconds))
 	}
-	h := packet.Header{Framing: packet.Compact, Type: packet.Type(m.Type), Seq: m.Seq}
-	return packet.AppendFrame(b, h, m.Type.Dir(), p[:shapes[m.Type].size]), nil
+	return p
+}
+
+func (m *Message) legacyPayload(p []byte) []byte {
+	switch m.Type {
+	case ClientJoinRequest:
+		if m.HasUser {
+			p = append(p, flag(m.Spectator))
+			p = binary.BigEndian.AppendUint32(p, m.UserID)
+		}
+	case GameEnd:
+		p = append(p, flag(m.End == EndTimeUp), 0)
+	case CountdownTick:
+		p = append(p, byte(m.Seconds))
+	}
+	return p
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
