@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/lobby/foyertest"
+	"github.com/foyerlobby/foyer/foyertest"
 )
 
 // Message types of the game protocol on a room's port, from
