@@ -20,7 +20,6 @@ package room
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -99,14 +98,14 @@ func (r Room) Occupied() int { return r.Players + r.Seats }
 
 // JoinError says why a player could not join r now: ErrNotJoinable once
 // the match has begun, ErrFull when every place is taken or held; nil if
-// the player can.
+// the player can. It returns the sentinels themselves, unwrapped, so that
+// refusing costs no allocation whatever the JOIN traffic.
 func (r Room) JoinError() error {
 	if r.begun() {
-		return fmt.Errorf("%w: room %d is %v", ErrNotJoinable, r.ID, r.State)
+		return ErrNotJoinable
 	}
 	if r.Occupied() >= r.MaxPlayers {
-		return fmt.Errorf("%w: room %d has %d players and %d seats held of %d",
-			ErrFull, r.ID, r.Players, r.Seats, r.MaxPlayers)
+		return ErrFull
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
@@ -44,12 +43,11 @@ func (s *Supervisor) Register(key string, l room.Listing) (room.Room, error) {
 		s.mu.Unlock()
 		return row, nil
 	}
-	id, idErr := s.ids.take()
+	id := s.ids.take()
 	r = &record{
 		row:    room.Room{ID: id, StartedAt: time.Now(), Source: room.GG2, State: packet.Waiting},
 		listed: true,
 		key:    key,
-		seats:  make(map[netip.AddrPort]time.Time),
 	}
 	applyListing(&r.row, l)
 	s.registered[key] = r
@@ -57,9 +55,6 @@ func (s *Supervisor) Register(key string, l room.Listing) (room.Room, error) {
 	row := r.view()
 	s.emit(room.Event{Kind: room.Created, Room: row})
 	s.mu.Unlock()
-	if idErr != nil {
-		s.log.Error().Err(idErr).Msg("room id mark not persisted")
-	}
 	s.log.Info().Uint32("id", id).Stringer("addr", l.Addr).Str("source", string(row.Source)).Msg("room registered")
 	return row, nil
 }
@@ -101,14 +96,7 @@ func applyListing(row *room.Room, l room.Listing) {
 // newcomers. A seat whose player never came expires after SeatTTL as
 // usual, so a wrong guess costs at most one SeatTTL of a seat. s.mu is held.
 func (s *Supervisor) fillSeats(r *record, before int) {
-	for n := r.row.Players - before; n > 0 && len(r.seats) > 0; n-- {
-		var oldest netip.AddrPort
-		var oldestExp time.Time
-		for ep, exp := range r.seats {
-			if oldestExp.IsZero() || exp.Before(oldestExp) {
-				oldest, oldestExp = ep, exp
-			}
-		}
-		delete(r.seats, oldest)
+	if n := r.row.Players - before; n > 0 {
+		r.seats.dropOldest(n)
 	}
 }

@@ -76,15 +76,38 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	defer stop()
 
 	t0 := time.Now()
-	s.mu.Lock()
-	id, idErr := s.ids.take()
-	s.mu.Unlock()
-	if idErr != nil {
-		s.log.Error().Err(idErr).Msg("room id mark not persisted")
-	}
+	id := s.ids.take()
+	var r *record
+	var err error
 	if s.cfg.Probe != "" {
-		return s.spawnExec(ctx, id, t0)
+		r, err = s.spawnExec(ctx, id, t0)
+	} else {
+		r, err = s.spawnInstance(ctx, id, t0)
 	}
+	if err == nil {
+		s.awaitDurable(ctx, id)
+	}
+	return r, err
+}
+
+// awaitDurable waits, within ctx, until id is covered by the mark on disk,
+// so that no room is announced under an id a crash could hand out again.
+// That wait is rare (a burst of rooms faster than one write of the mark)
+// and runs in parallel with the spawn; a mark that cannot be written in
+// time is logged and the room goes ahead.
+func (s *Supervisor) awaitDurable(ctx context.Context, id uint32) {
+	for ch := s.ids.durable(id); ch != nil; ch = s.ids.durable(id) {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			s.log.Warn().Uint32("id", id).Msg("room id not yet covered by the id file")
+			return
+		}
+	}
+}
+
+// spawnInstance starts an instance of the go-plugin room, as spawn says.
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, t0 time.Time) (*record, error) {
 	p, err := host.Launch(ctx, host.LaunchConfig{
 		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
 		StartTimeout: s.cfg.SpawnTimeout,

@@ -42,6 +42,7 @@ type Stats struct {
 	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
 
 	Created       uint64                // rooms handed out, warm or cold
+	SeatsHeld     uint64                // seats newly held by Join
 	WarmHits      uint64                // creates answered from the warm pool
 	SpawnFailures uint64                // spawns that produced no instance
 	Quarantines   uint64                // ports quarantined

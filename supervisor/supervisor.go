@@ -19,7 +19,6 @@ package supervisor
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -77,7 +76,7 @@ type record struct {
 	probe  *probeTarget       // exec rooms with probe "teeworlds"
 	key    string             // registered rooms: the registration key
 	listed bool               // handed out by Create; before that, warm or not yet entered
-	seats  map[netip.AddrPort]time.Time
+	seats  seats              // held for players on their way in
 	// lastStatus is when the room last said it is alive; only rooms
 	// that report (watched) are checked against HealthTimeout.
 	lastStatus time.Time
@@ -105,11 +104,15 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := newRoomIDs(time.Now(), cfg.IDFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log, ctx.Done())
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	s := &Supervisor{
+		ctx:        ctx,
+		cancel:     cancel,
 		cfg:        cfg,
 		log:        log,
 		argv:       argv,
@@ -123,10 +126,10 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	}
 	if cfg.Probe == "teeworlds" {
 		if s.prober, err = newProber(probeAddrs(cfg), s.log, s.applyInfo); err != nil {
+			cancel()
 			return nil, err
 		}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.prober != nil {
 		s.prober.run(s.ctx.Done(), &s.wg)
 	}
@@ -252,7 +255,7 @@ func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPo
 // publish lists r in the table with a seat for creator. s.mu is held.
 func (s *Supervisor) publish(r *record, creator netip.AddrPort) room.Room {
 	r.listed = true
-	r.seats = map[netip.AddrPort]time.Time{creator: time.Now().Add(s.cfg.SeatTTL)}
+	r.seats.hold(creator, time.Now().Add(s.cfg.SeatTTL))
 	s.stats.Created++
 	row := r.view()
 	s.emit(room.Event{Kind: room.Created, Room: row})
@@ -276,30 +279,32 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort)
 	}
 	r := s.live[id]
 	if id == 0 || r == nil || !r.listed {
-		return room.Room{}, fmt.Errorf("%w: %d", room.ErrNoRoom, id)
+		return room.Room{}, room.ErrNoRoom
 	}
 	if r.cause != "" {
-		return room.Room{}, fmt.Errorf("%w: room %d is stopping", room.ErrNotJoinable, id)
+		return room.Room{}, room.ErrNotJoinable // being stopped
 	}
 	err := r.view().JoinError()
-	if errors.Is(err, room.ErrNotJoinable) {
+	if err == room.ErrNotJoinable {
 		return room.Room{}, err
 	}
-	expiry := time.Now().Add(s.cfg.SeatTTL)
-	if _, ok := r.seats[player]; ok {
-		r.seats[player] = expiry
+	// A player already holding a seat keeps it, refreshed, even in a room
+	// that is full: its seat is one of those that fill it.
+	if err != nil && !r.seats.holdsFor(player) {
+		return room.Room{}, err
+	}
+	if !r.seats.hold(player, time.Now().Add(s.cfg.SeatTTL)) {
 		return r.view(), nil
 	}
-	if err != nil {
-		return room.Room{}, err
-	}
-	r.seats[player] = expiry
+	s.stats.SeatsHeld++
 	row := r.view()
 	s.emit(room.Event{Kind: room.Changed, Room: row})
-	// One line per seat newly held: bounded by the rooms' sizes, whatever
-	// the JOIN traffic (a repeated JOIN holds no new seat).
-	s.log.Info().Uint32("id", id).Stringer("player", player).Int("players", row.Players).
-		Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
+	// Seats come from remote requests: one line each at debug level only,
+	// counted in Stats.SeatsHeld.
+	if e := s.log.Debug(); e.Enabled() {
+		e.Uint32("id", id).Stringer("player", player).Int("players", row.Players).
+			Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
+	}
 	return row, nil
 }
 
@@ -310,7 +315,7 @@ func (s *Supervisor) processes() int { return len(s.live) - len(s.registered) }
 // view is r's table row. s.mu is held.
 func (r *record) view() room.Room {
 	row := r.row
-	row.Seats = len(r.seats)
+	row.Seats = r.seats.len()
 	return row
 }
 
@@ -362,18 +367,8 @@ func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	s.mu.Lock()
 	r.lastStatus = time.Now()
 	changed := false
-	if st.Event == host.PlayerConnected && r.seats != nil {
-		var oldest netip.AddrPort
-		var oldestExp time.Time
-		for ep, exp := range r.seats {
-			if ep.Addr().Unmap() == st.IP.Unmap() && (oldestExp.IsZero() || exp.Before(oldestExp)) {
-				oldest, oldestExp = ep, exp
-			}
-		}
-		if !oldestExp.IsZero() {
-			delete(r.seats, oldest)
-			changed = true
-		}
+	if st.Event == host.PlayerConnected && r.seats.dropOldestOf(st.IP) {
+		changed = true
 	}
 	if st.Players != r.row.Players {
 		r.row.Players = st.Players
@@ -513,14 +508,7 @@ func (s *Supervisor) sweep(now time.Time) {
 			s.stop(r, room.Retired, false)
 			s.wakeWarm()
 		}
-		expired := false
-		for ep, exp := range r.seats {
-			if now.After(exp) {
-				delete(r.seats, ep)
-				expired = true
-			}
-		}
-		if expired && r.listed {
+		if r.seats.expire(now) > 0 && r.listed {
 			s.emit(room.Event{Kind: room.Changed, Room: r.view()})
 		}
 	}

@@ -1,0 +1,137 @@
+package supervisor
+
+import (
+	"net/netip"
+	"time"
+)
+
+// seats are the places held in one room for players on their way in.
+// Every seat lives SeatTTL from when it was last taken or refreshed, so the
+// order of those moments is the order of expiry: the seats are kept in it,
+// in a list, and expiring them, turning the oldest into players or the
+// oldest of one IP into its player are all O(1) per seat concerned, however
+// many seats a room holds. seats are guarded by Supervisor.mu.
+type seats struct {
+	byPlayer map[netip.AddrPort]*seat
+	all      chain                // every seat, oldest first
+	byIP     map[netip.Addr]chain // the seats of each IP, oldest first
+}
+
+// seat is one held place, linked into the room's chain and its IP's.
+type seat struct {
+	player    netip.AddrPort
+	ip        netip.Addr // player's, unmapped: how a connecting player is matched
+	expires   time.Time
+	all, mine links
+}
+
+type links struct{ prev, next *seat }
+
+// chain is a doubly linked list of seats threaded through one of their
+// links fields (which one, the caller says).
+type chain struct{ head, tail *seat }
+
+func (c *chain) push(s *seat, l func(*seat) *links) {
+	*l(s) = links{prev: c.tail}
+	if c.tail != nil {
+		l(c.tail).next = s
+	} else {
+		c.head = s
+	}
+	c.tail = s
+}
+
+func (c *chain) remove(s *seat, l func(*seat) *links) {
+	ls := l(s)
+	if ls.prev != nil {
+		l(ls.prev).next = ls.next
+	} else {
+		c.head = ls.next
+	}
+	if ls.next != nil {
+		l(ls.next).prev = ls.prev
+	} else {
+		c.tail = ls.prev
+	}
+	*ls = links{}
+}
+
+func allLinks(s *seat) *links  { return &s.all }
+func mineLinks(s *seat) *links { return &s.mine }
+
+// len is the number of seats held.
+func (ss *seats) len() int { return len(ss.byPlayer) }
+
+// holdsFor reports whether player holds a seat.
+func (ss *seats) holdsFor(player netip.AddrPort) bool {
+	_, ok := ss.byPlayer[player]
+	return ok
+}
+
+// hold takes a seat for player until expires, or refreshes the one it
+// holds (moving it to the young end), and reports whether it is new.
+func (ss *seats) hold(player netip.AddrPort, expires time.Time) bool {
+	if ss.byPlayer == nil {
+		ss.byPlayer = make(map[netip.AddrPort]*seat)
+		ss.byIP = make(map[netip.Addr]chain)
+	}
+	s, ok := ss.byPlayer[player]
+	if ok {
+		ss.unlink(s)
+	} else {
+		s = &seat{player: player, ip: player.Addr().Unmap()}
+		ss.byPlayer[player] = s
+	}
+	s.expires = expires
+	ss.all.push(s, allLinks)
+	mine := ss.byIP[s.ip]
+	mine.push(s, mineLinks)
+	ss.byIP[s.ip] = mine
+	return !ok
+}
+
+// unlink takes s out of both chains, keeping it in byPlayer.
+func (ss *seats) unlink(s *seat) {
+	ss.all.remove(s, allLinks)
+	mine := ss.byIP[s.ip]
+	mine.remove(s, mineLinks)
+	if mine.head == nil {
+		delete(ss.byIP, s.ip)
+	} else {
+		ss.byIP[s.ip] = mine
+	}
+}
+
+func (ss *seats) drop(s *seat) {
+	ss.unlink(s)
+	delete(ss.byPlayer, s.player)
+}
+
+// dropOldest drops up to n seats, the oldest first, and says how many.
+func (ss *seats) dropOldest(n int) int {
+	dropped := 0
+	for ; dropped < n && ss.all.head != nil; dropped++ {
+		ss.drop(ss.all.head)
+	}
+	return dropped
+}
+
+// dropOldestOf drops the oldest seat held from ip, if any.
+func (ss *seats) dropOldestOf(ip netip.Addr) bool {
+	mine, ok := ss.byIP[ip.Unmap()]
+	if !ok {
+		return false
+	}
+	ss.drop(mine.head)
+	return true
+}
+
+// expire drops the seats expired at now and says how many.
+func (ss *seats) expire(now time.Time) int {
+	n := 0
+	for ss.all.head != nil && now.After(ss.all.head.expires) {
+		ss.drop(ss.all.head)
+		n++
+	}
+	return n
+}

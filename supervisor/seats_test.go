@@ -1,0 +1,73 @@
+package supervisor
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func seatOf(ip string, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr(ip), port)
+}
+
+func TestSeatsKeepExpiryOrder(t *testing.T) {
+	var ss seats
+	t0 := time.Unix(1000, 0)
+	a, b, c := seatOf("192.0.2.1", 1), seatOf("192.0.2.2", 1), seatOf("192.0.2.1", 2)
+	for i, p := range []netip.AddrPort{a, b, c} {
+		if !ss.hold(p, t0.Add(time.Duration(i)*time.Second)) {
+			t.Fatalf("seat %v not new", p)
+		}
+	}
+	if ss.hold(a, t0.Add(3*time.Second)) || ss.len() != 3 {
+		t.Fatalf("refreshing a seat made another: %d seats", ss.len())
+	}
+	// Order now b (1s), c (2s), a (3s).
+	if n := ss.expire(t0.Add(1500 * time.Millisecond)); n != 1 || ss.holdsFor(b) {
+		t.Fatalf("expire dropped %d, b held %v; want b alone", n, ss.holdsFor(b))
+	}
+	// The oldest seat of 192.0.2.1 is c now that a was refreshed.
+	if !ss.dropOldestOf(netip.MustParseAddr("::ffff:192.0.2.1")) || ss.holdsFor(c) || !ss.holdsFor(a) {
+		t.Fatal("a connecting player from 192.0.2.1 did not take its oldest seat")
+	}
+	if ss.dropOldestOf(netip.MustParseAddr("192.0.2.2")) {
+		t.Fatal("an IP without seats gave one up")
+	}
+	if n := ss.dropOldest(5); n != 1 || ss.len() != 0 {
+		t.Fatalf("dropOldest dropped %d, %d left", n, ss.len())
+	}
+	if n := ss.expire(t0.Add(time.Hour)); n != 0 {
+		t.Fatalf("empty seats expired %d", n)
+	}
+	// Emptied chains take new seats again.
+	if !ss.hold(b, t0) || ss.len() != 1 || !ss.dropOldestOf(b.Addr()) {
+		t.Fatal("seats unusable once emptied")
+	}
+}
+
+// BenchmarkSeatChurn holds, refreshes, expires and fills seats of one room
+// holding 20,000 of them: each operation costs the same at any size.
+func BenchmarkSeatChurn(b *testing.B) {
+	for _, n := range []int{100, 20000} {
+		b.Run(fmt.Sprintf("seats=%d", n), func(b *testing.B) {
+			var ss seats
+			t0 := time.Unix(1000, 0)
+			players := make([]netip.AddrPort, n)
+			for i := range players {
+				players[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 7777)
+				ss.hold(players[i], t0)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p := players[i%n]
+				ss.hold(p, t0.Add(time.Duration(i)))
+				ss.dropOldestOf(p.Addr())
+				ss.hold(p, t0.Add(time.Duration(i)))
+				ss.expire(t0)
+				i++
+			}
+		})
+	}
+}
