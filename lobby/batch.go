@@ -61,6 +61,11 @@ type batch struct {
 	bc  batchConn
 	in  []ipv4.Message
 	out []ipv4.Message // out[:queued] wait for flush
+	// bound is the socket's own address: where every datagram arrived,
+	// unless it is a wildcard, when the datagram's control message says.
+	bound netip.Addr
+	// drops is the socket's drop counter as the last datagram read said.
+	drops uint32
 	// to are the replies' addresses, reused: Message wants a net.Addr.
 	to     []net.UDPAddr
 	queued int
@@ -72,6 +77,9 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 		out: make([]ipv4.Message, batchSize),
 		to:  make([]net.UDPAddr, batchSize),
 	}
+	if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
+		q.bound = a.AddrPort().Addr().Unmap()
+	}
 	switch a, _ := c.LocalAddr().(*net.UDPAddr); {
 	case !batched:
 		q.bc = stdConn{c}
@@ -82,6 +90,7 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 	}
 	for i := range q.in {
 		q.in[i].Buffers = [][]byte{make([]byte, 1<<16)}
+		q.in[i].OOB = make([]byte, controlSpace)
 		q.out[i].Buffers = [][]byte{make([]byte, 0, 64)} // grows to the longest reply
 		q.to[i].IP = make(net.IP, 0, net.IPv6len)
 		q.out[i].Addr = &q.to[i]
@@ -90,17 +99,33 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 }
 
 // read waits for at least one datagram and returns how many it read into
-// q.in.
-func (q *batch) read() (int, error) { return q.bc.ReadBatch(q.in, 0) }
+// q.in, and whether the socket dropped datagrams since the last read (a
+// flood: the kernel could not hand them over fast enough).
+func (q *batch) read() (n int, dropped bool, err error) {
+	n, err = q.bc.ReadBatch(q.in, 0)
+	if err != nil || n == 0 {
+		return n, false, err
+	}
+	m := &q.in[n-1]
+	if _, drops, ok := parseControl(m.OOB[:m.NN]); ok {
+		dropped, q.drops = drops != q.drops, drops
+	}
+	return n, dropped, nil
+}
 
-// datagram returns the i-th datagram read and its sender.
-func (q *batch) datagram(i int) ([]byte, netip.AddrPort) {
+// datagram returns the i-th datagram read, its sender and the local
+// address it was sent to (invalid when a wildcard socket could not tell).
+func (q *batch) datagram(i int) ([]byte, netip.AddrPort, netip.Addr) {
 	m := &q.in[i]
 	var from netip.AddrPort
 	if a, ok := m.Addr.(*net.UDPAddr); ok {
 		from = a.AddrPort()
 	}
-	return m.Buffers[0][:m.N], from
+	local := q.bound
+	if local.IsUnspecified() {
+		local, _, _ = parseControl(m.OOB[:m.NN])
+	}
+	return m.Buffers[0][:m.N], from, local
 }
 
 // answer runs handle on each datagram read with the buffer of the next
@@ -108,11 +133,11 @@ func (q *batch) datagram(i int) ([]byte, netip.AddrPort) {
 // nothing; a buffer handle grew but did not queue (its reply was dropped)
 // is kept for the next one, so that even a flood of dropped replies
 // allocates nothing.
-func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, out []byte) []byte) {
+func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte) {
 	for i := range n {
 		slot := q.queued
-		b, from := q.datagram(i)
-		if out := handle(b, from, q.out[slot].Buffers[0][:0]); q.queued == slot {
+		b, from, local := q.datagram(i)
+		if out := handle(b, from, local, q.out[slot].Buffers[0][:0]); q.queued == slot {
 			q.out[slot].Buffers[0] = out[:0]
 		}
 	}

@@ -33,11 +33,11 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 			var got [][]byte
 			var flushed []string
 			for len(got) < len(sent) {
-				n, err := q.read()
+				n, _, err := q.read()
 				if err != nil {
 					t.Fatalf("batched %v, %s: read: %v", batched, ip, err)
 				}
-				q.answer(n, func(b []byte, from netip.AddrPort, out []byte) []byte {
+				q.answer(n, func(b []byte, from netip.AddrPort, _ netip.Addr, out []byte) []byte {
 					got = append(got, slices.Clone(b))
 					out = append(append(out, "re:"...), b...)
 					if !bytes.Equal(b, []byte("drop")) {

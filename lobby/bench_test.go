@@ -172,7 +172,7 @@ func BenchmarkRetries(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(i >> 24), byte(i >> 16)}), uint16(i>>8))
-		k := newRetryKey(from, packet.JoinRoom, uint16(i))
+		k := newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: uint16(i)}, 5)
 		if _, found := r.begin(k, now, nil); found {
 			b.Fatal("a new request found in the cache")
 		}

@@ -36,7 +36,7 @@ func FuzzHandle(f *testing.F) {
 		defer l.stop()
 		w := &sent{}
 		from := netip.MustParseAddrPort("127.0.0.1:5000")
-		l.handle(w, w, b, from, nil)
+		l.handle(w, w, &offers{}, b, from, from.Addr(), nil)
 		l.work.Wait() // a CREATE answers from its own goroutine (JOIN inline: memRooms never waits)
 		req, err := packet.Parse(b)
 		isRequest := err == nil && requestIndex(req.Type) >= 0

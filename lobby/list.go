@@ -21,13 +21,23 @@ const listRecheck = time.Second
 // (4), version, packetType, messageType and sequenceId.
 const legacyTickAt = 9
 
-// roomList is ROOM_LIST encoded once per version of the room table, in
-// both framings with sequence 0 and tick 0; replies copy it and patch the
-// sequence (and tick) in.
+// roomList is the room table at one version, as the lobby reads it for
+// every LIST and JOIN until the next version: the snapshot's rooms, by ID.
+// Each read loop encodes from it what it offers at each local address (see
+// offers).
 type roomList struct {
 	version uint64
 	built   time.Time
-	frames  [2][]byte // by packet.Framing
+	rooms   []room.Room // shared with the snapshot: read only
+}
+
+// find returns the room with id, by binary search.
+func (rl *roomList) find(id uint32) (room.Room, bool) {
+	i, ok := slices.BinarySearchFunc(rl.rooms, id, func(r room.Room, id uint32) int { return cmp.Compare(r.ID, id) })
+	if !ok {
+		return room.Room{}, false
+	}
+	return rl.rooms[i], true
 }
 
 // lists keeps the current roomList.
@@ -51,25 +61,7 @@ func (ls *lists) get(now time.Time) *roomList {
 		return cur // another loop rebuilt it meanwhile
 	}
 	snap := ls.rooms.List()
-	if cur != nil && cur.version == snap.Version {
-		next := *cur
-		next.built = now
-		ls.current.Store(&next)
-		return &next
-	}
-	next := &roomList{version: snap.Version, built: now}
-	rooms := listed(snap.Rooms)
-	for f := range next.frames {
-		m := packet.Message{Header: packet.Header{Framing: packet.Framing(f), Type: packet.RoomList}, Rooms: rooms}
-		b, err := m.Append(nil)
-		if err != nil {
-			// Cannot happen with at most MaxRooms rooms; an empty list
-			// is still a truthful answer to send.
-			m.Rooms = nil
-			b, _ = m.Append(nil)
-		}
-		next.frames[f] = b
-	}
+	next := &roomList{version: snap.Version, built: now, rooms: snap.Rooms}
 	ls.current.Store(next)
 	return next
 }
@@ -102,46 +94,14 @@ func (ls *lists) atLeast(v uint64) {
 	}
 }
 
-// listed converts the room table to list entries. A datagram holds at
-// most packet.MaxRooms rooms; beyond that the joinable ones come first,
-// because those are the ones a client can do something with.
-func listed(rooms []room.Room) []packet.Room {
-	if len(rooms) > packet.MaxRooms {
-		rooms = slices.Clone(rooms)
-		slices.SortStableFunc(rooms, func(a, b room.Room) int {
-			return cmp.Compare(rank(a), rank(b))
-		})
-		rooms = rooms[:packet.MaxRooms]
-	}
-	out := make([]packet.Room, len(rooms))
-	for i, r := range rooms {
-		out[i] = packet.Room{
-			ID:         r.ID,
-			Players:    uint16(min(r.Occupied(), 0xFFFF)),
-			MaxPlayers: uint16(min(r.MaxPlayers, 0xFFFF)),
-			Port:       r.Port,
-			State:      r.State,
-		}
-	}
-	return out
-}
-
-// rank orders joinable rooms before the others.
-func rank(r room.Room) int {
-	if r.Joinable() {
-		return 0
-	}
-	return 1
-}
-
 // appendReply appends the list in h's framing with h's sequence and tick.
-func (rl *roomList) appendReply(b []byte, h packet.Header) []byte {
+func (o *offer) appendReply(b []byte, h packet.Header) []byte {
 	start := len(b)
 	f := packet.Compact
 	if h.Framing == packet.Legacy {
 		f = packet.Legacy
 	}
-	b = append(b, rl.frames[f]...)
+	b = append(b, o.frames[f]...)
 	pkt := b[start:]
 	if h.Framing == packet.Legacy && len(pkt) > legacyTickAt+4 {
 		binary.BigEndian.PutUint32(pkt[legacyTickAt:], h.Tick)

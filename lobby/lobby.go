@@ -92,13 +92,13 @@ type Lobby struct {
 	rooms   room.Table
 	log     zerolog.Logger
 	conns   []*net.UDPConn
-	sources *limit.Sources
-	replies *limit.Budget
+	guard   *limit.Guard
+	cookies *cookies
 	retries *retries
 	lists   lists
 	stats   counters
 
-	jobs       chan joinJob // nil when JOIN runs on the read loop
+	jobs       chan request // nil when JOIN runs on the read loop
 	inlineJoin bool
 	creating   atomic.Int64
 	draining   atomic.Bool
@@ -113,12 +113,18 @@ type sender interface {
 	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
 }
 
-type joinJob struct {
-	conn sender
-	h    packet.Header
-	room uint32
-	from netip.AddrPort
-	key  retryKey
+// request is one well-formed CREATE or JOIN on its way through the lobby.
+type request struct {
+	h       packet.Header
+	from    netip.AddrPort
+	verdict limit.Verdict // the guard's, which the reply is charged by
+	key     retryKey
+	// JOIN only: the room id as sent (echoed in the answer), the room it
+	// names and what the JOIN proved.
+	asked uint32
+	room  room.Room
+	proof room.Proof
+	conn  sender // where the answer goes
 }
 
 // New binds the listen addresses; Serve answers on them. Requests draw
@@ -144,6 +150,11 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 			return nil, fmt.Errorf("lobby: listen %v: %w", ap, err)
 		}
 		_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
+		if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
+			// Without it the lobby sees no flood, and a wildcard socket
+			// offers only the host's own rooms: degraded, not broken.
+			l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
+		}
 		l.conns = append(l.conns, c)
 	}
 	return l, nil
@@ -159,8 +170,8 @@ func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logg
 		cfg:     cfg,
 		rooms:   rooms,
 		log:     log.With().Str("component", "lobby").Logger(),
-		sources: guard.Sources,
-		replies: guard.Replies,
+		guard:   guard,
+		cookies: newCookies(),
 		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
 		lists:   lists{rooms: rooms},
 		ctx:     ctx,
@@ -169,7 +180,7 @@ func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logg
 	if w, ok := rooms.(room.JoinNeverWaiter); ok && w.JoinNeverWaits() {
 		l.inlineJoin = true
 	} else {
-		l.jobs = make(chan joinJob, joinQueue)
+		l.jobs = make(chan request, joinQueue)
 	}
 	l.stats.drops = map[string]uint64{}
 	l.stats.failures = map[string]uint64{}
@@ -202,8 +213,8 @@ func (l *Lobby) Drain() { l.draining.Store(true) }
 // Stats returns the lobby's counters.
 func (l *Lobby) Stats() Stats {
 	s := l.stats.snapshot()
-	s.Sources = l.sources.Len()
-	s.Prefixes = l.replies.Len()
+	s.Sources = l.guard.Sources.Len()
+	s.Prefixes = l.guard.Replies.Len()
 	s.CreatesInFlight = int(l.creating.Load())
 	return s
 }
@@ -269,14 +280,17 @@ const maxReadErrors = 100
 
 // readLoop reads c until it is closed (nil) or keeps failing (the error),
 // a batch of datagrams at a time; the replies to a batch leave together.
+// A socket that dropped datagrams since its last read is flooded: the
+// guard hears of it.
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO)
-	handle := func(b []byte, from netip.AddrPort, out []byte) []byte {
-		return l.handle(q, c, b, from, out)
+	var os offers
+	handle := func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
+		return l.handle(q, c, &os, b, from, local, out)
 	}
 	errs := 0
 	for {
-		n, err := q.read()
+		n, dropped, err := q.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -288,15 +302,23 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			continue
 		}
 		errs = 0
+		if dropped {
+			l.guard.Pressure(time.Now())
+		}
 		q.answer(n, handle)
 		q.flush(l.sent)
 	}
 }
 
-// handle answers one datagram: what it answers at once goes to c, what
-// it answers later (CREATE, JOIN on a worker) to later. out is scratch
-// space it returns for reuse.
-func (l *Lobby) handle(c, later sender, b []byte, from netip.AddrPort, out []byte) []byte {
+// handle answers one datagram that came from from to the local address
+// local: what it answers at once goes to c, what it answers later
+// (CREATE, JOIN on a worker) to later. os are the loop's lists. out is
+// scratch space it returns for reuse.
+func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
+	if l.guard.Denied(from.Addr()) {
+		l.stats.drop("denied")
+		return out
+	}
 	m, err := packet.Parse(b)
 	if err != nil {
 		l.stats.drop(packet.Reason(err))
@@ -317,46 +339,61 @@ func (l *Lobby) handle(c, later sender, b []byte, from netip.AddrPort, out []byt
 	// Retries do not draw from the CREATE bucket (they run nothing), so
 	// the general bucket is taken first and the CREATE one only for a
 	// request that will run.
-	if ok, newly := l.sources.Allow(from.Addr(), now); !ok {
-		l.limited(newly)
+	v := l.guard.Admit(from.Addr(), now)
+	if !v.OK() {
+		l.refused(v)
 		return out
 	}
-	switch m.Type {
-	case packet.ListRooms:
-		out = l.lists.get(now).appendReply(out, m.Header)
-		l.send(c, out, from, now)
+	rl := l.lists.get(now)
+	if l.guard.UnderPressure(now) {
+		l.cookies.trigger(now)
+	}
+	if m.Type == packet.ListRooms {
+		var mask uint32
+		if l.cookies.on(now) {
+			mask = l.cookies.mask(from.Addr())
+		}
+		out = os.appendReply(out, os.get(rl, local), m.Header, mask)
+		l.send(c, out, from, v, now)
 		return out
-	case packet.JoinRoom:
-		if m.RoomID == 0 { // never a room: answered without asking anyone
-			l.failed("join", from, 0, errNoRoomZero)
-			out = l.appendAnswer(out, m.Header, room.Room{}, errNoRoomZero)
-			l.send(c, out, from, now)
+	}
+	req := request{h: m.Header, from: from, verdict: v, asked: m.RoomID, conn: later,
+		key: newRetryKey(from, m.Header, m.RoomID)}
+	if !create {
+		r, proof, ok := l.cookies.resolve(rl, m.RoomID, from.Addr(), local)
+		if !ok { // no such room, or not one this client can reach
+			err := errNoRoomZero
+			if m.RoomID != 0 {
+				err = room.ErrNoRoom
+			}
+			l.failed("join", from, m.RoomID, err)
+			out = l.appendAnswer(out, req, room.Room{}, err)
+			l.send(c, out, from, v, now)
 			return out
 		}
+		req.room, req.proof = r, proof
 	}
-	key := newRetryKey(from, m.Type, m.Seq)
-	if out, found := l.retries.begin(key, now, out); found {
+	if out, found := l.retries.begin(req.key, now, out); found {
 		if len(out) == 0 { // still running; its reply will come
 			l.stats.drop("retry_pending")
 			return out
 		}
 		l.stats.retries.Add(1)
-		l.send(c, out, from, now)
+		l.send(c, out, from, v, now)
 		return out
 	}
 	if create {
-		l.startCreate(later, m.Header, from, key, now)
+		l.startCreate(req, now)
 		return out
 	}
-	j := joinJob{conn: later, h: m.Header, room: m.RoomID, from: from, key: key}
 	if l.inlineJoin {
-		j.conn = c
-		return l.join(j, now, out)
+		req.conn = c
+		return l.join(req, now, out)
 	}
 	select {
-	case l.jobs <- j:
+	case l.jobs <- req:
 	default:
-		l.retries.abandon(key)
+		l.retries.abandon(req.key)
 		l.stats.drop("join_busy")
 	}
 	return out
@@ -364,87 +401,95 @@ func (l *Lobby) handle(c, later sender, b []byte, from netip.AddrPort, out []byt
 
 var errNoRoomZero = errors.New("room 0 is never a room")
 
-func (l *Lobby) limited(newly bool) {
-	l.stats.drop("rate_limited")
-	if newly {
+// refused counts a request the guard refused.
+func (l *Lobby) refused(v limit.Verdict) {
+	l.stats.drop(v.Reason())
+	if v == limit.NewlyLimited {
 		l.stats.limited.Add(1)
 	}
 }
 
-func (l *Lobby) startCreate(c sender, h packet.Header, from netip.AddrPort, key retryKey, now time.Time) {
-	if ok, newly := l.sources.AllowCreate(from.Addr(), now); !ok {
-		l.retries.abandon(key)
-		l.limited(newly)
+func (l *Lobby) startCreate(req request, now time.Time) {
+	if v := l.guard.AdmitCreate(req.from.Addr(), now); !v.OK() {
+		l.retries.abandon(req.key)
+		l.refused(v)
 		return
 	}
 	if l.creating.Add(1) > int64(l.cfg.MaxCreates) {
 		l.creating.Add(-1)
-		l.retries.abandon(key)
+		l.retries.abandon(req.key)
 		l.stats.drop("create_busy")
 		return
 	}
 	l.work.Go(func() {
 		defer l.creating.Add(-1)
-		room, err := l.rooms.Create(l.ctx, from)
+		r, err := l.rooms.Create(l.ctx, req.from)
 		if err == nil {
 			l.stats.granted[0].Add(1)
 			l.lists.changed()
-			l.log.Info().Uint32("room", room.ID).Uint16("port", room.Port).Stringer("creator", from).Msg("create granted")
+			l.log.Info().Uint32("room", r.ID).Uint16("port", r.Port).Stringer("creator", req.from).Msg("create granted")
 		} else {
-			l.failed("create", from, 0, err)
+			l.failed("create", req.from, 0, err)
 		}
-		l.answer(c, h, from, key, room, err, time.Now(), make([]byte, 0, 32))
+		l.answer(req, r, err, time.Now(), make([]byte, 0, 32))
 	})
 }
 
 func (l *Lobby) joinWorker() {
 	buf := make([]byte, 0, 64)
-	for j := range l.jobs {
-		buf = l.join(j, time.Now(), buf)
+	for req := range l.jobs {
+		buf = l.join(req, time.Now(), buf)
 	}
 }
 
 // join runs one JOIN, asked at now, and answers it, charging the reply to
 // the reflection guard at now too: one clock read per datagram, and a
 // Join that took a while can only make that charge stricter (the guard
-// refills less). buf is scratch space it returns for reuse.
-func (l *Lobby) join(j joinJob, now time.Time, buf []byte) []byte {
-	room, err := l.rooms.Join(l.ctx, j.room, j.from)
-	if err == nil {
+// refills less). A JOIN refused for a room that its held seats fill turns
+// the seat guard on: that is what forged JOINs do. buf is scratch space it
+// returns for reuse.
+func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
+	r, err := l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
+	switch {
+	case err == nil:
 		l.stats.granted[1].Add(1)
 		l.lists.changed()
 		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
-			e.Uint32("room", room.ID).Stringer("player", j.from).Msg("seat held")
+			e.Uint32("room", r.ID).Stringer("player", req.from).Bool("proven", req.proof == room.SawListing).Msg("seat held")
 		}
-	} else {
-		l.failed("join", j.from, j.room, err)
+	case err == room.ErrFull && req.room.Seats > 0:
+		l.cookies.trigger(now)
+		fallthrough
+	default:
+		l.failed("join", req.from, req.asked, err)
 	}
-	return l.answer(j.conn, j.h, j.from, j.key, room, err, now, buf[:0])
+	return l.answer(req, r, err, now, buf[:0])
 }
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries
 // and sends it.
-func (l *Lobby) answer(c sender, h packet.Header, from netip.AddrPort, key retryKey, room room.Room, err error, now time.Time, buf []byte) []byte {
-	buf = l.appendAnswer(buf, h, room, err)
-	l.retries.finish(key, buf)
-	l.send(c, buf, from, now)
+func (l *Lobby) answer(req request, r room.Room, err error, now time.Time, buf []byte) []byte {
+	buf = l.appendAnswer(buf, req, r, err)
+	l.retries.finish(req.key, buf)
+	l.send(req.conn, buf, req.from, req.verdict, now)
 	return buf
 }
 
-// appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for room, or
+// appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for r, or
 // JOIN_FAILED when err is set, in the request's framing, sequence and
-// tick.
-func (l *Lobby) appendAnswer(b []byte, req packet.Header, room room.Room, err error) []byte {
-	h := packet.Header{Framing: req.Framing, Seq: req.Seq, Tick: req.Tick}
-	m := packet.Message{Header: h, RoomID: room.ID, Port: room.Port}
+// tick. JOIN_SUCCESS names the room as the JOIN did, masked or not.
+func (l *Lobby) appendAnswer(b []byte, req request, r room.Room, err error) []byte {
+	h := packet.Header{Framing: req.h.Framing, Seq: req.h.Seq, Tick: req.h.Tick}
+	m := packet.Message{Header: h, RoomID: r.ID, Port: r.Port}
 	switch {
 	case err != nil:
 		m = packet.Message{Header: h}
 		m.Type = packet.JoinFailed
-	case req.Type == packet.CreateRoom:
+	case req.h.Type == packet.CreateRoom:
 		m.Type = packet.RoomCreated
 	default:
 		m.Type = packet.JoinSuccess
+		m.RoomID = req.asked
 	}
 	out, encErr := m.Append(b)
 	if encErr != nil { // a fixed-size message cannot fail to encode
@@ -470,10 +515,11 @@ func failureReason(err error) string {
 	return room.Reason(err)
 }
 
-// send writes one reply if the reflection guard lets it through. A reply queued in a read loop's batch is counted when the
-// batch is flushed, once it is known to have gone out.
-func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, now time.Time) {
-	if !l.replies.Allow(to.Addr(), len(b), now) {
+// send writes one reply if the guard's reply budgets let it through (v
+// is the request's verdict). A reply queued in a read loop's batch is
+// counted when the batch is flushed, once it is known to have gone out.
+func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, v limit.Verdict, now time.Time) {
+	if !l.guard.AllowReply(to.Addr(), len(b), v, now) {
 		l.stats.drop("reflection")
 		return
 	}

@@ -233,7 +233,7 @@ func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	got := listed(rs)
+	got := listed(rs, netip.MustParseAddr("127.0.0.1"))
 	if len(got) != packet.MaxRooms {
 		t.Fatalf("%d rooms listed", len(got))
 	}
@@ -249,7 +249,7 @@ func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
 	if joinable != len(rs)/100 {
 		t.Errorf("%d joinable rooms listed, want %d", joinable, len(rs)/100)
 	}
-	if small := listed(rs[:3]); len(small) != 3 || small[0].ID != 1 || small[2].ID != 3 {
+	if small := listed(rs[:3], netip.Addr{}); len(small) != 3 || small[0].ID != 1 || small[2].ID != 3 {
 		t.Errorf("a small table is reordered: %+v", small)
 	}
 }
@@ -455,7 +455,7 @@ func TestSourcesTableBounded(t *testing.T) {
 func TestRetriesBounded(t *testing.T) {
 	r := newRetries(2, time.Minute)
 	now := time.Now()
-	k := func(seq uint16) retryKey { return newRetryKey(netip.AddrPort{}, packet.JoinRoom, seq) }
+	k := func(seq uint16) retryKey { return newRetryKey(netip.AddrPort{}, packet.Header{Type: packet.JoinRoom, Seq: seq}, 5) }
 	for seq := range uint16(3) {
 		if _, found := r.begin(k(seq), now, nil); found {
 			t.Fatalf("seq %d found before it ran", seq)
@@ -483,13 +483,35 @@ func TestRetriesBounded(t *testing.T) {
 	}
 }
 
+// A retry is the same request again: another room, framing or type with
+// the same sequence is a new request, not a retry.
+func TestRetryKeyIsTheWholeRequest(t *testing.T) {
+	from := netip.MustParseAddrPort("192.0.2.1:9")
+	join := packet.Header{Type: packet.JoinRoom, Seq: 0}
+	base := newRetryKey(from, join, 5)
+	for name, other := range map[string]retryKey{
+		"another room":     newRetryKey(from, join, 6),
+		"another sequence": newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: 1}, 5),
+		"another framing":  newRetryKey(from, packet.Header{Framing: packet.Legacy, Type: packet.JoinRoom}, 5),
+		"a create":         newRetryKey(from, packet.Header{Type: packet.CreateRoom}, 5),
+		"another port":     newRetryKey(netip.MustParseAddrPort("192.0.2.1:10"), join, 5),
+	} {
+		if other == base {
+			t.Errorf("%s has the same retry key", name)
+		}
+	}
+	if newRetryKey(from, join, 5) != base {
+		t.Error("the same request has another key")
+	}
+}
+
 // An entry that ran again after it expired lives in a new slot of the
 // ring; recycling its old slot must not forget it.
 func TestRetriesRecycledSlotKeepsNewerEntry(t *testing.T) {
 	r := newRetries(2, time.Minute)
 	now := time.Now()
 	k := func(seq uint16) retryKey {
-		return newRetryKey(netip.MustParseAddrPort("192.0.2.1:9"), packet.JoinRoom, seq)
+		return newRetryKey(netip.MustParseAddrPort("192.0.2.1:9"), packet.Header{Type: packet.JoinRoom, Seq: seq}, 5)
 	}
 	r.begin(k(1), now, nil)
 	r.finish(k(1), []byte{1})

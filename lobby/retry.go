@@ -10,22 +10,25 @@ import (
 )
 
 // retryKey names one request: a client that repeats it (same endpoint,
-// type and sequence) is retrying, not asking again. It is packed into
-// bytes (IP as 16 bytes, IPv4 mapped; port; type; sequence) so that the
-// cache's map hashes and compares it as one block of memory, which under
-// a JOIN flood is most of the cache's cost. An IPv6 zone is left out:
-// it only tells apart link-local peers with the same address on
-// different links, and for those to collide they would also have to
-// share port, type and sequence.
-type retryKey [16 + 2 + 1 + 2]byte
+// framing, type, sequence and payload, the room id of a JOIN) is
+// retrying, not asking again; the same sequence with another room is a
+// new request. It is packed into bytes (IP as 16 bytes, IPv4 mapped; port;
+// framing; type; sequence; room) so that the cache's map hashes and
+// compares it as one block of memory, which under a JOIN flood is most of
+// the cache's cost. An IPv6 zone is left out: it only tells apart
+// link-local peers with the same address on different links, and for
+// those to collide they would also have to share everything else.
+type retryKey [16 + 2 + 1 + 1 + 2 + 4]byte
 
-func newRetryKey(from netip.AddrPort, typ packet.Type, seq uint16) retryKey {
+func newRetryKey(from netip.AddrPort, h packet.Header, roomID uint32) retryKey {
 	var k retryKey
 	ip := from.Addr().As16()
 	copy(k[:16], ip[:])
 	binary.BigEndian.PutUint16(k[16:], from.Port())
-	k[18] = byte(typ)
-	binary.BigEndian.PutUint16(k[19:], seq)
+	k[18] = byte(h.Framing)
+	k[19] = byte(h.Type)
+	binary.BigEndian.PutUint16(k[20:], h.Seq)
+	binary.BigEndian.PutUint32(k[22:], roomID)
 	return k
 }
 

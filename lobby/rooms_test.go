@@ -24,6 +24,7 @@ type memRooms struct {
 	joinGate     chan struct{} // when set, Join waits for it
 	creates      atomic.Int64
 	joins        atomic.Int64
+	proofs       []room.Proof // of every Join, in order
 	watchers     []chan room.Event
 }
 
@@ -79,13 +80,14 @@ func (m *memRooms) Create(ctx context.Context, creator netip.AddrPort) (room.Roo
 	return r, nil
 }
 
-func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort) (room.Room, error) {
+func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
 	m.joins.Add(1)
 	if m.joinGate != nil {
 		<-m.joinGate
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.proofs = append(m.proofs, proof)
 	i := slices.IndexFunc(m.rooms, func(r room.Room) bool { return r.ID == id })
 	if i < 0 {
 		return room.Room{}, room.ErrNoRoom

@@ -35,8 +35,11 @@ type Table interface {
 	// Create starts a room and holds a seat in it for creator.
 	Create(ctx context.Context, creator netip.AddrPort) (Room, error)
 	// Join holds a seat in room id for player. A player that already holds
-	// a seat there gets the room again without a second seat.
-	Join(ctx context.Context, id uint32, player netip.AddrPort) (Room, error)
+	// a seat there gets the room again without a second seat. A JOIN that
+	// proved its sender saw a listing (SawListing) may take the place of
+	// the oldest seat held by an Unproven one when the room is otherwise
+	// full; Unproven JOINs never displace anyone.
+	Join(ctx context.Context, id uint32, player netip.AddrPort, proof Proof) (Room, error)
 	// Watch delivers table changes until ctx is done. Slow readers miss
 	// events rather than stall the table; each event carries the snapshot
 	// version it produced.
@@ -53,6 +56,22 @@ type JoinNeverWaiter interface {
 	// I/O, a process or a lock held across either.
 	JoinNeverWaits() bool
 }
+
+// Proof says what a JOIN proved about its sender. UDP source addresses can
+// be forged, and a seat held for a forged sender blocks a real player
+// until it expires; an edge that can tell real senders from possibly
+// forged ones says so, and the table lets the real ones through.
+type Proof uint8
+
+// The proofs a JOIN can carry.
+const (
+	// Unproven JOINs may come from a forged address.
+	Unproven Proof = iota
+	// SawListing JOINs carry something only a receiver of a listing sent
+	// to their address could know (see lobby's room-id cookies): the
+	// sender is real.
+	SawListing
+)
 
 // Source says where a room comes from.
 type Source string

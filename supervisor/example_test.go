@@ -44,7 +44,7 @@ func Example() {
 	fmt.Println("play on port", r.Port)
 
 	friend := netip.MustParseAddrPort("127.0.0.1:40001")
-	if _, err := s.Join(context.Background(), r.ID, friend); err != nil {
+	if _, err := s.Join(context.Background(), r.ID, friend, room.Unproven); err != nil {
 		fmt.Println("join:", err)
 	}
 }

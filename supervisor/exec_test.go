@@ -169,7 +169,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 	sink.await(t, "room output", fmt.Sprintf(`"pid":%d`, r.PID))
 	// Answered probes keep it healthy well past the health timeout.
 	for range 3 {
-		if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001")); err != nil {
+		if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
 			t.Fatalf("join: %v", err)
 		}
 		time.Sleep(probeInterval)
@@ -245,10 +245,10 @@ func TestExecProbeNone(t *testing.T) {
 		t.Fatalf("arguments %q (%v), want %q", got, err, want)
 	}
 	// Seats come from reservations only.
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001")); err != nil {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat of two: %v", err)
 	}
 	// Without status there is no health to miss: the room outlives many
@@ -323,7 +323,7 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 		t.Fatalf("created %+v", r)
 	}
 	for _, p := range []string{"127.0.0.1:5001", "127.0.0.1:5002"} {
-		if _, err := s.Join(context.Background(), r.ID, ep(p)); err != nil {
+		if _, err := s.Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,11 +340,11 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 		t.Fatalf("after ten players: %+v", changed)
 	}
 	for i, p := range []string{"127.0.0.1:5003", "127.0.0.1:5004"} {
-		if j, err := s.Join(context.Background(), r.ID, ep(p)); err != nil || j.Seats != i+1 {
+		if j, err := s.Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil || j.Seats != i+1 {
 			t.Fatalf("join: %+v %v", j, err)
 		}
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// Players leaving turn no seat into anything.

@@ -67,7 +67,7 @@ func TestRoomIDsFileSurvivesFastRestarts(t *testing.T) {
 	seen := make(map[uint32]bool)
 	for run := range 3 {
 		ids := newIDs(t, now, file, zerolog.Nop()) // the clock stands still: only the file helps
-		for range 3*idBlock + 10 { // crosses several marks
+		for range 3*idBlock + 10 {                 // crosses several marks
 			id := takeDurable(t, ids)
 			if id == 0 || seen[id] {
 				t.Fatalf("run %d: id %d repeated or zero", run, id)

@@ -239,7 +239,7 @@ func TestBrokenInstancesFailTheSpawn(t *testing.T) {
 				// While the spawn hangs, the table answers.
 				eventually(t, "the spawn to start", func() bool { return s.Stats().Spawning == 1 })
 				s.List()
-				if _, err := s.Join(context.Background(), 1, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoRoom) {
+				if _, err := s.Join(context.Background(), 1, ep("127.0.0.1:6001"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 					t.Fatalf("join during a spawn: %v", err)
 				}
 				if s.Stats().Spawning != 1 {

@@ -84,10 +84,10 @@ func TestReferenceRoomThroughTheSupervisor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, bob.endpoint()); err != nil {
+	if _, err := s.Join(ctx, r.ID, bob.endpoint(), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:1")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:1"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat in a two-player room: %v", err)
 	}
 	alice.room = net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))

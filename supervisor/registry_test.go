@@ -92,7 +92,7 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	if _, ok := listed(s, r.ID); ok {
 		t.Fatal("unregistered room listed")
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrNoRoom) {
+	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 		t.Fatalf("join of unregistered room: %v", err)
 	}
 	if n := s.Stats().Reaped["unregistered"]; n != 1 {
@@ -114,14 +114,14 @@ func TestRegisteredSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One player and two seats fill a room of three.
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000")); err != nil || j.Seats != 1 || j.Port != 8190 || j.Host != r.Host {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 || j.Port != 8190 || j.Host != r.Host {
 		t.Fatalf("join: %+v %v", j, err)
 	}
 	time.Sleep(5 * time.Millisecond) // the second seat is the younger
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 2 {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("join: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// A registration reporting one more player takes the oldest seat to
@@ -130,10 +130,10 @@ func TestRegisteredSeats(t *testing.T) {
 	if up, err := s.Register(key, listing("127.0.0.2:8190", 2, 3)); err != nil || up.Players != 2 || up.Seats != 1 {
 		t.Fatalf("re-registered: %+v %v", up, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 1 {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 1 {
 		t.Fatalf("second joiner again: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("first joiner again in a full room: %v", err)
 	}
 	// Fewer players turn no seat into anything; unclaimed seats expire.

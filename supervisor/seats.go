@@ -15,6 +15,7 @@ type seats struct {
 	byPlayer map[netip.AddrPort]*seat
 	all      chain                // every seat, oldest first
 	byIP     map[netip.Addr]chain // the seats of each IP, oldest first
+	unproven chain                // the seats of Unproven JOINs, oldest first
 }
 
 // seat is one held place, linked into the room's chain and its IP's.
@@ -22,7 +23,9 @@ type seat struct {
 	player    netip.AddrPort
 	ip        netip.Addr // player's, unmapped: how a connecting player is matched
 	expires   time.Time
+	proven    bool // held by a JOIN that proved its sender real
 	all, mine links
+	doubt     links // in unproven, while not proven
 }
 
 type links struct{ prev, next *seat }
@@ -56,8 +59,9 @@ func (c *chain) remove(s *seat, l func(*seat) *links) {
 	*ls = links{}
 }
 
-func allLinks(s *seat) *links  { return &s.all }
-func mineLinks(s *seat) *links { return &s.mine }
+func allLinks(s *seat) *links   { return &s.all }
+func mineLinks(s *seat) *links  { return &s.mine }
+func doubtLinks(s *seat) *links { return &s.doubt }
 
 // len is the number of seats held.
 func (ss *seats) len() int { return len(ss.byPlayer) }
@@ -69,8 +73,9 @@ func (ss *seats) holdsFor(player netip.AddrPort) bool {
 }
 
 // hold takes a seat for player until expires, or refreshes the one it
-// holds (moving it to the young end), and reports whether it is new.
-func (ss *seats) hold(player netip.AddrPort, expires time.Time) bool {
+// holds (moving it to the young end), and reports whether it is new. A
+// seat once proven stays proven.
+func (ss *seats) hold(player netip.AddrPort, expires time.Time, proven bool) bool {
 	if ss.byPlayer == nil {
 		ss.byPlayer = make(map[netip.AddrPort]*seat)
 		ss.byIP = make(map[netip.Addr]chain)
@@ -83,15 +88,22 @@ func (ss *seats) hold(player netip.AddrPort, expires time.Time) bool {
 		ss.byPlayer[player] = s
 	}
 	s.expires = expires
+	s.proven = s.proven || proven
 	ss.all.push(s, allLinks)
 	mine := ss.byIP[s.ip]
 	mine.push(s, mineLinks)
 	ss.byIP[s.ip] = mine
+	if !s.proven {
+		ss.unproven.push(s, doubtLinks)
+	}
 	return !ok
 }
 
-// unlink takes s out of both chains, keeping it in byPlayer.
+// unlink takes s out of its chains, keeping it in byPlayer.
 func (ss *seats) unlink(s *seat) {
+	if !s.proven {
+		ss.unproven.remove(s, doubtLinks)
+	}
 	ss.all.remove(s, allLinks)
 	mine := ss.byIP[s.ip]
 	mine.remove(s, mineLinks)
@@ -114,6 +126,15 @@ func (ss *seats) dropOldest(n int) int {
 		ss.drop(ss.all.head)
 	}
 	return dropped
+}
+
+// dropOldestUnproven drops the oldest seat an Unproven JOIN holds, if any.
+func (ss *seats) dropOldestUnproven() bool {
+	if ss.unproven.head == nil {
+		return false
+	}
+	ss.drop(ss.unproven.head)
+	return true
 }
 
 // dropOldestOf drops the oldest seat held from ip, if any.

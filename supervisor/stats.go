@@ -41,14 +41,16 @@ type Stats struct {
 
 	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
 
-	Created       uint64                // rooms handed out, warm or cold
-	SeatsHeld     uint64                // seats newly held by Join
-	WarmHits      uint64                // creates answered from the warm pool
-	SpawnFailures uint64                // spawns that produced no instance
-	Quarantines   uint64                // ports quarantined
-	Reaped        map[room.Cause]uint64 // exits by cause (see room.Cause)
-	WatchDrops    uint64                // events a slow watcher missed
-	SpawnLatency  Histogram             // launch to ready, successful spawns
+	Created   uint64 // rooms handed out, warm or cold
+	SeatsHeld uint64 // seats newly held by Join
+	// SeatsDisplaced counts seats of Unproven JOINs given to proven ones.
+	SeatsDisplaced uint64
+	WarmHits       uint64                // creates answered from the warm pool
+	SpawnFailures  uint64                // spawns that produced no instance
+	Quarantines    uint64                // ports quarantined
+	Reaped         map[room.Cause]uint64 // exits by cause (see room.Cause)
+	WatchDrops     uint64                // events a slow watcher missed
+	SpawnLatency   Histogram             // launch to ready, successful spawns
 }
 
 func newStats() Stats {

@@ -255,7 +255,7 @@ func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPo
 // publish lists r in the table with a seat for creator. s.mu is held.
 func (s *Supervisor) publish(r *record, creator netip.AddrPort) room.Room {
 	r.listed = true
-	r.seats.hold(creator, time.Now().Add(s.cfg.SeatTTL))
+	r.seats.hold(creator, time.Now().Add(s.cfg.SeatTTL), false) // a CREATE proves nothing of its sender
 	s.stats.Created++
 	row := r.view()
 	s.emit(room.Event{Kind: room.Created, Room: row})
@@ -271,7 +271,7 @@ func (s *Supervisor) JoinNeverWaits() bool { return true }
 // room that is joinable (room.Room.JoinError); a player already holding a
 // seat there keeps it, refreshed, and takes no second one, even in a room
 // that is full.
-func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort) (room.Room, error) {
+func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -289,11 +289,16 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort)
 		return room.Room{}, err
 	}
 	// A player already holding a seat keeps it, refreshed, even in a room
-	// that is full: its seat is one of those that fill it.
+	// that is full: its seat is one of those that fill it. A proven player
+	// may take the place of a seat held for a sender that may be forged.
+	proven := proof == room.SawListing
 	if err != nil && !r.seats.holdsFor(player) {
-		return room.Room{}, err
+		if !proven || !r.seats.dropOldestUnproven() {
+			return room.Room{}, err
+		}
+		s.stats.SeatsDisplaced++
 	}
-	if !r.seats.hold(player, time.Now().Add(s.cfg.SeatTTL)) {
+	if !r.seats.hold(player, time.Now().Add(s.cfg.SeatTTL), proven) {
 		return r.view(), nil
 	}
 	s.stats.SeatsHeld++

@@ -43,23 +43,23 @@ func TestCreateListJoin(t *testing.T) {
 		t.Fatalf("version moved without a change: %d -> %d", snap.Version, again.Version)
 	}
 	// The creator joining again takes no second seat.
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000")); err != nil || j.Seats != 1 {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 {
 		t.Fatalf("creator rejoin: %+v %v", j, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 2 {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("second player: %+v %v", j, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001")); err != nil || j.Seats != 2 {
+	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("duplicate join: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002")); err != nil {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5003")); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5003"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("fourth seat of three: %v", err)
 	}
 	for _, id := range []uint32{0, r.ID + 1000} {
-		if _, err := s.Join(ctx, id, ep("127.0.0.1:5004")); !errors.Is(err, room.ErrNoRoom) {
+		if _, err := s.Join(ctx, id, ep("127.0.0.1:5004"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 			t.Fatalf("join %d: %v", id, err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestConcurrentJoinsAreExact(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
-			_, err := s.Join(context.Background(), r.ID, netip.AddrPortFrom(loopback, uint16(7000+i)))
+			_, err := s.Join(context.Background(), r.ID, netip.AddrPortFrom(loopback, uint16(7000+i)), room.Unproven)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -118,7 +118,7 @@ func TestSeatExpires(t *testing.T) {
 	}
 	// The seat is free again: the room holds MaxPlayers new ones.
 	for i := range s.cfg.MaxPlayers {
-		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(8000+i))); err != nil {
+		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(8000+i)), room.Unproven); err != nil {
 			t.Fatalf("join %d after expiry: %v", i, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestSeatBecomesPlayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.3:6000")); err != nil {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.3:6000"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
 	// The player from 127.0.0.2 arrives: its seat turns into a player, the
@@ -160,12 +160,12 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	events := s.Watch(ctx)
 	send(t, loopback, r.Port, "state 1")
 	eventually(t, "countdown", func() bool { row, _ := listed(s, r.ID); return row.State == packet.Countdown })
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6001")); err != nil {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6001"), room.Unproven); err != nil {
 		t.Fatalf("join in countdown: %v", err)
 	}
 	send(t, loopback, r.Port, "state 2")
 	eventually(t, "playing", func() bool { row, _ := listed(s, r.ID); return row.State == packet.Playing })
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6002")); !errors.Is(err, room.ErrNotJoinable) {
+	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6002"), room.Unproven); !errors.Is(err, room.ErrNotJoinable) {
 		t.Fatalf("join while playing: %v", err)
 	}
 	send(t, loopback, r.Port, "state 3")
@@ -376,7 +376,7 @@ func TestSlowWatcherMissesEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range watchBuffer + 50 {
-		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(20000+i))); err != nil {
+		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(20000+i)), room.Unproven); err != nil {
 			t.Fatal(err)
 		}
 	}

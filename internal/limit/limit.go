@@ -37,38 +37,29 @@ type Config struct {
 	// networks tracked.
 	ReflectionLimit int
 	MaxPrefixes     int
+	// UnverifiedReplyLimit is the reply bytes per second all edges
+	// together may send, while under pressure, to sources first seen
+	// during it: the lobby is never a reflector, whatever the flood.
+	UnverifiedReplyLimit int
+	// Deny are the addresses and networks every edge drops first.
+	Deny []netip.Prefix
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
 		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, MaxSources: 100000,
-		ReflectionLimit: 256 << 10, MaxPrefixes: 65536,
+		ReflectionLimit: 256 << 10, MaxPrefixes: 65536, UnverifiedReplyLimit: 1 << 20,
 	}
 }
 
 // Check reports a Config no Guard can be built from.
 func (c Config) Check() error {
 	if !(c.Rate > 0) || c.Burst < 1 || !(c.CreateRate > 0) || c.CreateBurst < 1 || c.MaxSources < 1 ||
-		c.ReflectionLimit < 1 || c.MaxPrefixes < 1 {
-		return errors.New("limit: rates, bursts, max sources, reflection limit and max prefixes must be positive")
+		c.ReflectionLimit < 1 || c.MaxPrefixes < 1 || c.UnverifiedReplyLimit < 1 {
+		return errors.New("limit: rates, bursts, max sources, reflection limit, max prefixes and unverified reply limit must be positive")
 	}
 	return nil
-}
-
-// Guard is what every edge of one Foyer shares: the per-source buckets a
-// request draws from before it is served, and the per-network budget a
-// reply is charged to before it is sent. Sharing them means a source's
-// allowance spans the protocols it speaks, and a victim network's cap is
-// the same whichever edge its forged requests reach.
-type Guard struct {
-	Sources *Sources
-	Replies *Budget
-}
-
-// NewGuard builds the tables c describes; c must pass Check.
-func NewGuard(c Config) *Guard {
-	return &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes)}
 }
 
 // Sources holds the token buckets of the source IPs seen lately. It is
@@ -80,7 +71,18 @@ type Sources struct {
 	burst   int
 	create  rate.Limit
 	cburst  int
+	// admit bounds how many never-seen sources enter the table per second
+	// while under pressure; guarded by mu.
+	admit rate.Limiter
 }
+
+// Admission under pressure: never-seen sources enter the table at most
+// this fast, so a flood from forged addresses neither evicts the sources
+// already being served nor earns a reply per forged address.
+const (
+	admitRate  = 1000
+	admitBurst = 1000
+)
 
 // sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
 // source is one entry however it arrived (AF_INET, or mapped on a
@@ -96,6 +98,10 @@ type source struct {
 	create  rate.Limiter // filled on the source's first create
 	created bool
 	limited bool // the last request was refused
+	// unverified: first seen under pressure, and not seen since it
+	// ended, so perhaps a forged address; its replies are charged to the
+	// guard's unverified budget.
+	unverified bool
 }
 
 // fill makes lim a full bucket of burst b refilling at r, without the
@@ -110,36 +116,34 @@ func fill(lim *rate.Limiter, r rate.Limit, b int) {
 // NewSources returns an empty table sized by c; c.MaxSources must be
 // positive.
 func NewSources(c Config) *Sources {
-	return &Sources{
+	s := &Sources{
 		t:       newTable[sourceKey, source](c.MaxSources),
 		general: rate.Limit(c.Rate), burst: c.Burst,
 		create: rate.Limit(c.CreateRate), cburst: c.CreateBurst,
 	}
+	fill(&s.admit, admitRate, admitBurst)
+	return s
 }
 
-// Allow takes a token from ip's general bucket. newlyLimited reports a
-// source that was being served and now is not, so that limited sources
-// can be counted once per episode rather than once per packet. An
+// Allow takes a token from ip's general bucket (ip's create bucket with
+// create, which the caller takes after the general one). Under pressure a
+// source not in the table yet enters it only within the admission budget;
+// otherwise it gets Unadmitted, and nothing is stored for it. An
 // IPv4-mapped IPv6 address is the IPv4 source.
-func (s *Sources) Allow(ip netip.Addr, now time.Time) (ok, newlyLimited bool) {
-	return s.take(ip, now, false)
-}
-
-// AllowCreate takes a token from ip's create bucket; the general bucket
-// is the caller's to take first.
-func (s *Sources) AllowCreate(ip netip.Addr, now time.Time) (ok, newlyLimited bool) {
-	return s.take(ip, now, true)
-}
-
-func (s *Sources) take(ip netip.Addr, now time.Time, create bool) (ok, newlyLimited bool) {
+func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Verdict {
 	k := sourceKey(ip.As16())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src, found := s.t.get(k)
-	if !found {
+	switch {
+	case found:
+		src.unverified = src.unverified && pressure
+	case pressure && !s.admit.AllowN(now, 1):
+		return Unadmitted
+	default:
 		src = s.t.insert(k)
 		fill(&src.general, s.general, s.burst)
-		src.created, src.limited = false, false
+		src.created, src.limited, src.unverified = false, false, pressure
 	}
 	bucket := &src.general
 	if create {
@@ -149,10 +153,18 @@ func (s *Sources) take(ip netip.Addr, now time.Time, create bool) (ok, newlyLimi
 		}
 		bucket = &src.create
 	}
-	ok = bucket.AllowN(now, 1)
-	newlyLimited = !ok && !src.limited
+	ok := bucket.AllowN(now, 1)
+	was := src.limited
 	src.limited = !ok
-	return ok, newlyLimited
+	switch {
+	case ok && src.unverified:
+		return ServedUnverified
+	case ok:
+		return Served
+	case was:
+		return Limited
+	}
+	return NewlyLimited
 }
 
 // Len is the number of sources tracked now.

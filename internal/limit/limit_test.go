@@ -10,34 +10,34 @@ func TestSourcesBuckets(t *testing.T) {
 	s := NewSources(Config{Rate: 0.001, Burst: 2, CreateRate: 0.001, CreateBurst: 1, MaxSources: 100})
 	now := time.Now()
 	a := netip.MustParseAddr("192.0.2.1")
-	if ok, _ := s.Allow(a, now); !ok {
+	if ok, _ := allow(s, a, now, false); !ok {
 		t.Fatal("first request refused")
 	}
-	if ok, _ := s.AllowCreate(a, now); !ok {
+	if ok, _ := allow(s, a, now, true); !ok {
 		t.Fatal("first create refused")
 	}
-	if ok, newly := s.AllowCreate(a, now); ok || !newly {
+	if ok, newly := allow(s, a, now, true); ok || !newly {
 		t.Errorf("second create: ok %v, newly limited %v; want refused, newly", ok, newly)
 	}
 	// The create bucket is separate: the general one still has a token.
-	if ok, _ := s.Allow(a, now); !ok {
+	if ok, _ := allow(s, a, now, false); !ok {
 		t.Error("general bucket drawn by creates")
 	}
-	if ok, newly := s.Allow(a, now); ok || !newly {
+	if ok, newly := allow(s, a, now, false); ok || !newly {
 		t.Errorf("third request: ok %v, newly %v", ok, newly)
 	}
-	if ok, newly := s.Allow(a, now); ok || newly {
+	if ok, newly := allow(s, a, now, false); ok || newly {
 		t.Errorf("fourth request: ok %v, newly %v; an episode counts once", ok, newly)
 	}
 	// IPv4-mapped IPv6 is the same source, whichever edge saw it.
-	if ok, _ := s.Allow(netip.MustParseAddr("::ffff:192.0.2.1"), now); ok {
+	if ok, _ := allow(s, netip.MustParseAddr("::ffff:192.0.2.1"), now, false); ok {
 		t.Error("mapped address got a bucket of its own")
 	}
 	// Tokens come back with time.
-	if ok, _ := s.Allow(a, now.Add(1001*time.Second)); !ok {
+	if ok, _ := allow(s, a, now.Add(1001*time.Second), false); !ok {
 		t.Error("bucket never refilled")
 	}
-	if ok, _ := s.Allow(netip.MustParseAddr("192.0.2.2"), now); !ok {
+	if ok, _ := allow(s, netip.MustParseAddr("192.0.2.2"), now, false); !ok {
 		t.Error("another source limited")
 	}
 	if n := s.Len(); n != 2 {
@@ -49,7 +49,7 @@ func TestSourcesBounded(t *testing.T) {
 	s := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 100})
 	now := time.Now()
 	for i := range 1000 {
-		s.Allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now)
+		s.Allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now, false, false)
 	}
 	if n := s.Len(); n != 100 {
 		t.Errorf("%d sources tracked, want the bound 100", n)
@@ -126,29 +126,29 @@ func TestEvictedSourceReusedAfresh(t *testing.T) {
 	now := time.Now()
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	for range 4 {
-		s.Allow(a, now)
+		allow(s, a, now, false)
 	}
 	for range 3 {
-		s.AllowCreate(a, now)
+		allow(s, a, now, true)
 	}
 	for i := range 3 {
-		if ok, newly := s.Allow(b, now); !ok || newly {
+		if ok, newly := allow(s, b, now, false); !ok || newly {
 			t.Fatalf("request %d of the new source: ok %v, newly limited %v", i, ok, newly)
 		}
 	}
-	if ok, newly := s.Allow(b, now); ok || !newly {
+	if ok, newly := allow(s, b, now, false); ok || !newly {
 		t.Errorf("past the burst: ok %v, newly limited %v", ok, newly)
 	}
 	for i := range 2 {
-		if ok, _ := s.AllowCreate(b, now); !ok {
+		if ok, _ := allow(s, b, now, true); !ok {
 			t.Fatalf("create %d of the new source refused", i)
 		}
 	}
-	if ok, _ := s.AllowCreate(b, now); ok {
+	if ok, _ := allow(s, b, now, true); ok {
 		t.Error("create past the burst allowed")
 	}
 	// And a, evicted in turn, comes back afresh too.
-	if ok, newly := s.Allow(a, now); !ok || newly {
+	if ok, newly := allow(s, a, now, false); !ok || newly {
 		t.Errorf("returning source: ok %v, newly %v", ok, newly)
 	}
 	if n := s.Len(); n != 1 {
@@ -174,11 +174,11 @@ func TestAllowKnownSourceAllocatesNothing(t *testing.T) {
 	b := NewBudget(1<<30, 10)
 	ip := netip.MustParseAddr("192.0.2.1")
 	now := time.Now()
-	s.AllowCreate(ip, now)
+	allow(s, ip, now, true)
 	b.Allow(ip, 1, now)
 	if n := testing.AllocsPerRun(100, func() {
-		s.Allow(ip, now)
-		s.AllowCreate(ip, now)
+		allow(s, ip, now, false)
+		allow(s, ip, now, true)
 		b.Allow(ip, 100, now)
 	}); n != 0 {
 		t.Errorf("%v allocations per known source", n)
@@ -187,11 +187,11 @@ func TestAllowKnownSourceAllocatesNothing(t *testing.T) {
 	full := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 1})
 	fullB := NewBudget(1<<30, 1)
 	other := netip.MustParseAddr("192.0.2.2")
-	full.AllowCreate(ip, now)
+	allow(full, ip, now, true)
 	fullB.Allow(ip, 1, now)
 	if n := testing.AllocsPerRun(100, func() {
-		full.AllowCreate(other, now)
-		full.AllowCreate(ip, now)
+		allow(full, other, now, true)
+		allow(full, ip, now, true)
 		fullB.Allow(netip.MustParseAddr("198.51.100.1"), 1, now)
 		fullB.Allow(ip, 1, now)
 	}); n != 0 {
@@ -219,9 +219,16 @@ func BenchmarkSources(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				s.Allow(ips[i%len(ips)], now)
+				allow(s, ips[i%len(ips)], now, false)
 				i++
 			}
 		})
 	}
+}
+
+// allow is Sources.Allow without pressure, as the (ok, newly limited) pair
+// the assertions read.
+func allow(s *Sources, ip netip.Addr, now time.Time, create bool) (ok, newlyLimited bool) {
+	v := s.Allow(ip, now, create, false)
+	return v.OK(), v == NewlyLimited
 }

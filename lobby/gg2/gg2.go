@@ -127,7 +127,7 @@ type Server struct {
 	log     zerolog.Logger
 	udp     *net.UDPConn
 	tcp     *net.TCPListener
-	sources *limit.Sources
+	guard   *limit.Guard
 
 	requests, drops frontend.Counters
 	listConns       atomic.Int64
@@ -157,7 +157,7 @@ func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Gua
 	if guard == nil {
 		guard = limit.NewGuard(limit.DefaultConfig())
 	}
-	s := &Server{cfg: cfg, rooms: rooms, reg: reg, sources: guard.Sources,
+	s := &Server{cfg: cfg, rooms: rooms, reg: reg, guard: guard,
 		log: log.With().Str("component", "gg2").Logger()}
 	s.table.init(s)
 	return s
@@ -285,13 +285,18 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 	s.requests.Add("register")
 }
 
-// allow takes a token from ip's bucket, or counts the drop.
+// allow checks ip against the deny list and takes a token from its
+// bucket, or counts the drop.
 func (s *Server) allow(ip netip.Addr, now time.Time) bool {
-	ok, _ := s.sources.Allow(ip, now)
-	if !ok {
-		s.drops.Add("rate_limited")
+	if s.guard.Denied(ip) {
+		s.drops.Add("denied")
+		return false
 	}
-	return ok
+	v := s.guard.Admit(ip, now)
+	if !v.OK() {
+		s.drops.Add(v.Reason())
+	}
+	return v.OK()
 }
 
 // reasons names the codec's sentinels for the drop counters.

@@ -92,8 +92,7 @@ type Locator struct {
 	rooms   room.Table
 	log     zerolog.Logger
 	conn    *net.UDPConn
-	sources *limit.Sources
-	budget  *limit.Budget
+	guard   *limit.Guard
 	// wantDst: the socket is bound to 0.0.0.0, so the address a request
 	// arrived on comes from IP_PKTINFO, and the reply is sent from it (a
 	// client on a host with several addresses expects the answer from
@@ -115,7 +114,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		guard = limit.NewGuard(limit.DefaultConfig())
 	}
 	l := &Locator{cfg: cfg, rooms: rooms, log: log.With().Str("component", "gunz").Logger(),
-		sources: guard.Sources, budget: guard.Replies}
+		guard: guard}
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
 	if err != nil {
 		return nil, fmt.Errorf("gunz: listen %v: %w", cfg.Listen, err)
@@ -228,14 +227,19 @@ func reason(err error) string {
 // arrived.
 func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 	l := r.l
+	if l.guard.Denied(from.Addr()) {
+		l.drops.Add("denied")
+		return
+	}
 	req, err := gunzwire.ParseRequest(b)
 	if err != nil {
 		l.drops.Add(reason(err))
 		return
 	}
 	now := time.Now()
-	if ok, _ := l.sources.Allow(from.Addr(), now); !ok {
-		l.drops.Add("rate_limited")
+	v := l.guard.Admit(from.Addr(), now)
+	if !v.OK() {
+		l.drops.Add(v.Reason())
 		return
 	}
 	l.requests.Add("locator")
@@ -253,7 +257,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.log.Error().Err(err).Msg("locator response not encoded")
 		return
 	}
-	if !l.budget.Allow(from.Addr(), len(r.out), now) {
+	if !l.guard.AllowReply(from.Addr(), len(r.out), v, now) {
 		l.drops.Add("reflection")
 		return
 	}

@@ -110,7 +110,7 @@ func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (room.Room, 
 }
 
 // Join holds a seat in room id if one is free.
-func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort) (room.Room, error) {
+func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort, _ room.Proof) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ok := t.rooms[id]

@@ -1,0 +1,224 @@
+package limit
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Verdict is what a Guard says of one request.
+type Verdict uint8
+
+// The verdicts. Only the Served ones are answered.
+const (
+	// Served: answer it.
+	Served Verdict = iota
+	// ServedUnverified: answer it, charging the reply to the budget of
+	// sources first seen under pressure (see Guard.AllowReply).
+	ServedUnverified
+	// Limited: its source is over its rate.
+	Limited
+	// NewlyLimited: its source is over its rate and was served until
+	// now, so that limited sources are counted once per episode.
+	NewlyLimited
+	// Unadmitted: a never-seen source while under pressure, beyond the
+	// admission budget.
+	Unadmitted
+	// Denied: its source is on the deny list (see Guard.Denied).
+	Denied
+)
+
+// OK reports whether the request is to be served.
+func (v Verdict) OK() bool { return v <= ServedUnverified }
+
+// Reason is the drop reason of a refused request, for counters:
+// "rate_limited", "unadmitted" or "denied"; empty when it is served.
+func (v Verdict) Reason() string {
+	switch v {
+	case Limited, NewlyLimited:
+		return "rate_limited"
+	case Unadmitted:
+		return "unadmitted"
+	case Denied:
+		return "denied"
+	}
+	return ""
+}
+
+// pressureHold is how long the guard stays under pressure after the last
+// sign of it: long enough to span the gaps of a bursty flood.
+const pressureHold = 2 * time.Second
+
+// Guard is what every edge of one Foyer shares, checked in this order for
+// every request and every reply:
+//
+//   - the deny list (Denied): denied sources are dropped before any other
+//     work;
+//   - per-source token buckets (Sources); under pressure, never-seen
+//     sources are admitted only within a small budget, and nothing is
+//     stored for the others;
+//   - a per-network budget of reply bytes (Replies), so forged sources
+//     cannot aim replies at a network;
+//   - under pressure, one global budget of reply bytes to sources first
+//     seen during it, so the lobby is never a reflector.
+//
+// Sharing them means a source's allowance spans the protocols it speaks,
+// and a victim network's cap is the same whichever edge its forged
+// requests reach. An edge says it is under pressure (its socket drops
+// datagrams, its reads come back full) with Pressure; the state lasts
+// pressureHold after the last such report. It is safe for concurrent use.
+type Guard struct {
+	Sources *Sources
+	Replies *Budget
+
+	deny     atomic.Pointer[denyList]
+	pressure atomic.Int64 // Unix ns until which the guard is under pressure
+
+	mu         sync.Mutex // guards unverified
+	unverified rate.Limiter
+
+	unadmitted, denied, unverifiedDropped atomic.Uint64
+}
+
+// NewGuard builds the tables c describes; c must pass Check.
+func NewGuard(c Config) *Guard {
+	g := &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes)}
+	fill(&g.unverified, rate.Limit(c.UnverifiedReplyLimit), max(c.UnverifiedReplyLimit, MaxDatagram))
+	g.SetDeny(c.Deny)
+	return g
+}
+
+// Pressure records that an edge is overwhelmed at now.
+func (g *Guard) Pressure(now time.Time) {
+	until := now.Add(pressureHold).UnixNano()
+	if g.pressure.Load() < until {
+		g.pressure.Store(until)
+	}
+}
+
+// UnderPressure reports whether an edge was overwhelmed lately.
+func (g *Guard) UnderPressure(now time.Time) bool { return now.UnixNano() < g.pressure.Load() }
+
+// Admit decides whether a request from ip is served, drawing a token from
+// its general bucket.
+func (g *Guard) Admit(ip netip.Addr, now time.Time) Verdict { return g.admit(ip, now, false) }
+
+// AdmitCreate draws a token from ip's create bucket, after Admit let the
+// request through.
+func (g *Guard) AdmitCreate(ip netip.Addr, now time.Time) Verdict { return g.admit(ip, now, true) }
+
+func (g *Guard) admit(ip netip.Addr, now time.Time, create bool) Verdict {
+	v := g.Sources.Allow(ip, now, create, g.UnderPressure(now))
+	if v == Unadmitted {
+		g.unadmitted.Add(1)
+	}
+	return v
+}
+
+// AllowReply charges a reply of n bytes to ip's network, and to the
+// unverified budget when the request's verdict was ServedUnverified, and
+// reports whether it may be sent.
+func (g *Guard) AllowReply(ip netip.Addr, n int, v Verdict, now time.Time) bool {
+	if v == ServedUnverified {
+		g.mu.Lock()
+		ok := g.unverified.AllowN(now, n)
+		g.mu.Unlock()
+		if !ok {
+			g.unverifiedDropped.Add(1)
+			return false
+		}
+	}
+	return g.Replies.Allow(ip, n, now)
+}
+
+// Counts are the guard's cumulative counters.
+type Counts struct {
+	// Unadmitted counts requests of never-seen sources refused under
+	// pressure; Denied those from the deny list; UnverifiedDropped the
+	// replies the unverified budget held back.
+	Unadmitted, Denied, UnverifiedDropped uint64
+}
+
+// Counts returns the guard's counters.
+func (g *Guard) Counts() Counts {
+	return Counts{Unadmitted: g.unadmitted.Load(), Denied: g.denied.Load(), UnverifiedDropped: g.unverifiedDropped.Load()}
+}
+
+// SetDeny replaces the deny list; requests in flight see the old list or
+// the new one.
+func (g *Guard) SetDeny(prefixes []netip.Prefix) { g.deny.Store(newDenyList(prefixes)) }
+
+// Denied reports whether ip is on the deny list, counting it if so. Edges
+// ask it first, before any other work on a datagram or connection.
+func (g *Guard) Denied(ip netip.Addr) bool {
+	if !g.deny.Load().contains(ip) {
+		return false
+	}
+	g.denied.Add(1)
+	return true
+}
+
+// denyList is a set of networks as sorted, disjoint ranges of 16-byte
+// (IPv4-mapped) addresses: a lookup is a binary search.
+type denyList struct{ ranges []addrRange }
+
+type addrRange struct{ lo, hi [16]byte }
+
+func newDenyList(prefixes []netip.Prefix) *denyList {
+	d := &denyList{}
+	for _, p := range prefixes {
+		p = p.Masked()
+		lo := p.Addr().Unmap()
+		bits := p.Bits()
+		if lo.Is4() {
+			bits += 96
+		}
+		r := addrRange{lo: lo.As16()}
+		r.hi = r.lo
+		for i := bits; i < 128; i++ {
+			r.hi[i/8] |= 1 << (7 - i%8)
+		}
+		d.ranges = append(d.ranges, r)
+	}
+	slices.SortFunc(d.ranges, func(a, b addrRange) int { return compare16(a.lo, b.lo) })
+	// Merge overlaps, so that the ranges are disjoint and sorted by both
+	// ends.
+	merged := d.ranges[:0]
+	for _, r := range d.ranges {
+		if n := len(merged); n > 0 && compare16(r.lo, merged[n-1].hi) <= 0 {
+			if compare16(r.hi, merged[n-1].hi) > 0 {
+				merged[n-1].hi = r.hi
+			}
+			continue
+		}
+		merged = append(merged, r)
+	}
+	d.ranges = merged
+	return d
+}
+
+func compare16(a, b [16]byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (d *denyList) contains(ip netip.Addr) bool {
+	if len(d.ranges) == 0 {
+		return false
+	}
+	a := ip.Unmap().As16()
+	// The first range whose top is at or above a holds a, if any does.
+	i, _ := slices.BinarySearchFunc(d.ranges, a, func(r addrRange, a [16]byte) int { return compare16(r.hi, a) })
+	return i < len(d.ranges) && compare16(d.ranges[i].lo, a) <= 0
+}

@@ -1,0 +1,104 @@
+package limit
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestGuardDenyList(t *testing.T) {
+	g := NewGuard(DefaultConfig())
+	g.SetDeny([]netip.Prefix{
+		netip.MustParsePrefix("203.0.113.7/32"),
+		netip.MustParsePrefix("198.51.100.0/24"),
+		netip.MustParsePrefix("198.51.100.128/25"), // inside the /24: merged
+		netip.MustParsePrefix("2001:db8::/48"),
+	})
+	for ip, denied := range map[string]bool{
+		"203.0.113.7": true, "::ffff:203.0.113.7": true, "203.0.113.8": false, "203.0.113.6": false,
+		"198.51.100.0": true, "198.51.100.255": true, "198.51.101.0": false, "198.51.99.255": false,
+		"2001:db8::1": true, "2001:db8:0:ffff::1": true, "2001:db8:1::1": false, "::": false,
+	} {
+		if got := g.Denied(netip.MustParseAddr(ip)); got != denied {
+			t.Errorf("%s denied = %v, want %v", ip, got, denied)
+		}
+	}
+	g.SetDeny(nil)
+	if g.Denied(netip.MustParseAddr("203.0.113.7")) {
+		t.Error("denied after the list was emptied")
+	}
+	if c := g.Counts(); c.Denied != 6 {
+		t.Errorf("denied counted %d times, want 6", c.Denied)
+	}
+}
+
+// Under pressure, sources the guard already serves go on being served,
+// never-seen ones enter only within the admission budget, and replies to
+// those that entered draw from the unverified budget.
+func TestGuardPressure(t *testing.T) {
+	c := DefaultConfig()
+	c.UnverifiedReplyLimit = MaxDatagram
+	g := NewGuard(c)
+	now := time.Now()
+	known := netip.MustParseAddr("192.0.2.1")
+	if v := g.Admit(known, now); v != Served {
+		t.Fatalf("before pressure: %v", v)
+	}
+	g.Pressure(now)
+	if !g.UnderPressure(now) || g.UnderPressure(now.Add(pressureHold)) {
+		t.Fatal("pressure does not last exactly its hold")
+	}
+	if v := g.Admit(known, now); v != Served {
+		t.Fatalf("a known source under pressure: %v", v)
+	}
+	admitted := 0
+	var firstNew netip.Addr
+	for i := range 3 * admitBurst {
+		ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		switch v := g.Admit(ip, now); v {
+		case ServedUnverified:
+			if admitted == 0 {
+				firstNew = ip
+			}
+			admitted++
+		case Unadmitted:
+		default:
+			t.Fatalf("new source %v: %v", ip, v)
+		}
+	}
+	if admitted != admitBurst || g.Counts().Unadmitted != 2*admitBurst {
+		t.Fatalf("%d new sources admitted at once, %d refused; want %d and %d", admitted, g.Counts().Unadmitted, admitBurst, 2*admitBurst)
+	}
+	if g.Sources.Len() != 1+admitBurst {
+		t.Fatalf("%d sources stored; refused ones must leave nothing", g.Sources.Len())
+	}
+	// Replies to unverified sources share one budget, known ones do not.
+	if !g.AllowReply(firstNew, MaxDatagram, ServedUnverified, now) || g.AllowReply(netip.MustParseAddr("10.9.9.9"), 1, ServedUnverified, now) {
+		t.Fatal("the unverified budget does not hold")
+	}
+	if !g.AllowReply(known, 100, Served, now) {
+		t.Fatal("a known source's reply charged to the unverified budget")
+	}
+	// Once the pressure is over, a source seen again is verified.
+	later := now.Add(pressureHold)
+	if v := g.Admit(firstNew, later); v != Served {
+		t.Fatalf("after the pressure: %v", v)
+	}
+}
+
+// BenchmarkGuardUnadmitted is the cost of dropping a forged request under
+// pressure: the drop path must be cheaper than the flood's arrival.
+func BenchmarkGuardUnadmitted(b *testing.B) {
+	g := NewGuard(DefaultConfig())
+	now := time.Now()
+	g.Pressure(now.Add(time.Hour))
+	for i := range admitBurst { // spend the admission budget
+		g.Admit(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		g.Admit(netip.AddrFrom4([4]byte{11, byte(i >> 16), byte(i >> 8), byte(i)}), now)
+		i++
+	}
+}
