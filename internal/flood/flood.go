@@ -70,6 +70,12 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 		msgs[i].hdr.Iov = &iovs[i]
 		msgs[i].hdr.SetIovlen(1)
 	}
+	// A paced flood sends small batches, about a hundred a second, so that
+	// a slow one is spread out rather than bursty.
+	per := batch
+	if c.Rate > 0 {
+		per = min(max(c.Rate/100, 1), batch)
+	}
 	var sent uint64
 	next := 0
 	start := time.Now()
@@ -77,14 +83,18 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 		if c.Rate > 0 {
 			due := start.Add(time.Duration(sent) * time.Second / time.Duration(c.Rate))
 			if d := time.Until(due); d > 0 {
-				time.Sleep(d)
+				select {
+				case <-ctx.Done():
+					return sent, nil
+				case <-time.After(d):
+				}
 			}
 		}
-		for i := range bufs {
+		for i := range bufs[:per] {
 			setSource(bufs[i], next)
 			next = (next + 1) % c.Sources
 		}
-		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), batch, 0, 0, 0)
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(per), 0, 0, 0)
 		switch errno {
 		case 0:
 			sent += uint64(n)

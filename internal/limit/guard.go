@@ -25,8 +25,7 @@ const (
 	// NewlyLimited: its source is over its rate and was served until
 	// now, so that limited sources are counted once per episode.
 	NewlyLimited
-	// Unadmitted: a never-seen source while under pressure, beyond the
-	// admission budget.
+	// Unadmitted: a never-seen source beyond the admission budget.
 	Unadmitted
 	// Denied: its source is on the deny list (see Guard.Denied).
 	Denied
@@ -58,9 +57,8 @@ const pressureHold = 2 * time.Second
 //
 //   - the deny list (Denied): denied sources are dropped before any other
 //     work;
-//   - per-source token buckets (Sources); under pressure, never-seen
-//     sources are admitted only within a small budget, and nothing is
-//     stored for the others;
+//   - per-source token buckets (Sources); never-seen sources are admitted
+//     only within a global budget, and nothing is stored for the others;
 //   - a per-network budget of reply bytes (Replies), so forged sources
 //     cannot aim replies at a network;
 //   - under pressure, one global budget of reply bytes to sources first
@@ -68,9 +66,10 @@ const pressureHold = 2 * time.Second
 //
 // Sharing them means a source's allowance spans the protocols it speaks,
 // and a victim network's cap is the same whichever edge its forged
-// requests reach. An edge says it is under pressure (its socket drops
-// datagrams, its reads come back full) with Pressure; the state lasts
-// pressureHold after the last such report. It is safe for concurrent use.
+// requests reach. The guard is under pressure when new sources come faster
+// than it admits them, or when an edge says so with Pressure (its socket
+// drops datagrams); the state lasts pressureHold after the last sign. It
+// is safe for concurrent use.
 type Guard struct {
 	Sources *Sources
 	Replies *Budget
@@ -114,7 +113,10 @@ func (g *Guard) AdmitCreate(ip netip.Addr, now time.Time) Verdict { return g.adm
 func (g *Guard) admit(ip netip.Addr, now time.Time, create bool) Verdict {
 	v := g.Sources.Allow(ip, now, create, g.UnderPressure(now))
 	if v == Unadmitted {
+		// New sources faster than the admission budget: a flood from
+		// forged addresses, whether or not the socket keeps up.
 		g.unadmitted.Add(1)
+		g.Pressure(now)
 	}
 	return v
 }

@@ -32,9 +32,9 @@ func TestGuardDenyList(t *testing.T) {
 	}
 }
 
-// Under pressure, sources the guard already serves go on being served,
-// never-seen ones enter only within the admission budget, and replies to
-// those that entered draw from the unverified budget.
+// Never-seen sources enter only within the admission budget; past it the
+// guard is under pressure: sources it already serves go on being served,
+// and replies to those that enter draw from the unverified budget.
 func TestGuardPressure(t *testing.T) {
 	c := DefaultConfig()
 	c.UnverifiedReplyLimit = MaxDatagram
@@ -44,44 +44,44 @@ func TestGuardPressure(t *testing.T) {
 	if v := g.Admit(known, now); v != Served {
 		t.Fatalf("before pressure: %v", v)
 	}
-	g.Pressure(now)
-	if !g.UnderPressure(now) || g.UnderPressure(now.Add(pressureHold)) {
-		t.Fatal("pressure does not last exactly its hold")
-	}
-	if v := g.Admit(known, now); v != Served {
-		t.Fatalf("a known source under pressure: %v", v)
-	}
-	admitted := 0
-	var firstNew netip.Addr
+	admitted, refused := 0, 0
 	for i := range 3 * admitBurst {
 		ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		switch v := g.Admit(ip, now); v {
-		case ServedUnverified:
-			if admitted == 0 {
-				firstNew = ip
-			}
+		case Served:
 			admitted++
 		case Unadmitted:
+			refused++
 		default:
 			t.Fatalf("new source %v: %v", ip, v)
 		}
 	}
-	if admitted != admitBurst || g.Counts().Unadmitted != 2*admitBurst {
-		t.Fatalf("%d new sources admitted at once, %d refused; want %d and %d", admitted, g.Counts().Unadmitted, admitBurst, 2*admitBurst)
+	if admitted != admitBurst-1 || refused != 2*admitBurst+1 || int(g.Counts().Unadmitted) != refused {
+		t.Fatalf("%d new sources admitted at once, %d refused; want %d and %d", admitted, refused, admitBurst-1, 2*admitBurst+1)
 	}
-	if g.Sources.Len() != 1+admitBurst {
+	if g.Sources.Len() != admitBurst {
 		t.Fatalf("%d sources stored; refused ones must leave nothing", g.Sources.Len())
 	}
+	if !g.UnderPressure(now) || g.UnderPressure(now.Add(pressureHold)) {
+		t.Fatal("refused admissions do not put the guard under pressure for exactly its hold")
+	}
+	if v := g.Admit(known, now); v != Served {
+		t.Fatalf("a known source under pressure: %v", v)
+	}
+	later := now.Add(time.Second) // the admission budget refills
+	firstNew := netip.MustParseAddr("10.200.0.1")
+	if v := g.Admit(firstNew, later); v != ServedUnverified {
+		t.Fatalf("a new source admitted under pressure: %v", v)
+	}
 	// Replies to unverified sources share one budget, known ones do not.
-	if !g.AllowReply(firstNew, MaxDatagram, ServedUnverified, now) || g.AllowReply(netip.MustParseAddr("10.9.9.9"), 1, ServedUnverified, now) {
+	if !g.AllowReply(firstNew, MaxDatagram, ServedUnverified, later) || g.AllowReply(netip.MustParseAddr("10.9.9.9"), 1, ServedUnverified, later) {
 		t.Fatal("the unverified budget does not hold")
 	}
-	if !g.AllowReply(known, 100, Served, now) {
+	if !g.AllowReply(known, 100, Served, later) {
 		t.Fatal("a known source's reply charged to the unverified budget")
 	}
 	// Once the pressure is over, a source seen again is verified.
-	later := now.Add(pressureHold)
-	if v := g.Admit(firstNew, later); v != Served {
+	if v := g.Admit(firstNew, later.Add(pressureHold)); v != Served {
 		t.Fatalf("after the pressure: %v", v)
 	}
 }

@@ -71,17 +71,18 @@ type Sources struct {
 	burst   int
 	create  rate.Limit
 	cburst  int
-	// admit bounds how many never-seen sources enter the table per second
-	// while under pressure; guarded by mu.
+	// admit bounds how many never-seen sources enter the table per
+	// second; guarded by mu.
 	admit rate.Limiter
 }
 
-// Admission under pressure: never-seen sources enter the table at most
-// this fast, so a flood from forged addresses neither evicts the sources
-// already being served nor earns a reply per forged address.
+// Admission: never-seen sources enter the table at most this fast, so a
+// flood from forged addresses neither evicts the sources already being
+// served nor earns a reply per forged address. The burst lets thousands of
+// real clients arrive at once.
 const (
-	admitRate  = 1000
-	admitBurst = 1000
+	admitRate  = 2000
+	admitBurst = 4096
 )
 
 // sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
@@ -126,9 +127,10 @@ func NewSources(c Config) *Sources {
 }
 
 // Allow takes a token from ip's general bucket (ip's create bucket with
-// create, which the caller takes after the general one). Under pressure a
-// source not in the table yet enters it only within the admission budget;
-// otherwise it gets Unadmitted, and nothing is stored for it. An
+// create, which the caller takes after the general one). A source not in
+// the table yet enters it only within the admission budget; otherwise it
+// gets Unadmitted, and nothing is stored for it. One that enters under
+// pressure is unverified until it is seen again after the pressure. An
 // IPv4-mapped IPv6 address is the IPv4 source.
 func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Verdict {
 	k := sourceKey(ip.As16())
@@ -138,7 +140,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	switch {
 	case found:
 		src.unverified = src.unverified && pressure
-	case pressure && !s.admit.AllowN(now, 1):
+	case !s.admit.AllowN(now, 1):
 		return Unadmitted
 	default:
 		src = s.t.insert(k)

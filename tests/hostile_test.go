@@ -1,0 +1,207 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/foyertest"
+	"github.com/foyerlobby/foyer/internal/flood"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+)
+
+// requireRoot fails a test that needs raw sockets when it is not root:
+// CI runs as root, so such a test always runs there.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test sends forged datagrams through a raw socket and must run as root")
+	}
+}
+
+// gg2GameAt is a game server registering from ip.
+func gg2GameAt(t *testing.T, ip string, to netip.AddrPort) *gg2Game {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(ip)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &gg2Game{t: t, conn: c, to: to}
+}
+
+// A native client is sent to the lobby's address at the port it is given:
+// a server registered from another address is not offered to it (else a
+// forged registration would send players anywhere on the lobby's host),
+// while GG2 browsers, which get addresses, still list it.
+func TestNativeListOffersOnlyReachableRooms(t *testing.T) {
+	f := gg2Start(t, "")
+	elsewhere := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9999, "planted", 8, 0)
+	gg2GameAt(t, "127.0.0.2", f.gg2).register(elsewhere)
+	planted := netip.MustParseAddrPort("127.0.0.2:9999")
+	gg2Eventually(t, "the planted server in the GG2 list, at its own address", func() bool {
+		for _, s := range gg2List(t, f.gg2, gg2wire.GG2LobbyUUID).Servers {
+			if s.V4 == planted {
+				return true
+			}
+		}
+		return false
+	})
+	here := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9998, "same host", 8, 0)
+	gg2GameAt(t, "127.0.0.1", f.gg2).register(here)
+	c := newClient(t, "127.0.0.1", f.lobby)
+	var seq seqs
+	var listed []room
+	gg2Eventually(t, "the same-host server in the native list", func() bool {
+		listed = nativeAt(c.list(seq.next()), 9998)
+		return len(listed) == 1
+	})
+	if planted := nativeAt(c.list(seq.next()), 9999); len(planted) != 0 {
+		t.Fatalf("a server registered from 127.0.0.2 is offered at 127.0.0.1: %+v", planted)
+	}
+	// Registered one after the other, the planted server has the id just
+	// before the same-host one.
+	if r := c.request(compact, joinRoom, seq.next(), joinPayload(listed[0].id-1)); r.typ != joinFailed {
+		t.Fatalf("JOIN of the planted server answered %#x", r.typ)
+	}
+	if r := c.request(compact, joinRoom, seq.next(), joinPayload(listed[0].id)); r.typ != joinSuccess {
+		t.Fatalf("JOIN of the same-host server answered %#x", r.typ)
+	}
+}
+
+// A retry is the same request again: the same sequence number for another
+// room is a new JOIN, answered for that room.
+func TestSameSequenceAnotherRoomIsANewJoin(t *testing.T) {
+	s := startServer(t, "", "")
+	c := newClient(t, "127.0.0.1", s.lobby)
+	a, portA := c.request(compact, createRoom, 1, nil).roomPort(t)
+	b, portB := c.request(compact, createRoom, 2, nil).roomPort(t)
+	j := newClient(t, "127.0.0.1", s.lobby)
+	if id, port := j.request(compact, joinRoom, 0, joinPayload(a)).roomPort(t); id != a || port != portA {
+		t.Fatalf("JOIN room %d answered room %d port %d", a, id, port)
+	}
+	if id, port := j.request(compact, joinRoom, 0, joinPayload(b)).roomPort(t); id != b || port != portB {
+		t.Fatalf("JOIN room %d with the same sequence answered room %d port %d (room %d's reply)", b, id, port, a)
+	}
+}
+
+// Forged JOINs, each from another address, hold seats for replies that go
+// nowhere. A real player, who lists the rooms and joins with the id it was
+// shown, still gets a seat nearly every time, at 5 and at 100 forged JOINs
+// a second. Seats last 1 s here, so the forgers keep the 4-seat room full
+// and each of the player's tries needs a seat of its own.
+func TestForgedJoinsCannotHogSeats(t *testing.T) {
+	requireRoot(t)
+	for _, rate := range []int{5, 100} {
+		t.Run(strconv.Itoa(rate)+"/s", func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, "", `seat_ttl = "1s"`)
+			creator := newClient(t, "127.0.0.1", s.lobby)
+			id, port := creator.request(compact, createRoom, 1, nil).roomPort(t)
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if _, err := flood.Run(ctx, flood.Config{To: s.lobby, Payload: encode(compact, joinRoom, 7, 0, joinPayload(id)),
+					Sources: 1 << 20, Rate: rate}); err != nil {
+					t.Error(err)
+				}
+			})
+			defer func() { stop(); wg.Wait() }()
+			time.Sleep(2 * time.Second) // the forgers fill the room
+			const tries = 20
+			ok := 0
+			for i := range tries {
+				p := newClient(t, "127.0.0.1", s.lobby) // a fresh player each time
+				var listedID uint32
+				for _, r := range p.list(uint16(i)) {
+					if r.port == port {
+						listedID = r.id
+					}
+				}
+				if r := p.request(compact, joinRoom, uint16(i), joinPayload(listedID)); r.typ == joinSuccess {
+					ok++
+				}
+				time.Sleep(1100 * time.Millisecond) // this try's seat expires
+			}
+			if ok < tries*95/100 {
+				t.Fatalf("the real player got a seat %d times of %d, under %d forged JOINs a second", ok, tries, rate)
+			}
+		})
+	}
+}
+
+// A flood of forged requests from a million addresses: a client that was
+// talking to the lobby before keeps being answered, the forged addresses
+// get next to no replies, and the lobby's memory stays bounded.
+func TestForgedFloodLeavesEstablishedClientsServed(t *testing.T) {
+	requireRoot(t)
+	l := cliLobby(t, foyertest.Admin(netip.MustParseAddrPort("127.0.0.1:0")))
+	base := "http://" + l.AdminAddr().String()
+	c := newClient(t, "127.0.0.1", l.Addr())
+	for i := range 5 { // established before the flood
+		c.list(uint16(i))
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var sent uint64
+	wg.Go(func() {
+		var err error
+		if sent, err = flood.Run(ctx, flood.Config{To: l.Addr(), Payload: encode(compact, listRooms, 9, 0, nil),
+			Sources: 1_000_000, Rate: 100_000}); err != nil {
+			t.Error(err)
+		}
+	})
+	const asked = 200
+	answered := 0
+	for i := range asked {
+		if _, err := c.exchange(compact, listRooms, uint16(100+i), nil); err == nil {
+			answered++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	m := adminMetrics(t, base)
+	rss := residentBytes(t, l.PID())
+	t.Logf("flood of %d datagrams: %d of %d legitimate LISTs answered; %v room lists sent; %v unadmitted; RSS %d MiB",
+		sent, answered, asked, m[`foyer_lobby_replies_total{type="room_list"}`], m[`foyer_lobby_drops_total{reason="unadmitted"}`], rss>>20)
+	if answered < asked*9/10 {
+		t.Errorf("the established client got %d answers of %d", answered, asked)
+	}
+	if m[`foyer_lobby_drops_total{reason="unadmitted"}`] == 0 {
+		t.Error("no forged request was refused admission")
+	}
+	if replies := m[`foyer_lobby_replies_total{type="room_list"}`]; replies > float64(asked+5)+0.05*float64(sent) {
+		t.Errorf("%v lists sent for %d forged and %d real requests: the lobby reflects", replies, sent, asked)
+	}
+	if rss > 128<<20 {
+		t.Errorf("resident memory %d MiB after the flood, bound 128 MiB", rss>>20)
+	}
+}
+
+// residentBytes reads a process's resident set size.
+func residentBytes(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
