@@ -455,7 +455,9 @@ func TestSourcesTableBounded(t *testing.T) {
 func TestRetriesBounded(t *testing.T) {
 	r := newRetries(2, time.Minute)
 	now := time.Now()
-	k := func(seq uint16) retryKey { return newRetryKey(netip.AddrPort{}, packet.Header{Type: packet.JoinRoom, Seq: seq}, 5) }
+	k := func(seq uint16) retryKey {
+		return newRetryKey(netip.AddrPort{}, packet.Header{Type: packet.JoinRoom, Seq: seq}, 5)
+	}
 	for seq := range uint16(3) {
 		if _, found := r.begin(k(seq), now, nil); found {
 			t.Fatalf("seq %d found before it ran", seq)

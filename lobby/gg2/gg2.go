@@ -121,13 +121,13 @@ type Stats struct {
 
 // Server is the GG2-style front-end.
 type Server struct {
-	cfg     Config
-	rooms   room.Table
-	reg     room.Registry
-	log     zerolog.Logger
-	udp     *net.UDPConn
-	tcp     *net.TCPListener
-	guard   *limit.Guard
+	cfg   Config
+	rooms room.Table
+	reg   room.Registry
+	log   zerolog.Logger
+	udp   *net.UDPConn
+	tcp   *net.TCPListener
+	guard *limit.Guard
 
 	requests, drops frontend.Counters
 	listConns       atomic.Int64

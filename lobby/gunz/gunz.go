@@ -88,11 +88,11 @@ type Stats struct {
 
 // Locator is the GunZ locator front-end.
 type Locator struct {
-	cfg     Config
-	rooms   room.Table
-	log     zerolog.Logger
-	conn    *net.UDPConn
-	guard   *limit.Guard
+	cfg   Config
+	rooms room.Table
+	log   zerolog.Logger
+	conn  *net.UDPConn
+	guard *limit.Guard
 	// wantDst: the socket is bound to 0.0.0.0, so the address a request
 	// arrived on comes from IP_PKTINFO, and the reply is sent from it (a
 	// client on a host with several addresses expects the answer from
