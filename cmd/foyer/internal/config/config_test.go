@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/instance/refroom"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -30,7 +31,8 @@ listen = ["127.0.0.1:7001", "[::1]:7002"]
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
-ports = "40000"
+ports = "40000-40009"
+max_instances = 4
 bind = "127.0.0.1"
 id_file = "ids"
 command = ["/bin/game", "-x"]
@@ -56,7 +58,7 @@ format = "json"
 	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" {
 		t.Errorf("bind %v, id_file %q", s.Bind, s.IDFile)
 	}
-	if s.FirstPort != 40000 || s.LastPort != 40000 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
+	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
 	}
 	if c.Room.Countdown != 0 || s.Room["countdown"] != "0s" || s.Room["min_players"] != "2" || s.Room["match_duration"] != "2m0s" {
@@ -64,6 +66,17 @@ format = "json"
 	}
 	if c.Log.Level != zerolog.DebugLevel || c.Log.Format != "json" {
 		t.Errorf("log = %+v", c.Log)
+	}
+}
+
+// A single port is a pool of one.
+func TestSinglePort(t *testing.T) {
+	c, err := Parse("x.toml", "[supervisor]\nports = \"40000\"\nmax_instances = 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Supervisor; s.FirstPort != 40000 || s.LastPort != 40000 {
+		t.Errorf("ports %d-%d", s.FirstPort, s.LastPort)
 	}
 }
 
@@ -183,6 +196,13 @@ func TestRefusals(t *testing.T) {
 		{"section not a table", "lobby = 3\n", `bad.toml:1: lobby must be a table [lobby]`},
 		{"syntax", "[lobby]\nrate = \n", `bad.toml:2: `},
 		{"duplicate key", "[lobby]\nrate = 1\nrate = 2\n", `bad.toml:3: `},
+		// The lexer has counted the line when it finds the newline that
+		// leaves the table name open; the error is on the line before.
+		{"syntax at a newline", "[lobby\nrate = 1\n", `bad.toml:1: expected '.' or ']' to end table name`},
+		{"section an array of tables", "[[log]]\nlevel = \"info\"\n", `bad.toml:1: log must be a table [log]`},
+		{"value a table", "[log]\nlevel = {a = 1}\n", `bad.toml:2: [log] level {...}: want one of`},
+		{"unknown quoted key", "[log]\n\"le.vel\" = 1\n", `bad.toml:2: [log] "le.vel": unknown key`},
+		{"unknown nested table", "[log]\n\n[log.file]\npath = \"x\"\n", `bad.toml:3: [log] file: unknown key`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.toml", tc.text)
@@ -191,6 +211,9 @@ func TestRefusals(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("got  %q\nwant %q...", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") { // one mistake, one report
+				t.Errorf("more than one problem: %q", err)
 			}
 		})
 	}
@@ -208,16 +231,51 @@ func TestRefusalsAllReportedInOrder(t *testing.T) {
 	}
 }
 
+// Each key is read on its own: every bad value of a section is reported,
+// with the unknown keys, in file order.
+func TestEveryProblemReported(t *testing.T) {
+	_, err := Parse("bad.toml", `[supervisor]
+warm = -1
+ports = 1
+nope = true
+[lobby]
+listen = {a = 1}
+rate = "x"
+[log]
+level = "x"
+format = "x"
+`)
+	want := []string{
+		`bad.toml:2: [supervisor] warm -1: must be at least 0`,
+		`bad.toml:3: [supervisor] ports 1: want a string`,
+		`bad.toml:4: [supervisor] nope: unknown key`,
+		`bad.toml:6: [lobby] listen {...}: want a string or an array of strings`,
+		`bad.toml:7: [lobby] rate "x": want a number`,
+		`bad.toml:9: [log] level "x": want one of ["trace", "debug", "info", "warn", "error"]`,
+		`bad.toml:10: [log] format "x": want one of ["console", "json"]`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	if _, err := Load("does-not-exist.toml"); err == nil {
 		t.Error("a missing file was accepted")
 	}
 }
 
+// [room] reaches every instance as settings the built-in room reads back.
 func TestRoomSettings(t *testing.T) {
-	r := Room{MinPlayers: 3, Countdown: 1500 * time.Millisecond, MatchDuration: time.Minute, IdleTimeout: 90 * time.Second}
-	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s"}
-	if got := r.Settings(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Settings() = %v", got)
+	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\nidle_timeout = \"90s\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s", "silence_timeout": "10s"}
+	if got := c.Supervisor.Room; !reflect.DeepEqual(got, want) {
+		t.Errorf("settings = %v", got)
+	}
+	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
+		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
 	}
 }
