@@ -39,6 +39,9 @@ type Config struct {
 	Room       refroom.Config
 	Admin      Admin
 	Log        Log
+	// Warnings are doubts about the file that do not stop the start, in
+	// the file:line: reason form, to be logged.
+	Warnings []string
 }
 
 // GG2 is the [gg2] section: the GG2-style front-end and the announcer
@@ -145,6 +148,9 @@ func Parse(name, text string) (Config, error) {
 			errs[i] = e
 		}
 		return Config{}, errors.Join(errs...)
+	}
+	for _, w := range r.warns {
+		c.Warnings = append(c.Warnings, w.Error())
 	}
 	return c, nil
 }

@@ -203,6 +203,33 @@ func TestRefusals(t *testing.T) {
 		{"value a table", "[log]\nlevel = {a = 1}\n", `bad.toml:2: [log] level {...}: want one of`},
 		{"unknown quoted key", "[log]\n\"le.vel\" = 1\n", `bad.toml:2: [log] "le.vel": unknown key`},
 		{"unknown nested table", "[log]\n\n[log.file]\npath = \"x\"\n", `bad.toml:3: [log] file: unknown key`},
+		{"command a string", "[supervisor]\ncommand = \"game -p {port}\"\n", `bad.toml:2: [supervisor] command "game -p {port}": want an array of strings`},
+		{"command no program", "[supervisor]\ncommand = [\"\", \"x\"]\n", `bad.toml:2: [supervisor] command ["", "x"]: the program (the first string) is empty`},
+		{"command relative with probe", "[supervisor]\ncommand = [\"bin/game\"]\nprobe = \"none\"\n",
+			`bad.toml:2: [supervisor] command ["bin/game"]: "bin/game" is relative to the room's fresh working directory`},
+		{"max_players above the built-in room", "[supervisor]\nmax_players = 256\n", `bad.toml:2: [supervisor] max_players 256: the built-in room seats at most 255`},
+		{"health_timeout below the reports", "[supervisor]\nhealth_timeout = \"1500ms\"\n", `bad.toml:2: [supervisor] health_timeout "1500ms": must be at least 2s`},
+		{"gg2 public_addr unspecified", "[gg2]\npublic_addr = \"::\"\n", `bad.toml:2: [gg2] public_addr "::": clients cannot reach an unspecified address`},
+		{"gunz public_addr unspecified", "[gunz]\npublic_addr = \"0.0.0.0\"\n", `bad.toml:2: [gunz] public_addr "0.0.0.0": clients cannot reach`},
+		// Between values: reported at the one written last.
+		{"pool below max_instances", "[supervisor]\nports = \"30000-30009\"\nmax_instances = 11\n",
+			`bad.toml:3: [supervisor] max_instances 11: only 10 ports (30000-30009) for max_instances 11 (each instance binds one`},
+		{"pool below max_instances plus warm", "[supervisor]\nmax_instances = 10\nwarm = 1\nports = \"30000-30009\"\n",
+			`bad.toml:4: [supervisor] ports "30000-30009": only 10 ports (30000-30009) for max_instances 10 plus warm 1 (`},
+		{"lobby port in the pool", "[supervisor]\nports = \"7000-7999\"\n[lobby]\nlisten = \"0.0.0.0:7100\"\n",
+			`bad.toml:4: [lobby] listen "0.0.0.0:7100": UDP port 7100 collides with [supervisor] ports 7000-7999`},
+		{"pool over the default lobby port", "[supervisor]\n\nports = \"7000-7999\"\n",
+			`bad.toml:3: [supervisor] ports "7000-7999": UDP port 7777 collides with [lobby] listen 0.0.0.0:7777`},
+		{"pool bound where the lobby is", "[lobby]\nlisten = \"127.0.0.1:30000\"\n[supervisor]\nbind = \"127.0.0.1\"\nports = \"30000-30099\"\n",
+			`bad.toml:5: [supervisor] ports "30000-30099": UDP port 30000 collides with [lobby] listen 127.0.0.1:30000`},
+		{"lobby address twice", "[lobby]\nlisten = [\"0.0.0.0:7000\", \"127.0.0.1:7000\"]\n",
+			`bad.toml:2: [lobby] listen ["0.0.0.0:7000", "127.0.0.1:7000"]: UDP port 7000 collides with [lobby] listen 0.0.0.0:7000`},
+		{"gg2 on the lobby port", "[gg2]\nenabled = true\nlisten = \"[::]:7777\"\n",
+			`bad.toml:3: [gg2] listen "[::]:7777": UDP port 7777 collides with [lobby] listen 0.0.0.0:7777`},
+		{"gunz on the gg2 port", "[gg2]\nenabled = true\nlisten = \"127.0.0.1:8000\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:8000\"\n",
+			`bad.toml:6: [gunz] listen "127.0.0.1:8000": UDP port 8000 collides with [gg2] listen 127.0.0.1:8000`},
+		{"admin on the gg2 list port", "[admin]\nlisten = \"127.0.0.1:29944\"\n[gg2]\nenabled = true\n",
+			`bad.toml:2: [admin] listen "127.0.0.1:29944": TCP port 29944 collides with [gg2] listen 0.0.0.0:29944`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.toml", tc.text)
@@ -256,6 +283,53 @@ format = "x"
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// The checks between values wait for every value to be good: a refused
+// value keeps its default, which they would judge instead.
+func TestChecksBetweenValuesWaitForGoodValues(t *testing.T) {
+	_, err := Parse("bad.toml", "[supervisor]\nports = \"7000-7999\"\nmax_instances = \"many\"\n")
+	if want := `bad.toml:3: [supervisor] max_instances "many": want an integer`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// What binds without colliding loads.
+func TestSocketsThatDoNotCollide(t *testing.T) {
+	for name, text := range map[string]string{
+		// The lobby binds udp4 and udp6 apart.
+		"lobby on both families":    "[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+		"gunz beside an IPv6 lobby": "[lobby]\nlisten = \"[::]:8900\"\n[gunz]\nenabled = true\n",
+		// TCP never meets the UDP pool.
+		"admin inside the pool": "[admin]\nlisten = \"127.0.0.1:30500\"\n",
+		// The rooms bind 127.0.0.1 only.
+		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
+		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
+		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+	} {
+		if _, err := Parse("ok.toml", text); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Doubts that do not stop the start come back as warnings, with their
+// line.
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		// The pool sets the limit when max_instances is the built-in one.
+		{"narrow pool", "[supervisor]\n\nports = \"30000-30019\"\n",
+			`ok.toml:3: [supervisor] ports "30000-30019": only 20 ports (30000-30019) for max_instances 64 (each instance binds one`},
+		{"narrow pool with warm", "[supervisor]\nports = \"30000-30099\"\nwarm = 40\n",
+			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
+		{"admin on every address", "[admin]\nlisten = \"[::]:9477\"\n",
+			`ok.toml:2: [admin] listen "[::]:9477": the admin pages have no authentication and listen on every address`},
+	} {
+		c, err := Parse("ok.toml", tc.text)
+		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {
+			t.Errorf("%s: warnings %q, error %v; want %q...", tc.name, c.Warnings, err, tc.want)
+		}
 	}
 }
 

@@ -18,14 +18,14 @@ type section interface {
 	apply(r *reader, c *Config)
 }
 
-// reader collects what one Parse call refused.
+// reader collects what one Parse call refused or doubted.
 type reader struct {
-	name, text string
-	md         toml.MetaData
-	errs       []*Error
-	hidden     map[string]bool // keys (dotted) whose own keys are not reported
-	root       *toml.MetaData  // the file decoded again to locate unknown keys
-	roots      map[string]toml.Primitive
+	name, text  string
+	md          toml.MetaData
+	errs, warns []*Error
+	hidden      map[string]bool // keys (dotted) whose own keys are not reported
+	root        *toml.MetaData  // the file decoded again to locate unknown keys
+	roots       map[string]toml.Primitive
 }
 
 // table decodes the section raw into keys, or refuses it if it is not a
@@ -64,8 +64,11 @@ func where(md *toml.MetaData, raw toml.Primitive) (line int, key string) {
 
 // refuse reports why at the last written of keys (where the contradiction
 // appears when the file is read from the top), so why must read well
-// after any of them.
-func (r *reader) refuse(why string, keys ...toml.Primitive) {
+// after any of them; warn does the same as a warning.
+func (r *reader) refuse(why string, keys ...toml.Primitive) { r.flag(&r.errs, why, keys) }
+func (r *reader) warn(why string, keys ...toml.Primitive)   { r.flag(&r.warns, why, keys) }
+
+func (r *reader) flag(list *[]*Error, why string, keys []toml.Primitive) {
 	var at toml.Primitive
 	last := 0
 	for _, k := range keys {
@@ -74,10 +77,10 @@ func (r *reader) refuse(why string, keys ...toml.Primitive) {
 		}
 	}
 	if last == 0 { // only defaults involved
-		r.errs = append(r.errs, &Error{File: r.name, Msg: why})
+		*list = append(*list, &Error{File: r.name, Msg: why})
 		return
 	}
-	r.judge(&r.errs, at, func(any) error { return errors.New(why) })
+	r.judge(list, at, func(any) error { return errors.New(why) })
 }
 
 // line returns the line of the key raw, or 0.

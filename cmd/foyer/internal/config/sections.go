@@ -84,7 +84,7 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 		srv.Lobby, ann.Lobby = id, id
 		return nil
 	}))
-	r.get(k.PublicAddr, ip(&srv.PublicAddr, false))
+	r.get(k.PublicAddr, ip(&srv.PublicAddr, false, true))
 	r.get(k.Game, text(func(v string) error {
 		if v == "" {
 			return errors.New("must not be empty")
@@ -120,7 +120,7 @@ func (k *gunzKeys) apply(r *reader, c *Config) {
 	r.get(k.Enabled, boolean(&g.Enabled))
 	// The protocol carries IPv4 addresses only.
 	r.get(k.Listen, addrPort(&g.Locator.Listen, true))
-	r.get(k.PublicAddr, ip(&g.Locator.PublicAddr, true))
+	r.get(k.PublicAddr, ip(&g.Locator.PublicAddr, true, true))
 }
 
 type supervisorKeys struct {
@@ -140,13 +140,18 @@ type supervisorKeys struct {
 	IDFile         toml.Primitive `toml:"id_file"`
 }
 
+// minHealthTimeout is the shortest health_timeout that lets a healthy
+// room live: an instance speaking Foyer's protocol reports at least every
+// 2 s (instance.HeartbeatInterval), the teeworlds probe asks every second.
+const minHealthTimeout = 2 * time.Second
+
 func (k *supervisorKeys) apply(r *reader, c *Config) {
 	sc := &c.Supervisor
 	r.get(k.Ports, text(func(v string) (err error) {
 		sc.FirstPort, sc.LastPort, err = parsePorts(v)
 		return err
 	}))
-	r.get(k.Bind, ip(&sc.Bind, false))
+	r.get(k.Bind, ip(&sc.Bind, false, false))
 	r.get(k.MaxInstances, count(&sc.MaxInstances, 1, 1<<16))
 	r.get(k.MaxPlayers, count(&sc.MaxPlayers, 1, 1<<16-1))
 	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
@@ -155,7 +160,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	// The supervisor reads a zero duration as "use the default", so zero
 	// is refused here rather than silently changed.
 	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))
-	r.get(k.HealthTimeout, duration(&sc.HealthTimeout, time.Millisecond))
+	r.get(k.HealthTimeout, duration(&sc.HealthTimeout, minHealthTimeout))
 	r.get(k.StopGrace, duration(&sc.StopGrace, time.Millisecond))
 	r.get(k.PortCooldown, duration(&sc.PortCooldown, time.Millisecond))
 	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))

@@ -175,8 +175,9 @@ func parseSize(v string) (int64, error) {
 }
 
 // ip reads an IP address, or "" for none (the zero netip.Addr); with
-// only4, IPv6 addresses are refused.
-func ip(dst *netip.Addr, only4 bool) value {
+// only4, IPv6 addresses are refused. An address listed to clients cannot
+// be 0.0.0.0 or ::, which would send them nowhere.
+func ip(dst *netip.Addr, only4, listed bool) value {
 	return text(func(s string) error {
 		a, err := netip.ParseAddr(s)
 		switch {
@@ -185,6 +186,8 @@ func ip(dst *netip.Addr, only4 bool) value {
 			return errors.New("not an IP address")
 		case only4 && !a.Unmap().Is4():
 			return errors.New("must be an IPv4 address")
+		case listed && a.IsUnspecified():
+			return errors.New("clients cannot reach an unspecified address (empty: the address each query arrived on)")
 		}
 		*dst = a.Unmap()
 		return nil
@@ -234,17 +237,20 @@ func listen(dst *[]netip.AddrPort) value {
 	}
 }
 
-// command reads an argument vector: one string or an array of them.
+// command reads an argument vector: an array of strings whose first, the
+// program, is not empty. A single string is refused rather than taken as
+// the program, since "server --port {port}" would be run as one name.
 func command(dst *[]string) value {
 	return func(raw any) error {
-		if s, ok := raw.(string); ok {
-			raw = []any{s}
+		argv, err := strs(raw, `an array of strings, e.g. ["/usr/games/server", "{port}"]`)
+		switch {
+		case err != nil:
+			return err
+		case len(argv) > 0 && argv[0] == "":
+			return errors.New("the program (the first string) is empty")
 		}
-		argv, err := strs(raw, "a string or an array of strings")
-		if err == nil {
-			*dst = argv
-		}
-		return err
+		*dst = argv
+		return nil
 	}
 }
 
