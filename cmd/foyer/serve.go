@@ -66,6 +66,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	log := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {

@@ -4,22 +4,22 @@
 //
 //	config.toml:7: [supervisor] ports "9-3": first port above last
 //
-// Each section is one function that reads its keys through a section
-// value (see section.go); adding a section means adding one such function
-// to the sections table.
+// Each section is a struct of its keys (sections.go) whose apply method
+// says, one line per key, how the key is read and where it goes; values.go
+// has the readers, checks.go what no single value shows.
 package config
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
-	"strconv"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
@@ -35,10 +35,13 @@ type Config struct {
 	Limits     limit.Config // the rate limits of [lobby], shared by every edge
 	GG2        GG2
 	Gunz       Gunz
-	Supervisor supervisor.Config
-	Room       Room
+	Supervisor supervisor.Config // Room holds the [room] settings
+	Room       refroom.Config
 	Admin      Admin
 	Log        Log
+	// Warnings are doubts about the file that do not stop the start, in
+	// the file:line: reason form, to be logged.
+	Warnings []string
 }
 
 // GG2 is the [gg2] section: the GG2-style front-end and the announcer
@@ -56,24 +59,6 @@ type GG2 struct {
 type Gunz struct {
 	Enabled bool
 	Locator gunz.Config
-}
-
-// Room is the [room] section: the settings every reference room gets.
-type Room struct {
-	MinPlayers    int
-	Countdown     time.Duration
-	MatchDuration time.Duration
-	IdleTimeout   time.Duration
-}
-
-// Settings returns the room settings in the form instances receive them.
-func (r Room) Settings() map[string]string {
-	return map[string]string{
-		"min_players":    strconv.Itoa(r.MinPlayers),
-		"countdown":      r.Countdown.String(),
-		"match_duration": r.MatchDuration.String(),
-		"idle_timeout":   r.IdleTimeout.String(),
-	}
 }
 
 // Admin is the [admin] section: the admin HTTP listener.
@@ -96,32 +81,12 @@ func Default() Config {
 		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
 		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
 		Supervisor: supervisor.Defaults(),
-		Room: Room{
-			MinPlayers:    2,
-			Countdown:     3 * time.Second,
-			MatchDuration: 120 * time.Second,
-			IdleTimeout:   60 * time.Second,
-		},
-		Admin: Admin{Listen: "127.0.0.1:9477"},
-		Log:   Log{Level: zerolog.InfoLevel, Format: "console"},
+		Room:       refroom.DefaultConfig,
+		Admin:      Admin{Listen: "127.0.0.1:9477"},
+		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
 	}
 	c.Supervisor.Room = c.Room.Settings()
 	return c
-}
-
-// sections reads each known section; the order is the order of checks
-// between sections (a later section may look at an earlier one's values).
-var sections = []struct {
-	name string
-	read func(*section, *Config)
-}{
-	{"lobby", readLobby},
-	{"gg2", readGG2},
-	{"gunz", readGunz},
-	{"supervisor", readSupervisor},
-	{"room", readRoom},
-	{"admin", readAdmin},
-	{"log", readLog},
 }
 
 // Load reads the file at path over the defaults. A missing file is an
@@ -134,37 +99,75 @@ func Load(path string) (Config, error) {
 	return Parse(path, string(b))
 }
 
+// file is config.toml's sections, each kept raw so that a section that is
+// not a table is refused without stopping the others.
+type file struct {
+	Lobby      toml.Primitive `toml:"lobby"`
+	GG2        toml.Primitive `toml:"gg2"`
+	Gunz       toml.Primitive `toml:"gunz"`
+	Supervisor toml.Primitive `toml:"supervisor"`
+	Room       toml.Primitive `toml:"room"`
+	Admin      toml.Primitive `toml:"admin"`
+	Log        toml.Primitive `toml:"log"`
+}
+
 // Parse decodes text, named name in error messages, over the defaults.
-// Every problem found is reported, one per line, ordered by line.
+// Every bad value and unknown key is reported, one per line, ordered by
+// line; the checks between values (checks.go) run once every value is
+// good, since a refused value leaves its default in place.
 func Parse(name, text string) (Config, error) {
-	c := Default()
-	var raw map[string]any
-	md, err := toml.Decode(text, &raw)
+	var f file
+	md, err := toml.Decode(text, &f)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return Config{}, &Error{File: name, Line: pe.Position.Line, Msg: pe.Message}
-		}
-		return Config{}, &Error{File: name, Msg: err.Error()}
+		return Config{}, syntaxError(name, text, err)
 	}
-	l := &loader{name: name, text: text, raw: raw,
-		used: map[string]bool{}, tables: map[string]bool{}, reported: map[string]bool{}}
-	for _, s := range sections {
-		if sec := l.section(s.name); sec != nil {
-			s.read(sec, &c)
+	r := &reader{name: name, text: text, md: md, hidden: map[string]bool{}}
+	c := Default()
+	var k keys
+	// In this order: [room] reads the [supervisor] values it is bounded by.
+	for _, s := range []struct {
+		raw  toml.Primitive
+		keys section
+	}{
+		{f.Lobby, &k.Lobby}, {f.GG2, &k.GG2}, {f.Gunz, &k.Gunz}, {f.Supervisor, &k.Supervisor},
+		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log},
+	} {
+		if r.table(s.raw, s.keys) {
+			s.keys.apply(r, &c)
 		}
 	}
-	l.refuseUnknown(md.Keys())
 	c.Supervisor.Room = c.Room.Settings()
-	if len(l.errs) == 0 {
-		return c, nil
+	if len(r.errs) == 0 {
+		k.check(r, &c)
 	}
-	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
-	errs := make([]error, len(l.errs))
-	for i, e := range l.errs {
-		errs[i] = e
+	r.unknown()
+	if len(r.errs) > 0 {
+		slices.SortStableFunc(r.errs, func(a, b *Error) int { return a.Line - b.Line })
+		errs := make([]error, len(r.errs))
+		for i, e := range r.errs {
+			errs[i] = e
+		}
+		return Config{}, errors.Join(errs...)
 	}
-	return Config{}, errors.Join(errs...)
+	for _, w := range r.warns {
+		c.Warnings = append(c.Warnings, w.Error())
+	}
+	return c, nil
+}
+
+// syntaxError places a TOML syntax error. The lexer counts a line once it
+// has read its newline, so an error found at a newline (an unclosed
+// [table) is reported on the next line; the byte offset is exact.
+func syntaxError(name, text string, err error) error {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return &Error{File: name, Msg: err.Error()}
+	}
+	line := pe.Position.Line
+	if s := pe.Position.Start; s < len(text) {
+		line = 1 + strings.Count(text[:s], "\n")
+	}
+	return &Error{File: name, Line: line, Msg: pe.Message}
 }
 
 // Error is one refused key: where it is and why.

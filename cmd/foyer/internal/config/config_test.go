@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/instance/refroom"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -30,7 +31,8 @@ listen = ["127.0.0.1:7001", "[::1]:7002"]
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
-ports = "40000"
+ports = "40000-40009"
+max_instances = 4
 bind = "127.0.0.1"
 id_file = "ids"
 command = ["/bin/game", "-x"]
@@ -56,7 +58,7 @@ format = "json"
 	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" {
 		t.Errorf("bind %v, id_file %q", s.Bind, s.IDFile)
 	}
-	if s.FirstPort != 40000 || s.LastPort != 40000 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
+	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
 	}
 	if c.Room.Countdown != 0 || s.Room["countdown"] != "0s" || s.Room["min_players"] != "2" || s.Room["match_duration"] != "2m0s" {
@@ -64,6 +66,17 @@ format = "json"
 	}
 	if c.Log.Level != zerolog.DebugLevel || c.Log.Format != "json" {
 		t.Errorf("log = %+v", c.Log)
+	}
+}
+
+// A single port is a pool of one.
+func TestSinglePort(t *testing.T) {
+	c, err := Parse("x.toml", "[supervisor]\nports = \"40000\"\nmax_instances = 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Supervisor; s.FirstPort != 40000 || s.LastPort != 40000 {
+		t.Errorf("ports %d-%d", s.FirstPort, s.LastPort)
 	}
 }
 
@@ -183,6 +196,40 @@ func TestRefusals(t *testing.T) {
 		{"section not a table", "lobby = 3\n", `bad.toml:1: lobby must be a table [lobby]`},
 		{"syntax", "[lobby]\nrate = \n", `bad.toml:2: `},
 		{"duplicate key", "[lobby]\nrate = 1\nrate = 2\n", `bad.toml:3: `},
+		// The lexer has counted the line when it finds the newline that
+		// leaves the table name open; the error is on the line before.
+		{"syntax at a newline", "[lobby\nrate = 1\n", `bad.toml:1: expected '.' or ']' to end table name`},
+		{"section an array of tables", "[[log]]\nlevel = \"info\"\n", `bad.toml:1: log must be a table [log]`},
+		{"value a table", "[log]\nlevel = {a = 1}\n", `bad.toml:2: [log] level {...}: want one of`},
+		{"unknown quoted key", "[log]\n\"le.vel\" = 1\n", `bad.toml:2: [log] "le.vel": unknown key`},
+		{"unknown nested table", "[log]\n\n[log.file]\npath = \"x\"\n", `bad.toml:3: [log] file: unknown key`},
+		{"command a string", "[supervisor]\ncommand = \"game -p {port}\"\n", `bad.toml:2: [supervisor] command "game -p {port}": want an array of strings`},
+		{"command no program", "[supervisor]\ncommand = [\"\", \"x\"]\n", `bad.toml:2: [supervisor] command ["", "x"]: the program (the first string) is empty`},
+		{"command relative with probe", "[supervisor]\ncommand = [\"bin/game\"]\nprobe = \"none\"\n",
+			`bad.toml:2: [supervisor] command ["bin/game"]: "bin/game" is relative to the room's fresh working directory`},
+		{"max_players above the built-in room", "[supervisor]\nmax_players = 256\n", `bad.toml:2: [supervisor] max_players 256: the built-in room seats at most 255`},
+		{"health_timeout below the reports", "[supervisor]\nhealth_timeout = \"1500ms\"\n", `bad.toml:2: [supervisor] health_timeout "1500ms": must be at least 2s`},
+		{"gg2 public_addr unspecified", "[gg2]\npublic_addr = \"::\"\n", `bad.toml:2: [gg2] public_addr "::": clients cannot reach an unspecified address`},
+		{"gunz public_addr unspecified", "[gunz]\npublic_addr = \"0.0.0.0\"\n", `bad.toml:2: [gunz] public_addr "0.0.0.0": clients cannot reach`},
+		// Between values: reported at the one written last.
+		{"pool below max_instances", "[supervisor]\nports = \"30000-30009\"\nmax_instances = 11\n",
+			`bad.toml:3: [supervisor] max_instances 11: only 10 ports (30000-30009) for max_instances 11 (each instance binds one`},
+		{"pool below max_instances plus warm", "[supervisor]\nmax_instances = 10\nwarm = 1\nports = \"30000-30009\"\n",
+			`bad.toml:4: [supervisor] ports "30000-30009": only 10 ports (30000-30009) for max_instances 10 plus warm 1 (`},
+		{"lobby port in the pool", "[supervisor]\nports = \"7000-7999\"\n[lobby]\nlisten = \"0.0.0.0:7100\"\n",
+			`bad.toml:4: [lobby] listen "0.0.0.0:7100": UDP port 7100 collides with [supervisor] ports 7000-7999`},
+		{"pool over the default lobby port", "[supervisor]\n\nports = \"7000-7999\"\n",
+			`bad.toml:3: [supervisor] ports "7000-7999": UDP port 7777 collides with [lobby] listen 0.0.0.0:7777`},
+		{"pool bound where the lobby is", "[lobby]\nlisten = \"127.0.0.1:30000\"\n[supervisor]\nbind = \"127.0.0.1\"\nports = \"30000-30099\"\n",
+			`bad.toml:5: [supervisor] ports "30000-30099": UDP port 30000 collides with [lobby] listen 127.0.0.1:30000`},
+		{"lobby address twice", "[lobby]\nlisten = [\"0.0.0.0:7000\", \"127.0.0.1:7000\"]\n",
+			`bad.toml:2: [lobby] listen ["0.0.0.0:7000", "127.0.0.1:7000"]: UDP port 7000 collides with [lobby] listen 0.0.0.0:7000`},
+		{"gg2 on the lobby port", "[gg2]\nenabled = true\nlisten = \"[::]:7777\"\n",
+			`bad.toml:3: [gg2] listen "[::]:7777": UDP port 7777 collides with [lobby] listen 0.0.0.0:7777`},
+		{"gunz on the gg2 port", "[gg2]\nenabled = true\nlisten = \"127.0.0.1:8000\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:8000\"\n",
+			`bad.toml:6: [gunz] listen "127.0.0.1:8000": UDP port 8000 collides with [gg2] listen 127.0.0.1:8000`},
+		{"admin on the gg2 list port", "[admin]\nlisten = \"127.0.0.1:29944\"\n[gg2]\nenabled = true\n",
+			`bad.toml:2: [admin] listen "127.0.0.1:29944": TCP port 29944 collides with [gg2] listen 0.0.0.0:29944`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.toml", tc.text)
@@ -191,6 +238,9 @@ func TestRefusals(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("got  %q\nwant %q...", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") { // one mistake, one report
+				t.Errorf("more than one problem: %q", err)
 			}
 		})
 	}
@@ -208,16 +258,98 @@ func TestRefusalsAllReportedInOrder(t *testing.T) {
 	}
 }
 
+// Each key is read on its own: every bad value of a section is reported,
+// with the unknown keys, in file order.
+func TestEveryProblemReported(t *testing.T) {
+	_, err := Parse("bad.toml", `[supervisor]
+warm = -1
+ports = 1
+nope = true
+[lobby]
+listen = {a = 1}
+rate = "x"
+[log]
+level = "x"
+format = "x"
+`)
+	want := []string{
+		`bad.toml:2: [supervisor] warm -1: must be at least 0`,
+		`bad.toml:3: [supervisor] ports 1: want a string`,
+		`bad.toml:4: [supervisor] nope: unknown key`,
+		`bad.toml:6: [lobby] listen {...}: want a string or an array of strings`,
+		`bad.toml:7: [lobby] rate "x": want a number`,
+		`bad.toml:9: [log] level "x": want one of ["trace", "debug", "info", "warn", "error"]`,
+		`bad.toml:10: [log] format "x": want one of ["console", "json"]`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// The checks between values wait for every value to be good: a refused
+// value keeps its default, which they would judge instead.
+func TestChecksBetweenValuesWaitForGoodValues(t *testing.T) {
+	_, err := Parse("bad.toml", "[supervisor]\nports = \"7000-7999\"\nmax_instances = \"many\"\n")
+	if want := `bad.toml:3: [supervisor] max_instances "many": want an integer`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// What binds without colliding loads.
+func TestSocketsThatDoNotCollide(t *testing.T) {
+	for name, text := range map[string]string{
+		// The lobby binds udp4 and udp6 apart.
+		"lobby on both families":    "[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+		"gunz beside an IPv6 lobby": "[lobby]\nlisten = \"[::]:8900\"\n[gunz]\nenabled = true\n",
+		// TCP never meets the UDP pool.
+		"admin inside the pool": "[admin]\nlisten = \"127.0.0.1:30500\"\n",
+		// The rooms bind 127.0.0.1 only.
+		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
+		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
+		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+	} {
+		if _, err := Parse("ok.toml", text); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Doubts that do not stop the start come back as warnings, with their
+// line.
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		// The pool sets the limit when max_instances is the built-in one.
+		{"narrow pool", "[supervisor]\n\nports = \"30000-30019\"\n",
+			`ok.toml:3: [supervisor] ports "30000-30019": only 20 ports (30000-30019) for max_instances 64 (each instance binds one`},
+		{"narrow pool with warm", "[supervisor]\nports = \"30000-30099\"\nwarm = 40\n",
+			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
+		{"admin on every address", "[admin]\nlisten = \"[::]:9477\"\n",
+			`ok.toml:2: [admin] listen "[::]:9477": the admin pages have no authentication and listen on every address`},
+	} {
+		c, err := Parse("ok.toml", tc.text)
+		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {
+			t.Errorf("%s: warnings %q, error %v; want %q...", tc.name, c.Warnings, err, tc.want)
+		}
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	if _, err := Load("does-not-exist.toml"); err == nil {
 		t.Error("a missing file was accepted")
 	}
 }
 
+// [room] reaches every instance as settings the built-in room reads back.
 func TestRoomSettings(t *testing.T) {
-	r := Room{MinPlayers: 3, Countdown: 1500 * time.Millisecond, MatchDuration: time.Minute, IdleTimeout: 90 * time.Second}
-	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s"}
-	if got := r.Settings(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Settings() = %v", got)
+	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\nidle_timeout = \"90s\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s", "silence_timeout": "10s"}
+	if got := c.Supervisor.Room; !reflect.DeepEqual(got, want) {
+		t.Errorf("settings = %v", got)
+	}
+	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
+		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
 	}
 }

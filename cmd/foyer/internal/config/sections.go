@@ -2,214 +2,209 @@ package config
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
-func readLobby(s *section, c *Config) {
+// keys is every section's keys, kept for the checks between values. Each
+// section's struct names its keys; its apply method reads each in one
+// line: with which reader (values.go), within which bounds, into which
+// field of Config.
+type keys struct {
+	Lobby      lobbyKeys
+	GG2        gg2Keys
+	Gunz       gunzKeys
+	Supervisor supervisorKeys
+	Room       roomKeys
+	Admin      adminKeys
+	Log        logKeys
+}
+
+type lobbyKeys struct {
+	Listen          toml.Primitive `toml:"listen"`
+	Rate            toml.Primitive `toml:"rate"`
+	Burst           toml.Primitive `toml:"burst"`
+	CreateRate      toml.Primitive `toml:"create_rate"`
+	CreateBurst     toml.Primitive `toml:"create_burst"`
+	MaxSources      toml.Primitive `toml:"max_sources"`
+	ReflectionLimit toml.Primitive `toml:"reflection_limit"`
+	MaxPrefixes     toml.Primitive `toml:"max_prefixes"`
+	RetryWindow     toml.Primitive `toml:"retry_window"`
+	RetryCache      toml.Primitive `toml:"retry_cache"`
+	MaxCreates      toml.Primitive `toml:"max_creates"`
+}
+
+func (k *lobbyKeys) apply(r *reader, c *Config) {
 	l, lim := &c.Lobby, &c.Limits
-	var listen []string
-	if s.list("listen", &listen) {
-		addrs, err := parseListen(listen)
-		if err != nil {
-			v, _ := s.get("listen")
-			s.refuse("listen", v, err.Error())
-		} else {
-			l.Listen = addrs
-		}
-	}
-	s.rate("rate", &lim.Rate)
-	s.int("burst", &lim.Burst, 1, 1<<20)
-	s.rate("create_rate", &lim.CreateRate)
-	s.int("create_burst", &lim.CreateBurst, 1, 1<<20)
-	s.int("max_sources", &lim.MaxSources, 1, 1<<24)
-	s.size("reflection_limit", &lim.ReflectionLimit, 1024)
-	s.int("max_prefixes", &lim.MaxPrefixes, 1, 1<<24)
-	s.duration("retry_window", &l.RetryWindow, time.Second)
-	s.int("retry_cache", &l.RetryCache, 1, 1<<24)
-	s.int("max_creates", &l.MaxCreates, 1, 1<<16)
+	r.get(k.Listen, listen(&l.Listen))
+	r.get(k.Rate, rate(&lim.Rate))
+	r.get(k.Burst, count(&lim.Burst, 1, 1<<20))
+	r.get(k.CreateRate, rate(&lim.CreateRate))
+	r.get(k.CreateBurst, count(&lim.CreateBurst, 1, 1<<20))
+	r.get(k.MaxSources, count(&lim.MaxSources, 1, 1<<24))
+	r.get(k.ReflectionLimit, size(&lim.ReflectionLimit, 1024))
+	r.get(k.MaxPrefixes, count(&lim.MaxPrefixes, 1, 1<<24))
+	r.get(k.RetryWindow, duration(&l.RetryWindow, time.Second))
+	r.get(k.RetryCache, count(&l.RetryCache, 1, 1<<24))
+	r.get(k.MaxCreates, count(&l.MaxCreates, 1, 1<<16))
 }
 
-// parseListen parses UDP listen addresses. Host names are refused: the
-// lobby binds exactly what it is told.
-func parseListen(ss []string) ([]netip.AddrPort, error) {
-	if len(ss) == 0 {
-		return nil, errors.New("want at least one address")
-	}
-	out := make([]netip.AddrPort, 0, len(ss))
-	for _, s := range ss {
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not IP:port (IPv6 as [::1]:7777)", s)
-		}
-		out = append(out, ap)
-	}
-	return out, nil
+type gg2Keys struct {
+	Enabled          toml.Primitive `toml:"enabled"`
+	Listen           toml.Primitive `toml:"listen"`
+	Lobby            toml.Primitive `toml:"lobby"`
+	PublicAddr       toml.Primitive `toml:"public_addr"`
+	Game             toml.Primitive `toml:"game"`
+	TTL              toml.Primitive `toml:"ttl"`
+	MaxServers       toml.Primitive `toml:"max_servers"`
+	MaxServersPerIP  toml.Primitive `toml:"max_servers_per_ip"`
+	DialTimeout      toml.Primitive `toml:"dial_timeout"`
+	MaxChecks        toml.Primitive `toml:"max_checks"`
+	ListTimeout      toml.Primitive `toml:"list_timeout"`
+	MaxListConns     toml.Primitive `toml:"max_list_conns"`
+	Announce         toml.Primitive `toml:"announce"`
+	AnnounceInterval toml.Primitive `toml:"announce_interval"`
 }
 
-func readGG2(s *section, c *Config) {
-	g, srv, ann := &c.GG2, &c.GG2.Server, &c.GG2.Announce
-	s.bool("enabled", &g.Enabled)
-	s.addrPort("listen", &srv.Listen, false)
-	s.text("lobby", func(v string) error {
+func (k *gg2Keys) apply(r *reader, c *Config) {
+	srv, ann := &c.GG2.Server, &c.GG2.Announce
+	r.get(k.Enabled, boolean(&c.GG2.Enabled))
+	r.get(k.Listen, addrPort(&srv.Listen, false))
+	// The lobby ID and game are the announcer's too.
+	r.get(k.Lobby, text(func(v string) error {
 		id, err := gg2wire.ParseUUID(v)
 		if err != nil {
 			return errors.New("not a UUID (want 8-4-4-4-12 hex digits)")
 		}
 		srv.Lobby, ann.Lobby = id, id
 		return nil
-	})
-	s.ip("public_addr", &srv.PublicAddr, false)
-	s.text("game", func(v string) error {
+	}))
+	r.get(k.PublicAddr, ip(&srv.PublicAddr, false, true))
+	r.get(k.Game, text(func(v string) error {
 		if v == "" {
 			return errors.New("must not be empty")
 		}
 		srv.Game, ann.Game = v, v
 		return nil
-	})
-	s.duration("ttl", &srv.TTL, time.Second)
-	s.int("max_servers", &srv.MaxServers, 1, 1<<20)
-	s.int("max_servers_per_ip", &srv.MaxServersPerIP, 1, srv.MaxServers)
-	s.duration("dial_timeout", &srv.DialTimeout, 10*time.Millisecond)
-	s.int("max_checks", &srv.MaxChecks, 1, 1<<10)
-	s.duration("list_timeout", &srv.ListTimeout, 100*time.Millisecond)
-	s.int("max_list_conns", &srv.MaxListConns, 1, 1<<16)
-	s.text("announce", func(v string) error {
-		if v != "" {
-			if err := checkHostPort(v); err != nil {
-				return err
-			}
-		}
+	}))
+	r.get(k.TTL, duration(&srv.TTL, time.Second))
+	r.get(k.MaxServers, count(&srv.MaxServers, 1, 1<<20))
+	r.get(k.MaxServersPerIP, count(&srv.MaxServersPerIP, 1, srv.MaxServers))
+	r.get(k.DialTimeout, duration(&srv.DialTimeout, 10*time.Millisecond))
+	r.get(k.MaxChecks, count(&srv.MaxChecks, 1, 1<<10))
+	r.get(k.ListTimeout, duration(&srv.ListTimeout, 100*time.Millisecond))
+	r.get(k.MaxListConns, count(&srv.MaxListConns, 1, 1<<16))
+	r.get(k.Announce, text(func(v string) error {
 		ann.Upstream = v
-		return nil
-	})
-	s.duration("announce_interval", &ann.Interval, 100*time.Millisecond)
-}
-
-// checkHostPort accepts "host:port" with a host name or IP and a port in
-// 1-65535; the name is resolved when announcing starts.
-func checkHostPort(v string) error {
-	const want = `want "host:port", e.g. "lobby.example.org:29944"`
-	host, port, err := net.SplitHostPort(v)
-	if err != nil || host == "" {
-		return errors.New(want)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return errors.New(want)
-	}
-	if n < 1 || n > 65535 {
-		return fmt.Errorf("port %d outside 1-65535", n)
-	}
-	return nil
-}
-
-func readGunz(s *section, c *Config) {
-	g := &c.Gunz
-	s.bool("enabled", &g.Enabled)
-	// The protocol carries IPv4 addresses only.
-	s.addrPort("listen", &g.Locator.Listen, true)
-	s.ip("public_addr", &g.Locator.PublicAddr, true)
-}
-
-func readSupervisor(s *section, c *Config) {
-	sc := &c.Supervisor
-	s.text("ports", func(v string) error {
-		first, last, err := parsePorts(v)
-		if err == nil {
-			sc.FirstPort, sc.LastPort = first, last
-		}
-		return err
-	})
-	s.int("max_instances", &sc.MaxInstances, 1, 1<<16)
-	s.int("max_players", &sc.MaxPlayers, 1, 1<<16-1)
-	s.int("warm", &sc.Warm, 0, sc.MaxInstances) // never more than may run
-	s.list("command", &sc.Command)
-	s.ip("bind", &sc.Bind, false)
-	s.text("id_file", func(v string) error { sc.IDFile = v; return nil })
-	s.choice("probe", &sc.Probe, "", "teeworlds", "none")
-	if sc.Probe != "" && len(sc.Command) == 0 {
-		v, _ := s.get("probe")
-		s.refuse("probe", v, "needs a command (the built-in room is probed over go-plugin)")
-	}
-	// The supervisor reads a zero duration as "use the default", so zero
-	// is refused here rather than silently changed.
-	for _, d := range []struct {
-		key string
-		dst *time.Duration
-	}{
-		{"spawn_timeout", &sc.SpawnTimeout},
-		{"health_timeout", &sc.HealthTimeout},
-		{"stop_grace", &sc.StopGrace},
-		{"port_cooldown", &sc.PortCooldown},
-		{"port_quarantine", &sc.PortQuarantine},
-		{"seat_ttl", &sc.SeatTTL},
-	} {
-		s.duration(d.key, d.dst, time.Millisecond)
-	}
-}
-
-// parsePorts parses "FIRST-LAST" (inclusive) or a single port.
-func parsePorts(v string) (first, last uint16, err error) {
-	a, b, isRange := strings.Cut(v, "-")
-	if !isRange {
-		b = a
-	}
-	p := func(s string) (uint16, error) {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return 0, errors.New(`want "FIRST-LAST", e.g. "30000-30999"`)
-		}
-		if n < 1 || n > 65535 {
-			return 0, fmt.Errorf("port %d outside 1-65535", n)
-		}
-		return uint16(n), nil
-	}
-	if first, err = p(a); err != nil {
-		return 0, 0, err
-	}
-	if last, err = p(b); err != nil {
-		return 0, 0, err
-	}
-	if first > last {
-		return 0, 0, errors.New("first port above last")
-	}
-	return first, last, nil
-}
-
-func readRoom(s *section, c *Config) {
-	r := &c.Room
-	s.int("min_players", &r.MinPlayers, 1, c.Supervisor.MaxPlayers)
-	s.duration("countdown", &r.Countdown, 0)
-	s.duration("match_duration", &r.MatchDuration, time.Second)
-	s.duration("idle_timeout", &r.IdleTimeout, time.Second)
-}
-
-func readAdmin(s *section, c *Config) {
-	s.text("listen", func(v string) error {
-		if v == "" { // disabled
-			c.Admin.Listen = ""
+		if v == "" {
 			return nil
 		}
-		if _, err := netip.ParseAddrPort(v); err != nil {
+		return hostPort(v)
+	}))
+	r.get(k.AnnounceInterval, duration(&ann.Interval, 100*time.Millisecond))
+}
+
+type gunzKeys struct {
+	Enabled    toml.Primitive `toml:"enabled"`
+	Listen     toml.Primitive `toml:"listen"`
+	PublicAddr toml.Primitive `toml:"public_addr"`
+}
+
+func (k *gunzKeys) apply(r *reader, c *Config) {
+	g := &c.Gunz
+	r.get(k.Enabled, boolean(&g.Enabled))
+	// The protocol carries IPv4 addresses only.
+	r.get(k.Listen, addrPort(&g.Locator.Listen, true))
+	r.get(k.PublicAddr, ip(&g.Locator.PublicAddr, true, true))
+}
+
+type supervisorKeys struct {
+	Ports          toml.Primitive `toml:"ports"`
+	Bind           toml.Primitive `toml:"bind"`
+	MaxInstances   toml.Primitive `toml:"max_instances"`
+	MaxPlayers     toml.Primitive `toml:"max_players"`
+	Warm           toml.Primitive `toml:"warm"`
+	Command        toml.Primitive `toml:"command"`
+	Probe          toml.Primitive `toml:"probe"`
+	SpawnTimeout   toml.Primitive `toml:"spawn_timeout"`
+	HealthTimeout  toml.Primitive `toml:"health_timeout"`
+	StopGrace      toml.Primitive `toml:"stop_grace"`
+	PortCooldown   toml.Primitive `toml:"port_cooldown"`
+	PortQuarantine toml.Primitive `toml:"port_quarantine"`
+	SeatTTL        toml.Primitive `toml:"seat_ttl"`
+	IDFile         toml.Primitive `toml:"id_file"`
+}
+
+// minHealthTimeout is the shortest health_timeout that lets a healthy
+// room live: an instance speaking Foyer's protocol reports at least every
+// 2 s (instance.HeartbeatInterval), the teeworlds probe asks every second.
+const minHealthTimeout = 2 * time.Second
+
+func (k *supervisorKeys) apply(r *reader, c *Config) {
+	sc := &c.Supervisor
+	r.get(k.Ports, text(func(v string) (err error) {
+		sc.FirstPort, sc.LastPort, err = parsePorts(v)
+		return err
+	}))
+	r.get(k.Bind, ip(&sc.Bind, false, false))
+	r.get(k.MaxInstances, count(&sc.MaxInstances, 1, 1<<16))
+	r.get(k.MaxPlayers, count(&sc.MaxPlayers, 1, 1<<16-1))
+	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
+	r.get(k.Command, command(&sc.Command))
+	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "none"))
+	// The supervisor reads a zero duration as "use the default", so zero
+	// is refused here rather than silently changed.
+	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))
+	r.get(k.HealthTimeout, duration(&sc.HealthTimeout, minHealthTimeout))
+	r.get(k.StopGrace, duration(&sc.StopGrace, time.Millisecond))
+	r.get(k.PortCooldown, duration(&sc.PortCooldown, time.Millisecond))
+	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))
+	r.get(k.SeatTTL, duration(&sc.SeatTTL, time.Millisecond))
+	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
+}
+
+type roomKeys struct {
+	MinPlayers    toml.Primitive `toml:"min_players"`
+	Countdown     toml.Primitive `toml:"countdown"`
+	MatchDuration toml.Primitive `toml:"match_duration"`
+	IdleTimeout   toml.Primitive `toml:"idle_timeout"`
+}
+
+func (k *roomKeys) apply(r *reader, c *Config) {
+	rc := &c.Room
+	r.get(k.MinPlayers, count(&rc.MinPlayers, 1, c.Supervisor.MaxPlayers))
+	r.get(k.Countdown, duration(&rc.Countdown, 0))
+	r.get(k.MatchDuration, duration(&rc.MatchDuration, time.Second))
+	r.get(k.IdleTimeout, duration(&rc.IdleTimeout, time.Second))
+}
+
+type adminKeys struct {
+	Listen toml.Primitive `toml:"listen"`
+}
+
+func (k *adminKeys) apply(r *reader, c *Config) {
+	r.get(k.Listen, text(func(v string) error {
+		if _, err := netip.ParseAddrPort(v); v != "" && err != nil {
 			return errors.New(`not IP:port, e.g. "127.0.0.1:9477", or "" to disable`)
 		}
 		c.Admin.Listen = v
 		return nil
-	})
+	}))
 }
 
-func readLog(s *section, c *Config) {
+type logKeys struct {
+	Level  toml.Primitive `toml:"level"`
+	Format toml.Primitive `toml:"format"`
+}
+
+func (k *logKeys) apply(r *reader, c *Config) {
 	level := c.Log.Level.String()
-	s.choice("level", &level, "trace", "debug", "info", "warn", "error")
+	r.get(k.Level, oneOf(&level, "trace", "debug", "info", "warn", "error"))
 	c.Log.Level, _ = zerolog.ParseLevel(level)
-	s.choice("format", &c.Log.Format, "console", "json")
+	r.get(k.Format, oneOf(&c.Log.Format, "console", "json"))
 }
