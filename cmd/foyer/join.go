@@ -51,7 +51,7 @@ func runJoin(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 2 {
-		return c.usageError("needs ADDR and ROOM, got %d arguments", len(pos))
+		return c.usageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
 	}
 	id, err := parseRoomID(pos[1])
 	if err != nil {

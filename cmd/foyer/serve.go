@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -27,42 +25,33 @@ import (
 // SIGINT/SIGTERM; the supervisor's own stop_grace applies per instance.
 const shutdownLimit = 30 * time.Second
 
+var serveHelp = help{
+	usage: []string{"foyer serve [--config PATH]"},
+	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends
+and the upstream announcer when configured, and the supervisor of the
+rooms, until SIGINT or SIGTERM, which stop every room before exiting.
+Every config key and its default is documented in config.toml.`,
+	example: []string{
+		"foyer serve --config config.toml",
+	},
+}
+
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (TOML); built-in defaults when empty")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintln(w, "Usage: foyer serve [--config PATH]")
-		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol), the GG2-style and GunZ front-ends")
-		fmt.Fprintln(w, "and the upstream announcer when configured, and the supervisor of the")
-		fmt.Fprintln(w, "rooms, until SIGINT or SIGTERM, which stop every room before exiting.")
-		fmt.Fprintln(w, "Every config key and its default is documented in config.toml.\n\nFlags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(w, "\nExample:\n  foyer serve --config config.toml")
+	c := newCLI("serve", serveHelp, stdout, stderr)
+	path := c.fs.String("config", "", "`PATH` of the config file (TOML); built-in defaults when empty")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
 	}
-	// Asked-for help goes to stdout; usage after a mistake to stderr.
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return 0
-	case err != nil:
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-		fs.Usage()
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "foyer serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := c.noArgs(pos); !ok {
+		return code
 	}
 	cfg := config.Default()
 	if *path != "" {
+		var err error
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-			return 1
+			return exitFail
 		}
 	}
 	log := newLogger(cfg.Log, stderr)
@@ -70,9 +59,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error().Err(err).Msg("serve failed")
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
 }
 
 // serve runs until ctx is done, then stops taking CREATEs, stops the
