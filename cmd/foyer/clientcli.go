@@ -36,11 +36,12 @@ type lobbyFlags struct {
 	timeout  time.Duration
 	attempts int
 	legacy   bool
+	notes    *waitNotes // nil: say nothing while waiting
 }
 
 // lobbyFlags adds the lobby flags with these defaults; parse checks them.
 func (c *cli) lobbyFlags(timeout time.Duration, attempts int) *lobbyFlags {
-	f := &lobbyFlags{}
+	f := &lobbyFlags{notes: newWaitNotes(c.name, c.stderr)}
 	c.lobby = f
 	c.fs.DurationVar(&f.timeout, "timeout", timeout, "how long one attempt waits for the lobby's answer")
 	c.fs.IntVar(&f.attempts, "attempts", attempts, "how many times a request is sent before giving up")
@@ -52,6 +53,9 @@ func (f *lobbyFlags) options() []client.Option {
 	opts := []client.Option{client.WithTimeout(f.timeout), client.WithAttempts(f.attempts)}
 	if f.legacy {
 		opts = append(opts, client.WithFraming(packet.Legacy))
+	}
+	if f.notes != nil {
+		opts = append(opts, client.WithAttemptFunc(f.notes.attempt))
 	}
 	return opts
 }
@@ -105,7 +109,9 @@ func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
 		return code
 	}
 	defer lc.Close()
-	if err := run(lc); err != nil {
+	err := run(lc)
+	c.lobby.notes.stop()
+	if err != nil {
 		return c.fail(err)
 	}
 	return exitOK

@@ -99,6 +99,7 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 	} else {
 		seat, err = lc.Join(ctx, *room)
 	}
+	cfg.lobby.notes.stop()
 	lobby := lc.Addr()
 	lc.Close()
 	if ctx.Err() != nil {
