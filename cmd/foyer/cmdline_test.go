@@ -32,7 +32,7 @@ func TestEveryCommandHasOneHelpLayout(t *testing.T) {
 
 func TestServeHelpNamesItsFlags(t *testing.T) {
 	_, out, _ := run(t, "serve", "--help")
-	for _, want := range []string{"Usage: foyer serve [--config PATH]", "\n  --config PATH\n"} {
+	for _, want := range []string{"Usage: foyer serve [--config PATH] [--ready-json]", "\n  --config PATH\n", "\n  --ready-json\n", "READY=1", "STOPPING=1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("foyer serve --help lacks %q:\n%s", want, out)
 		}
@@ -61,6 +61,7 @@ func TestUsageErrorsOfEveryCommand(t *testing.T) {
 		{[]string{"serve", "a", "b"}, "foyer serve: takes no arguments, got 2 arguments"},
 		{[]string{"serve", "--bogus"}, "foyer serve: flag provided but not defined: -bogus"},
 		{[]string{"serve", "--config"}, "foyer serve: flag needs an argument: -config"},
+		{[]string{"serve", "--ready-json=maybe"}, `foyer serve: invalid boolean value "maybe" for -ready-json: parse error`},
 		{[]string{"instance", "x"}, "foyer instance: takes no arguments, got 1 argument"},
 		{[]string{"instance", "--bogus"}, "foyer instance: flag provided but not defined: -bogus"},
 		{[]string{"join"}, "foyer join: needs ADDR and ROOM, got 0 arguments"},
@@ -90,6 +91,7 @@ func TestServeConfigFlagForms(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--config", path},
 		{"serve", "--config=" + path},
+		{"serve", "--ready-json", "--config", path},
 		{"serve", "--config", path, "--"},
 	} {
 		code, out, errOut := run(t, args...)
