@@ -17,10 +17,15 @@ all: build
 
 # The binary is static (no cgo): every room is a process of this binary,
 # and a static one keeps each room's resident memory under 15 MB.
+# A first build compiles every dependency and says nothing for about a
+# minute: the lines around it say so.
 build:
+	@echo "== building $(BIN) (a first build compiles every dependency: about a minute; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/foyer
+	@echo "== built $(BIN)"
 
 run: build
+	@echo "== running $(BIN) serve with $(CONFIG) until Ctrl-C"
 	./$(BIN) serve --config $(CONFIG)
 
 # apt_install installs the Debian packages in $(1) that are missing.

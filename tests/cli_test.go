@@ -327,3 +327,24 @@ func TestCLIPlayTwoPlayersToGameEnd(t *testing.T) {
 		}
 	}
 }
+
+// A CREATE the lobby rate-limits is dropped without an answer: the command
+// says on stderr what it waits for and that it asks again, and stdout holds
+// the seat alone. The bucket holds one CREATE and refills in 4 s, so the
+// second create's first attempt is dropped and its second, 4 s later, is
+// served.
+func TestCLICreateRateLimitedSaysWhatItWaitsFor(t *testing.T) {
+	s := startServer(t, "create_rate = 0.25\ncreate_burst = 1", "")
+	addr := s.lobby.String()
+	cliOK(t, "create", addr)
+	r := cliRun(t, nil, "create", "--json", "--timeout", "4s", addr)
+	var seat cliSeatJSON
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &seat) != nil || seat.Lobby != addr {
+		t.Fatalf("rate-limited create: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	want := fmt.Sprintf("foyer create: waiting for ROOM_CREATED or JOIN_FAILED from %s (attempt 1 of 3, up to 4s each); the lobby may be rate-limiting this host\n", addr) +
+		"foyer create: no answer in 4s; asking again (attempt 2 of 3)\n"
+	if r.stderr != want {
+		t.Fatalf("rate-limited create: stderr\n%s\nwant\n%s", r.stderr, want)
+	}
+}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,116 +25,6 @@ const (
 	defaultPort  = "7777"
 )
 
-// Exit codes of the client commands.
-const (
-	exitOK    = 0
-	exitFail  = 1 // the lobby said no, did not answer, or could not be reached
-	exitUsage = 2
-)
-
-// help is what a command's --help prints besides its flags.
-type help struct {
-	usage   []string // "foyer rooms [flags] [ADDR]", one line per form
-	about   string
-	example []string
-}
-
-// cli is one run of a client command: its flags, its writers, and how it
-// reports problems.
-type cli struct {
-	name           string
-	fs             *flag.FlagSet
-	help           help
-	lobby          *lobbyFlags // nil for a command that talks to no lobby
-	stdout, stderr io.Writer
-}
-
-func newCLI(name string, h help, stdout, stderr io.Writer) *cli {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// parse prints --help to stdout and flag errors in its own words.
-	fs.SetOutput(io.Discard)
-	return &cli{name: name, fs: fs, help: h, stdout: stdout, stderr: stderr}
-}
-
-// parse parses flags placed before, between or after the positional
-// arguments ("--" ends the flags), checks the lobby flags if the command has
-// them, and returns the positional arguments. When it returns ok false the
-// command is over and code is its exit code: 0 after --help, 2 after a flag
-// error, which it has reported.
-func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
-	pos, code, ok = c.parseFlags(args)
-	if ok && c.lobby != nil {
-		code, ok = c.lobby.check(c)
-	}
-	return pos, code, ok
-}
-
-func (c *cli) parseFlags(args []string) (pos []string, code int, ok bool) {
-	for {
-		err := c.fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			c.printHelp()
-			return nil, exitOK, false
-		}
-		if err != nil {
-			return nil, c.usageError("%v", err), false
-		}
-		rest := c.fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), exitOK, true
-		}
-		if len(rest) == 0 {
-			return pos, exitOK, true
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// usageError reports a wrong command line and returns exitUsage.
-func (c *cli) usageError(format string, a ...any) int {
-	fmt.Fprintf(c.stderr, "foyer %s: %s\n", c.name, fmt.Sprintf(format, a...))
-	fmt.Fprintf(c.stderr, "Run 'foyer %s --help' for usage.\n", c.name)
-	return exitUsage
-}
-
-// fail reports a failed command in one line and returns exitFail. Errors
-// from package client already name the operation, the lobby and what was
-// expected.
-func (c *cli) fail(err error) int {
-	fmt.Fprintf(c.stderr, "foyer: %v\n", err)
-	return exitFail
-}
-
-func (c *cli) printHelp() {
-	w := c.stdout
-	for i, u := range c.help.usage {
-		prefix := "Usage: "
-		if i > 0 {
-			prefix = "       "
-		}
-		fmt.Fprintln(w, prefix+u)
-	}
-	fmt.Fprintf(w, "\n%s\n", c.help.about)
-	fmt.Fprintln(w, "\nFlags:")
-	c.fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s", f.Name)
-		if typ != "" {
-			fmt.Fprintf(w, " %s", typ)
-		}
-		fmt.Fprintf(w, "\n        %s", usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
-	fmt.Fprintln(w, "\nExample:")
-	for _, e := range c.help.example {
-		fmt.Fprintf(w, "  %s\n", e)
-	}
-}
-
 // interruptContext is done when Ctrl-C or a SIGTERM asks a long-running
 // command (watch, play) to stop, so that it can end cleanly.
 func interruptContext() (context.Context, context.CancelFunc) {
@@ -148,11 +36,12 @@ type lobbyFlags struct {
 	timeout  time.Duration
 	attempts int
 	legacy   bool
+	notes    *waitNotes // nil: say nothing while waiting
 }
 
 // lobbyFlags adds the lobby flags with these defaults; parse checks them.
 func (c *cli) lobbyFlags(timeout time.Duration, attempts int) *lobbyFlags {
-	f := &lobbyFlags{}
+	f := &lobbyFlags{notes: newWaitNotes(c.name, c.stderr)}
 	c.lobby = f
 	c.fs.DurationVar(&f.timeout, "timeout", timeout, "how long one attempt waits for the lobby's answer")
 	c.fs.IntVar(&f.attempts, "attempts", attempts, "how many times a request is sent before giving up")
@@ -164,6 +53,9 @@ func (f *lobbyFlags) options() []client.Option {
 	opts := []client.Option{client.WithTimeout(f.timeout), client.WithAttempts(f.attempts)}
 	if f.legacy {
 		opts = append(opts, client.WithFraming(packet.Legacy))
+	}
+	if f.notes != nil {
+		opts = append(opts, client.WithAttemptFunc(f.notes.attempt))
 	}
 	return opts
 }
@@ -206,7 +98,7 @@ func (c *cli) dial(arg string, f *lobbyFlags) (*client.Client, int, bool) {
 // line.
 func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
 	if len(pos) > 1 {
-		return c.usageError("takes at most one ADDR, got %d arguments", len(pos))
+		return c.usageError("takes at most one ADDR, got %s", count(len(pos), "argument"))
 	}
 	addr := ""
 	if len(pos) == 1 {
@@ -217,7 +109,9 @@ func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
 		return code
 	}
 	defer lc.Close()
-	if err := run(lc); err != nil {
+	err := run(lc)
+	c.lobby.notes.stop()
+	if err != nil {
 		return c.fail(err)
 	}
 	return exitOK

@@ -48,7 +48,7 @@ func TestClientUsageErrors(t *testing.T) {
 		args []string
 		want string // the first line of stderr
 	}{
-		{[]string{"join", "127.0.0.1:7777"}, "foyer join: needs ADDR and ROOM, got 1 arguments"},
+		{[]string{"join", "127.0.0.1:7777"}, "foyer join: needs ADDR and ROOM, got 1 argument"},
 		{[]string{"join", "127.0.0.1:7777", "x"}, `foyer join: room "x" is not a room id (a number from 0 to 4294967295)`},
 		{[]string{"join", "127.0.0.1:7777", "4294967296"}, `foyer join: room "4294967296" is not a room id (a number from 0 to 4294967295)`},
 		{[]string{"rooms", "a:1", "b:2"}, "foyer rooms: takes at most one ADDR, got 2 arguments"},

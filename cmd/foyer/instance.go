@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"io"
 
 	"github.com/foyerlobby/foyer/instance"
@@ -10,25 +8,33 @@ import (
 	"github.com/rs/zerolog"
 )
 
+var instanceHelp = help{
+	usage: []string{"foyer instance"},
+	about: `Serve one reference room to the supervisor of 'foyer serve', which starts
+this command for every room when [supervisor] command is empty or names
+it. It takes no arguments; run by hand it explains itself and exits 1.`,
+	example: []string{
+		"foyer instance --help",
+		"# config.toml; an empty command runs this executable's instance:",
+		"#   [supervisor]",
+		`#   command = ["/usr/local/bin/foyer", "instance"]`,
+	},
+}
+
 // runInstance serves one reference room to the supervisor that started
-// this process. Run by hand it explains itself and exits with status 1.
-func runInstance(args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("instance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		io.WriteString(stderr, "Usage: foyer instance\n\n"+
-			"Serves one reference room. The supervisor of 'foyer serve' starts it;\n"+
-			"it takes no flags and does nothing when run by hand.\n")
+// this process.
+func runInstance(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("instance", instanceHelp, stdout, stderr)
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := c.noArgs(pos); !ok {
+		return code
 	}
 	// The SDK takes over os.Stderr; the log keeps the original, which the
 	// supervisor forwards to its own log.
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	instance.Serve(refroom.New(log))
-	return 1 // Serve exits the process
+	return exitFail // Serve exits the process
 }

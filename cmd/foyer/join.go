@@ -14,7 +14,9 @@ var createHelp = help{
 port, and the game address to send game traffic to. The lobby holds a seat
 in the new room for this host. ADDR defaults to ` + defaultLobby + `.
 Exits 1 if the lobby answers JOIN_FAILED (it cannot start a room) or does
-not answer.`,
+not answer.
+
+` + waitingAbout,
 	example: []string{
 		"foyer create 192.168.1.20:7777",
 		"foyer create --json | jq .port",
@@ -26,7 +28,9 @@ var joinHelp = help{
 	about: `Ask the lobby at ADDR for a seat in room ROOM, and print the room's UDP
 port and the game address to send game traffic to. Exits 1 if the lobby
 answers JOIN_FAILED (the room is unknown, full, or no longer waiting) or
-does not answer.`,
+does not answer.
+
+` + waitingAbout,
 	example: []string{
 		"foyer join 127.0.0.1:7777 42",
 		"foyer join --json 192.168.1.20 42",
@@ -51,7 +55,7 @@ func runJoin(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 2 {
-		return c.usageError("needs ADDR and ROOM, got %d arguments", len(pos))
+		return c.usageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
 	}
 	id, err := parseRoomID(pos[1])
 	if err != nil {

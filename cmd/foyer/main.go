@@ -30,30 +30,43 @@ func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// dispatch runs the command args name. "foyer help COMMAND" is
+// "foyer COMMAND --help".
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		usage(stderr) // a command line that does nothing is a mistake
+		return exitUsage
+	}
+	name := args[0]
+	switch {
+	case name == "-h" || name == "--help" || name == "help" && len(args) == 1:
 		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+		return exitOK
+	case name == "help":
+		name, args = args[1], []string{args[1], "--help"}
 	}
 	for _, c := range commands {
-		if c.name == args[0] {
+		if c.name == name {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "foyer: unknown command %q (see foyer --help)\n", args[0])
-	return 2
+	fmt.Fprintf(stderr, "foyer: unknown command %q\nRun 'foyer --help' for usage.\n", name)
+	return exitUsage
 }
 
+// usage is foyer --help, laid out as every command's --help is.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "foyer: a UDP lobby for multiplayer game rooms")
-	fmt.Fprintln(w, "\nUsage: foyer COMMAND [flags] [args]\n\nCommands:")
+	fmt.Fprintln(w, "Usage: foyer COMMAND [flags] [args]")
+	fmt.Fprintln(w, "       foyer help COMMAND")
+	fmt.Fprintln(w, "\nFoyer is a UDP lobby for multiplayer game rooms: 'foyer serve' runs one,")
+	fmt.Fprintln(w, "the other commands talk to one. Flags are GNU-style (--flag VALUE or")
+	fmt.Fprintln(w, "--flag=VALUE, before or after the arguments; -- ends them).")
+	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
 		if !c.hidden {
 			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 		}
 	}
 	fmt.Fprintln(w, "\nRun 'foyer COMMAND --help' for a command's flags and an example.")
+	fmt.Fprintln(w, "\nExample:\n  foyer serve --config config.toml\n  foyer create --json 127.0.0.1:7777")
 }

@@ -69,7 +69,7 @@ func runPlay(args []string, stdout, stderr io.Writer) int {
 		return c.usageError("--ping and --silence must be positive")
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return c.usageError("needs ADDR and an optional ROOM, got %d arguments", len(pos))
+		return c.usageError("needs ADDR and an optional ROOM, got %s", count(len(pos), "argument"))
 	}
 	var room *uint32
 	if len(pos) == 2 {
@@ -99,6 +99,7 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 	} else {
 		seat, err = lc.Join(ctx, *room)
 	}
+	cfg.lobby.notes.stop()
 	lobby := lc.Addr()
 	lc.Close()
 	if ctx.Err() != nil {

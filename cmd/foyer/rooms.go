@@ -24,7 +24,9 @@ each room has been seen.
 
 With --lan, find the lobbies on the local network instead: the request is
 broadcast to --port on every IPv4 interface, and every lobby that answers
-within --wait is listed with its address. Exits 1 if none answers.`,
+within --wait is listed with its address. Exits 1 if none answers.
+
+` + waitingAbout,
 	example: []string{
 		"foyer rooms 192.168.1.20",
 		"foyer rooms --json 127.0.0.1:7777",

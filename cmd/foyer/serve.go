@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -27,62 +25,69 @@ import (
 // SIGINT/SIGTERM; the supervisor's own stop_grace applies per instance.
 const shutdownLimit = 30 * time.Second
 
+var serveHelp = help{
+	usage: []string{"foyer serve [--config PATH] [--ready-json]"},
+	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends
+and the upstream announcer when configured, and the supervisor of the
+rooms, until SIGINT or SIGTERM, which stop every room before exiting.
+Every config key and its default is documented in config.toml.
+
+Once every listener serves, a unit with Type=notify gets READY=1 (through
+$NOTIFY_SOCKET), and STOPPING=1 when the shutdown begins. --ready-json
+prints one line on stdout at that moment, with every bound address (a
+port 0 in the config shows as the port the system chose; admin, gg2 and
+gunz appear when enabled):
+  {"foyer":"ready","version":1,"pid":4242,"lobby":["127.0.0.1:7777"],
+   "admin":"127.0.0.1:9477","gg2":"0.0.0.0:29944","gunz":"0.0.0.0:8900"}
+Nothing else is written to stdout; the log goes to stderr.`,
+	example: []string{
+		"foyer serve --config config.toml",
+		"foyer serve --config test.toml --ready-json > ready.json &",
+	},
+}
+
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (TOML); built-in defaults when empty")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintln(w, "Usage: foyer serve [--config PATH]")
-		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol), the GG2-style and GunZ front-ends")
-		fmt.Fprintln(w, "and the upstream announcer when configured, and the supervisor of the")
-		fmt.Fprintln(w, "rooms, until SIGINT or SIGTERM, which stop every room before exiting.")
-		fmt.Fprintln(w, "Every config key and its default is documented in config.toml.\n\nFlags:")
-		fs.PrintDefaults()
-		fmt.Fprintln(w, "\nExample:\n  foyer serve --config config.toml")
+	c := newCLI("serve", serveHelp, stdout, stderr)
+	path := c.fs.String("config", "", "`PATH` of the config file (TOML); built-in defaults when empty")
+	readyJSON := c.fs.Bool("ready-json", false, "once every listener serves, print a JSON line of the bound addresses on stdout")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
 	}
-	// Asked-for help goes to stdout; usage after a mistake to stderr.
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return 0
-	case err != nil:
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-		fs.Usage()
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "foyer serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := c.noArgs(pos); !ok {
+		return code
 	}
 	cfg := config.Default()
 	if *path != "" {
+		var err error
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-			return 1
+			return exitFail
 		}
 	}
 	log := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	r := readiness{notify: notifySocket(), log: log}
+	if *readyJSON {
+		r.json = stdout
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, log); err != nil {
+	if err := serve(ctx, cfg, log, r); err != nil {
 		log.Error().Err(err).Msg("serve failed")
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
 }
 
 // serve runs until ctx is done, then stops taking CREATEs, stops the
 // neighbour-protocol edges (the announcer unregisters its rooms upstream,
 // the GG2-style front-end its registered servers), stops every instance
-// and closes the lobby.
-func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
+// and closes the lobby. r hears when every listener serves and when the
+// shutdown begins.
+func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readiness) error {
 	sup, err := supervisor.New(cfg.Supervisor, log)
 	if err != nil {
 		return err
@@ -127,6 +132,8 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 			}
 		})
 	}
+	// Every socket is bound and read by now: what reaches them is served.
+	r.ready(l, adm, edges)
 	lobbyOver := false
 	select { // a socket that fails stops everything
 	case <-ctx.Done():
@@ -135,6 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger) error {
 	case err = <-edgeFailed:
 	}
 	log.Info().Msg("shutting down")
+	r.stopping()
 	l.Drain()
 	adm.Drain()
 	stopEdges()

@@ -30,8 +30,9 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("watch", watchHelp, stdout, stderr)
 	interval := c.fs.Duration("interval", time.Second, "time between refreshes")
 	count := c.fs.Int("count", 0, "stop after this many refreshes (0: until Ctrl-C)")
-	// Each refresh is itself a retry: one short attempt keeps the table live.
-	c.lobbyFlags(time.Second, 1)
+	// Each refresh is itself a retry: one short attempt keeps the table live,
+	// and the table says when the lobby is silent.
+	c.lobbyFlags(time.Second, 1).notes = nil
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code

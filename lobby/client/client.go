@@ -87,6 +87,7 @@ type config struct {
 	attempts  int
 	framing   packet.Framing
 	broadcast []netip.Addr
+	onAttempt func(Attempt)
 }
 
 func newConfig(opts []Option) config {
@@ -130,6 +131,34 @@ func WithFraming(f packet.Framing) Option {
 // without any broadcast at all. Dial ignores it.
 func WithBroadcast(addrs ...netip.Addr) Option {
 	return func(c *config) { c.broadcast = append([]netip.Addr(nil), addrs...) }
+}
+
+// WithAttemptFunc makes every request of a Client call f just before each
+// datagram it sends, so that a caller can tell a person what the request
+// is waiting for: a lobby that rate-limits a host drops its requests
+// without a word, and only the retries show it. f runs on the goroutine
+// that made the request and holds it up while it runs. Discover does not
+// call it.
+func WithAttemptFunc(f func(Attempt)) Option {
+	return func(c *config) { c.onAttempt = f }
+}
+
+// Attempt is one sending of a request, as WithAttemptFunc reports it.
+type Attempt struct {
+	// Request is what is sent: packet.ListRooms, CreateRoom or JoinRoom.
+	Request packet.Type
+	// Lobby is where it is sent.
+	Lobby netip.AddrPort
+	// N counts the attempts from 1, up to Of.
+	N, Of int
+	// Timeout is how long the attempt waits for an answer.
+	Timeout time.Duration
+	// Refused is set when the attempt before this one met "port
+	// unreachable" rather than silence: nothing listened on the lobby's port.
+	Refused bool
+	// Awaiting names the replies that answer the request, such as
+	// "ROOM_CREATED or JOIN_FAILED".
+	Awaiting string
 }
 
 // Seat is a place in a room the lobby holds for this client: where to send
@@ -307,6 +336,10 @@ func (c *Client) do(ctx context.Context, req packet.Message) (packet.Message, er
 			if err := c.wait(ctx, timer, req); err != nil {
 				return packet.Message{}, err
 			}
+		}
+		if f := c.cfg.onAttempt; f != nil {
+			f(Attempt{Request: req.Type, Lobby: c.addr, N: attempt + 1, Of: c.cfg.attempts,
+				Timeout: c.cfg.timeout, Refused: refused, Awaiting: expected(req.Type)})
 		}
 		refused = false
 		select {

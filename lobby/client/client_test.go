@@ -194,6 +194,58 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// attempts records what WithAttemptFunc reports.
+type attempts struct {
+	mu  sync.Mutex
+	got []client.Attempt
+}
+
+func (a *attempts) add(at client.Attempt) {
+	a.mu.Lock()
+	a.got = append(a.got, at)
+	a.mu.Unlock()
+}
+
+func TestAttemptFuncSeesEveryAttempt(t *testing.T) {
+	l := clienttest.Start(t)
+	l.DropFirst(1) // as a lobby rate-limiting this host would
+	var rec attempts
+	c := dial(t, l, append(fast, client.WithAttemptFunc(rec.add))...)
+	if _, err := c.Create(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := client.Attempt{Request: packet.CreateRoom, Lobby: l.Addr, N: 1, Of: client.DefaultAttempts,
+		Timeout: 50 * time.Millisecond, Awaiting: "ROOM_CREATED or JOIN_FAILED"}
+	second := first
+	second.N = 2
+	if want := []client.Attempt{first, second}; !reflect.DeepEqual(rec.got, want) {
+		t.Fatalf("attempts = %+v, want %+v", rec.got, want)
+	}
+}
+
+func TestAttemptFuncSeesRefusal(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close()
+
+	var rec attempts
+	c, err := client.Dial(addr, client.WithAttempts(2), client.WithAttemptFunc(rec.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Join(t.Context(), 7); !errors.Is(err, client.ErrRefused) {
+		t.Fatalf("Join on a closed port: %v, want ErrRefused", err)
+	}
+	if len(rec.got) != 2 || rec.got[0].Refused || !rec.got[1].Refused ||
+		rec.got[1].Request != packet.JoinRoom || rec.got[1].Awaiting != "JOIN_SUCCESS or JOIN_FAILED" {
+		t.Fatalf("attempts = %+v, want two JOINs, the second after a refusal", rec.got)
+	}
+}
+
 func TestLegacyFraming(t *testing.T) {
 	l := clienttest.Start(t)
 	l.SetRooms(twoRooms...)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
+	"github.com/foyerlobby/foyer/lobby"
+	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gunz"
+)
+
+// readiness tells whoever started foyer serve where it listens and when it
+// stops: the service manager through sd_notify(3), and, with --ready-json,
+// a test or script reading stdout.
+type readiness struct {
+	notify *net.UnixAddr // the service manager's socket; nil without one
+	json   io.Writer     // --ready-json's stdout; nil without the flag
+	log    zerolog.Logger
+}
+
+// readyVersion numbers the ready line's format; it changes only when a
+// field changes meaning or goes away.
+const readyVersion = 1
+
+// readyLine is the --ready-json line: every bound address, with the ports
+// the system chose for port 0. Listeners that are off are left out.
+type readyLine struct {
+	Foyer   string           `json:"foyer"` // always "ready": the line names itself
+	Version int              `json:"version"`
+	PID     int              `json:"pid"`
+	Lobby   []netip.AddrPort `json:"lobby"`
+	Admin   *netip.AddrPort  `json:"admin,omitempty"`
+	GG2     *netip.AddrPort  `json:"gg2,omitempty"` // UDP and TCP
+	Gunz    *netip.AddrPort  `json:"gunz,omitempty"`
+}
+
+// notifySocket returns the address of the service manager's notification
+// socket, and removes it from the environment: the rooms are this
+// process's children and must not speak for the service. A socket that is
+// neither a path nor an abstract name ("@name") is not one Foyer can use.
+//
+// sd_notify(3) is one datagram of "KEY=value" lines to that socket, a
+// protocol systemd documents as stable; writing it here costs a dozen
+// lines and no dependency.
+func notifySocket() *net.UnixAddr {
+	path := os.Getenv("NOTIFY_SOCKET")
+	os.Unsetenv("NOTIFY_SOCKET")
+	if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "@") {
+		return nil
+	}
+	// Package net maps a leading "@" to Linux's abstract namespace.
+	return &net.UnixAddr{Name: path, Net: "unixgram"}
+}
+
+// ready reports the listeners of a lobby that now serves.
+func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
+	line := readyLine{Foyer: "ready", Version: readyVersion, PID: os.Getpid(), Lobby: l.Addrs()}
+	if a := adm.Addr(); a.IsValid() {
+		line.Admin = &a
+	}
+	for _, e := range edges {
+		switch e := e.(type) {
+		case *gg2.Server:
+			line.GG2 = &e.Addrs()[0]
+		case *gunz.Locator:
+			line.Gunz = &e.Addrs()[0]
+		}
+	}
+	r.send("READY=1")
+	if r.json != nil {
+		b, _ := json.Marshal(line) // addresses and numbers: cannot fail
+		r.json.Write(append(b, '\n'))
+	}
+	r.log.Info().Bool("notified", r.notify != nil).Bool("ready_json", r.json != nil).Msg("ready")
+}
+
+// stopping tells the service manager that the shutdown has begun.
+func (r readiness) stopping() { r.send("STOPPING=1") }
+
+// send writes one sd_notify state to the service manager, if there is
+// one. A failure is logged and changes nothing else: the lobby serves
+// whether or not its manager heard.
+func (r readiness) send(state string) {
+	if r.notify == nil {
+		return
+	}
+	conn, err := net.DialUnix("unixgram", nil, r.notify)
+	if err == nil {
+		_, err = conn.Write([]byte(state))
+		conn.Close()
+	}
+	if err != nil {
+		r.log.Warn().Err(err).Str("state", state).Str("socket", r.notify.Name).Msg("sd_notify failed")
+	}
+}
