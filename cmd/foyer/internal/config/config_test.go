@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,18 @@ format = "json"
 }
 
 // A single port is a pool of one.
+func TestDenyList(t *testing.T) {
+	c, err := Parse("x.toml", "[lobby]\ndeny = [\"203.0.113.7\", \"198.51.100.9/24\", \"::ffff:192.0.2.1\", \"2001:db8::/32\"]\nunverified_reply_limit = \"64KiB\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32"), netip.MustParsePrefix("198.51.100.0/24"),
+		netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/32")}
+	if !slices.Equal(c.Limits.Deny, want) || c.Limits.UnverifiedReplyLimit != 64<<10 {
+		t.Errorf("deny %v, unverified %d; want %v, 65536", c.Limits.Deny, c.Limits.UnverifiedReplyLimit, want)
+	}
+}
+
 func TestSinglePort(t *testing.T) {
 	c, err := Parse("x.toml", "[supervisor]\nports = \"40000\"\nmax_instances = 1\n")
 	if err != nil {
@@ -150,6 +163,9 @@ func TestRefusals(t *testing.T) {
 		{"listen empty", "[lobby]\nlisten = []\n", `bad.toml:2: [lobby] listen []: want at least one address`},
 		{"listen wrong type", "[lobby]\nlisten = 7777\n", `bad.toml:2: [lobby] listen 7777: want a string or an array of strings`},
 		{"rate zero", "[lobby]\nrate = 0\n", `bad.toml:2: [lobby] rate 0: must be above 0`},
+		{"deny garbage", "[lobby]\n\ndeny = [\"10.0.0.0/8\", \"evil.example\"]\n", `bad.toml:3: [lobby] deny ["10.0.0.0/8", "evil.example"]: "evil.example" is neither an address nor a network`},
+		{"deny string", "[lobby]\ndeny = \"10.0.0.1\"\n", `bad.toml:2: [lobby] deny "10.0.0.1": want an array of addresses and networks`},
+		{"unverified small", "[lobby]\nunverified_reply_limit = 10\n", `bad.toml:2: [lobby] unverified_reply_limit 10: must be between 1024`},
 		{"rate negative", "[lobby]\ncreate_rate = -1.5\n", `bad.toml:2: [lobby] create_rate -1.5: must be above 0`},
 		{"rate string", "[lobby]\nrate = \"fast\"\n", `bad.toml:2: [lobby] rate "fast": want a number`},
 		{"burst zero", "[lobby]\nburst = 0\n", `bad.toml:2: [lobby] burst 0: must be at least 1`},

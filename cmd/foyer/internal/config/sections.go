@@ -37,6 +37,8 @@ type lobbyKeys struct {
 	RetryWindow     toml.Primitive `toml:"retry_window"`
 	RetryCache      toml.Primitive `toml:"retry_cache"`
 	MaxCreates      toml.Primitive `toml:"max_creates"`
+	Unverified      toml.Primitive `toml:"unverified_reply_limit"`
+	Deny            toml.Primitive `toml:"deny"`
 }
 
 func (k *lobbyKeys) apply(r *reader, c *Config) {
@@ -52,6 +54,8 @@ func (k *lobbyKeys) apply(r *reader, c *Config) {
 	r.get(k.RetryWindow, duration(&l.RetryWindow, time.Second))
 	r.get(k.RetryCache, count(&l.RetryCache, 1, 1<<24))
 	r.get(k.MaxCreates, count(&l.MaxCreates, 1, 1<<16))
+	r.get(k.Unverified, size(&lim.UnverifiedReplyLimit, 1024))
+	r.get(k.Deny, networks(&lim.Deny))
 }
 
 type gg2Keys struct {

@@ -237,6 +237,31 @@ func listen(dst *[]netip.AddrPort) value {
 	}
 }
 
+// networks reads an array of addresses and networks ("203.0.113.7",
+// "198.51.100.0/24", "2001:db8::/32"); an address is a network of one.
+func networks(dst *[]netip.Prefix) value {
+	return func(raw any) error {
+		ss, err := strs(raw, `an array of addresses and networks, e.g. ["203.0.113.7", "198.51.100.0/24"]`)
+		if err != nil {
+			return err
+		}
+		var out []netip.Prefix // nil for [], as the default
+		for _, s := range ss {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("%q is neither an address nor a network such as 198.51.100.0/24", s)
+				}
+				p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+			}
+			out = append(out, p.Masked())
+		}
+		*dst = out
+		return nil
+	}
+}
+
 // command reads an argument vector: an array of strings whose first, the
 // program, is not empty. A single string is refused rather than taken as
 // the program, since "server --port {port}" would be run as one name.
