@@ -225,7 +225,7 @@ func TestLegacyFraming(t *testing.T) {
 	if _, err := c.Join(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range l.Requests() {
+	for _, r := range requestsSeen(t, l, 2) { // the LIST and the JOIN
 		if r.Framing != packet.Legacy {
 			t.Fatalf("request sent in %v framing, want legacy", r.Framing)
 		}
