@@ -383,8 +383,12 @@ func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
 	if n := rooms.creates.Load(); n != 1 {
 		t.Errorf("%d creates ran", n)
 	}
-	if s := l.Stats(); s.Retries != 10 || s.Drops["retry_pending"] != 4 || s.Granted["create"] != 1 {
-		t.Errorf("stats %+v", s)
+	// Every copy that reached the lobby while the first ran was dropped
+	// as pending: the lobby's own counts, whatever the kernel delivered.
+	s := l.Stats()
+	if s.Retries != 10 || s.Granted["create"] != 1 || s.Requests["create"] > 5+10 ||
+		s.Drops["retry_pending"] != s.Requests["create"]-1-10 {
+		t.Errorf("stats %+v, want one CREATE run, the copies sent while it ran pending and the 10 later retries replayed", s)
 	}
 }
 
