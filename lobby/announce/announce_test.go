@@ -50,12 +50,17 @@ func serve(t *testing.T, s interface{ Serve(context.Context) error }) context.Ca
 	}
 }
 
+// upstreamTTL is how long the upstream lists a room after its last
+// registration: 40 announce intervals of the tests, so that only an
+// announcer stalled for 2 s could let a room lapse.
+const upstreamTTL = 2 * time.Second
+
 // upstream is a GG2-style front-end on loopback, as a second Foyer runs it.
 func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
 	t.Helper()
 	cfg := gg2.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	cfg.TTL = 500 * time.Millisecond
+	cfg.TTL = upstreamTTL
 	table := memrooms.New()
 	srv, err := gg2.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {
@@ -97,10 +102,11 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	eventually(t, "players upstream", func() bool { r, _ := upTable.Registered(key(30001)); return r.Players == 3 })
 
 	// Registered again every interval, the rooms outlive the upstream's
-	// 500 ms TTL (40 registrations of two rooms take a second): the
-	// upstream room keeps its id, which it would not after an expiry.
+	// TTL (100 registrations of two rooms, one each per 50 ms interval,
+	// take 2.5 s): the upstream room keeps its id, which it would not
+	// after an expiry.
 	first, _ := upTable.Registered(key(30001))
-	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 40 })
+	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 100 })
 	if keys := upTable.Keys(); len(keys) != 2 {
 		t.Fatalf("upstream has %v, want the two own rooms", keys)
 	}

@@ -153,11 +153,16 @@ func TestRoomsPage(t *testing.T) {
 		empty.Rooms == nil || len(empty.Rooms) != 0 || !strings.Contains(body, `"rooms": []`) {
 		t.Fatalf("/rooms of no rooms: %d %q\n%s", code, h.Get("Content-Type"), body)
 	}
+	// The room starts between these two moments: its start time must say
+	// so, and its age can be no more than the time since the first.
+	beforeCreate := time.Now()
 	seat, err := l.Client().Create(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, body = get(t, s, "GET", "/rooms")
+	sincePage := time.Since(beforeCreate)
+	afterPage := time.Now()
 	var table tableJSON
 	if err := json.Unmarshal([]byte(body), &table); err != nil {
 		t.Fatalf("%v\n%s", err, body)
@@ -167,8 +172,8 @@ func TestRoomsPage(t *testing.T) {
 	}
 	r := table.Rooms[0]
 	if r.ID != seat.Room || r.Port != seat.Port || r.State != "waiting" || r.MaxPlayers != 3 ||
-		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 ||
-		time.Since(r.StartedAt) > time.Minute || table.Version <= empty.Version {
+		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 || r.AgeSeconds > sincePage.Seconds() ||
+		r.StartedAt.Before(beforeCreate.Round(0)) || r.StartedAt.After(afterPage.Round(0)) || table.Version <= empty.Version {
 		t.Errorf("/rooms row %+v (version %d after %d) for room %d port %d", r, table.Version, empty.Version, seat.Room, seat.Port)
 	}
 }
