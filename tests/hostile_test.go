@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,4 +207,38 @@ func residentBytes(t *testing.T, pid int) int {
 	}
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// The admin pages show every player's address: off loopback they need a
+// bearer token, and without one the start is refused.
+func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
+	open := exec.Command(bin, "serve", "--config", readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\n"))
+	out, err := open.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "needs token or token_file") {
+		t.Fatalf("an admin listener on every address without a token started (%v):\n%s", err, out)
+	}
+	const token = "a-long-enough-admin-token"
+	cmd := exec.Command(bin, "serve", "--ready-json", "--config",
+		readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \""+token+"\"\n"))
+	s, ready, _, _ := readyServeJSON(t, cmd)
+	url := "http://" + netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ready.Admin.Port()).String() + "/rooms"
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer wrong-token-of-some-length", 401}, {"Basic " + token, 401}, {"Bearer " + token, 200}} {
+		req, _ := http.NewRequest("GET", url, nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET /rooms with %q: %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	s.wait(t)
 }

@@ -176,7 +176,7 @@ func listeners(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard
 			src.Gunz = e.Stats
 		}
 	}
-	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen}, src, log)
+	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Token: cfg.Admin.Token}, src, log)
 	if err != nil {
 		l.Close()
 		return nil, nil, err

@@ -7,12 +7,14 @@
 //
 // It reads what it shows through Sources, plain functions, so it depends
 // on the lobby and the supervisor only through their Stats and room-table
-// types. It has no authentication: bind it to loopback or a management
-// network (the default is 127.0.0.1:9477).
+// types. On loopback it needs no authentication; on any other address it
+// answers only requests carrying the configured bearer token, since
+// /rooms shows every player's address.
 package admin
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,10 @@ type Config struct {
 	// Listen is the TCP address of the listener, e.g. "127.0.0.1:9477";
 	// empty disables it.
 	Listen string
+	// Token, when set, is the bearer token every request must carry
+	// ("Authorization: Bearer TOKEN"). An address other than loopback
+	// needs one.
+	Token string
 }
 
 // Sources are where the admin pages read from; a nil source leaves its
@@ -77,6 +83,9 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
+	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
+		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
@@ -86,8 +95,12 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /rooms", s.rooms)
+	var handler http.Handler = mux
+	if cfg.Token != "" {
+		handler = bearer(cfg.Token, mux)
+	}
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -228,4 +241,18 @@ func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 		out.Rooms = append(out.Rooms, row)
 	}
 	return out
+}
+
+// bearer lets through the requests that carry token as their bearer
+// token, compared in constant time; the others get 401.
+func bearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="foyer admin"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -64,6 +64,10 @@ type Gunz struct {
 // Admin is the [admin] section: the admin HTTP listener.
 type Admin struct {
 	Listen string // "IP:port"; empty disables the listener
+	// Token is the bearer token every request must carry, read from the
+	// file token_file names or given as token; empty: none (loopback
+	// only).
+	Token string
 }
 
 // Log is the [log] section.

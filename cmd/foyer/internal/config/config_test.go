@@ -2,6 +2,8 @@ package config
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -80,6 +82,17 @@ func TestDenyList(t *testing.T) {
 		netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/32")}
 	if !slices.Equal(c.Limits.Deny, want) || c.Limits.UnverifiedReplyLimit != 64<<10 {
 		t.Errorf("deny %v, unverified %d; want %v, 65536", c.Limits.Deny, c.Limits.UnverifiedReplyLimit, want)
+	}
+}
+
+func TestAdminToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("  0123456789abcdef-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("x.toml", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken_file = \""+file+"\"\n")
+	if err != nil || c.Admin.Token != "0123456789abcdef-from-file" {
+		t.Fatalf("token from file: %q, %v", c.Admin.Token, err)
 	}
 }
 
@@ -163,6 +176,9 @@ func TestRefusals(t *testing.T) {
 		{"listen empty", "[lobby]\nlisten = []\n", `bad.toml:2: [lobby] listen []: want at least one address`},
 		{"listen wrong type", "[lobby]\nlisten = 7777\n", `bad.toml:2: [lobby] listen 7777: want a string or an array of strings`},
 		{"rate zero", "[lobby]\nrate = 0\n", `bad.toml:2: [lobby] rate 0: must be above 0`},
+		{"admin off loopback without token", "[admin]\nlisten = \"[::]:9477\"\n", `bad.toml:2: [admin] listen "[::]:9477": an admin address other than loopback needs token or token_file`},
+		{"admin token short", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken = \"secret\"\n", `bad.toml:3: [admin] token "secret": a token of 6 characters is too short (at least 16)`},
+		{"admin token file missing", "[admin]\ntoken_file = \"/nonexistent/token\"\n", `bad.toml:2: [admin] token_file "/nonexistent/token": open /nonexistent/token: no such file or directory`},
 		{"deny garbage", "[lobby]\n\ndeny = [\"10.0.0.0/8\", \"evil.example\"]\n", `bad.toml:3: [lobby] deny ["10.0.0.0/8", "evil.example"]: "evil.example" is neither an address nor a network`},
 		{"deny string", "[lobby]\ndeny = \"10.0.0.1\"\n", `bad.toml:2: [lobby] deny "10.0.0.1": want an array of addresses and networks`},
 		{"unverified small", "[lobby]\nunverified_reply_limit = 10\n", `bad.toml:2: [lobby] unverified_reply_limit 10: must be between 1024`},
@@ -322,7 +338,7 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		// The rooms bind 127.0.0.1 only.
 		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
 		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
-		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
 		if _, err := Parse("ok.toml", text); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -339,8 +355,6 @@ func TestWarnings(t *testing.T) {
 			`ok.toml:3: [supervisor] ports "30000-30019": only 20 ports (30000-30019) for max_instances 64 (each instance binds one`},
 		{"narrow pool with warm", "[supervisor]\nports = \"30000-30099\"\nwarm = 40\n",
 			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
-		{"admin on every address", "[admin]\nlisten = \"[::]:9477\"\n",
-			`ok.toml:2: [admin] listen "[::]:9477": the admin pages have no authentication and listen on every address`},
 	} {
 		c, err := Parse("ok.toml", tc.text)
 		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {

@@ -2,7 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -188,7 +191,9 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 }
 
 type adminKeys struct {
-	Listen toml.Primitive `toml:"listen"`
+	Listen    toml.Primitive `toml:"listen"`
+	Token     toml.Primitive `toml:"token"`
+	TokenFile toml.Primitive `toml:"token_file"`
 }
 
 func (k *adminKeys) apply(r *reader, c *Config) {
@@ -199,6 +204,31 @@ func (k *adminKeys) apply(r *reader, c *Config) {
 		c.Admin.Listen = v
 		return nil
 	}))
+	r.get(k.Token, text(func(v string) error { return setToken(&c.Admin.Token, v) }))
+	r.get(k.TokenFile, text(func(v string) error {
+		if v == "" {
+			return nil
+		}
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return err
+		}
+		return setToken(&c.Admin.Token, strings.TrimSpace(string(b)))
+	}))
+}
+
+// minToken is the shortest bearer token accepted: one worth guessing at
+// over the network is no protection.
+const minToken = 16
+
+func setToken(dst *string, v string) error {
+	if v != "" && len(v) < minToken {
+		return fmt.Errorf("a token of %d characters is too short (at least %d)", len(v), minToken)
+	}
+	if v != "" {
+		*dst = v
+	}
+	return nil
 }
 
 type logKeys struct {
