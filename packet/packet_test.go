@@ -461,6 +461,58 @@ func TestSetSeq(t *testing.T) {
 	}
 }
 
+// SetSeqTick gives a cached encoding the sequence and tick of another
+// request: the same bytes as encoding with them, in either framing (the
+// compact one has no tick to set).
+func TestSetSeqTick(t *testing.T) {
+	for _, m := range variants() {
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetSeqTick(b, 0xBEEF, 0xCAFEF00D)
+		m.Seq = 0xBEEF
+		if m.Framing == Legacy {
+			m.Tick = 0xCAFEF00D
+		}
+		want, _ := m.Append(nil)
+		if !bytes.Equal(b, want) {
+			t.Errorf("%s: SetSeqTick gave %x, want %x", name(m), b, want)
+		}
+	}
+	for _, short := range [][]byte{nil, {1, 0x40, 0}, wiretest.Hex(t, "a35fc81d0101400001000000070000000000")} {
+		before := bytes.Clone(short)
+		SetSeqTick(short, 9, 9)
+		if !bytes.Equal(short, before) {
+			t.Errorf("SetSeqTick changed a too-short datagram %x to %x", before, short)
+		}
+	}
+}
+
+// TypeOf reads back the type of every encoding, and is 0 for what is too
+// short to have a header.
+func TestTypeOf(t *testing.T) {
+	for _, m := range variants() {
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := TypeOf(b); got != m.Type {
+			t.Errorf("%s: TypeOf = %v", name(m), got)
+		}
+		hl := CompactHeaderLen
+		if m.Framing == Legacy {
+			hl = LegacyHeaderLen
+		}
+		if got := TypeOf(b[:hl-1]); got != 0 {
+			t.Errorf("%s: TypeOf of %d bytes = %v, want 0", name(m), hl-1, got)
+		}
+	}
+	if got := TypeOf(nil); got != 0 {
+		t.Errorf("TypeOf(nil) = %v", got)
+	}
+}
+
 func TestReason(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -2,14 +2,18 @@ package announce
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
@@ -164,5 +168,40 @@ func TestSyncCatchesMissedEvents(t *testing.T) {
 	eventually(t, "withdrawn", func() bool { return up.Stats().Requests["unregister"] == 1 })
 	if st := a.Stats(); st.Unregisters != 1 || st.Rooms != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// An upstream that is down refuses the registrations (ICMP, seen as an
+// error on a later send): they are counted and summed into one log line
+// per interval.
+func TestSendErrorsReported(t *testing.T) {
+	down := udptest.Listen(t, "127.0.0.1")
+	addr := down.LocalAddr().String()
+	down.Close() // nothing listens on the port now
+	local := memrooms.New()
+	local.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	var logs logbuf.Buffer
+	cfg := DefaultConfig()
+	cfg.Upstream = addr
+	cfg.Interval = 20 * time.Millisecond
+	a, err := New(cfg, local, zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, a)
+	eventually(t, "a reported send error", func() bool {
+		return a.Stats().SendErrors > 0 && strings.Contains(logs.String(), `"message":"announce send errors"`)
+	})
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Message    string
+			SendErrors *uint64 `json:"send_errors"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if l.Message == "announce send errors" && (l.SendErrors == nil || *l.SendErrors == 0) {
+			t.Errorf("report line without errors: %s", line)
+		}
 	}
 }

@@ -20,7 +20,9 @@ import (
 // fast keeps tests that wait for lost replies short. Its attempts are
 // many, so that an answer slower than the timeout costs one more attempt,
 // not the test: the timing is not asserted.
-var fast = []client.Option{client.WithTimeout(50 * time.Millisecond), client.WithAttempts(50)}
+var fast = []client.Option{client.WithTimeout(50 * time.Millisecond), client.WithAttempts(fastAttempts)}
+
+const fastAttempts = 50
 
 func dial(t *testing.T, l *clienttest.Lobby, opts ...client.Option) *client.Client {
 	t.Helper()
@@ -234,7 +236,7 @@ func TestAttemptFuncSeesEveryAttempt(t *testing.T) {
 	if _, err := c.Create(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	first := client.Attempt{Request: packet.CreateRoom, Lobby: l.Addr, N: 1, Of: client.DefaultAttempts,
+	first := client.Attempt{Request: packet.CreateRoom, Lobby: l.Addr, N: 1, Of: fastAttempts,
 		Timeout: 50 * time.Millisecond, Awaiting: "ROOM_CREATED or JOIN_FAILED"}
 	second := first
 	second.N = 2

@@ -34,7 +34,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -129,7 +129,7 @@ type Server struct {
 	tcp   *net.TCPListener
 	guard *limit.Guard
 
-	requests, drops frontend.Counters
+	requests, drops tally.Set
 	listConns       atomic.Int64
 	table           table
 	lists           listCache
@@ -218,7 +218,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	loops.Go(func() { s.acceptLoop(ctx) })
 	loops.Go(func() { s.table.expireLoop(ctx) })
-	loops.Go(func() { frontend.Report(ctx, s.log, s.cfg.ReportInterval, &s.drops) })
+	loops.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
 	var err error
 	select {
 	case <-ctx.Done():
@@ -236,18 +236,14 @@ func (s *Server) Serve(ctx context.Context) error {
 
 func (s *Server) readLoop(ctx context.Context) error {
 	buf := make([]byte, 1<<16)
-	errs := 0
-	for {
+	return tally.ReadLoop(s.drops.Counter("read_error"), func() error {
 		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if stop, err := frontend.ReadError(err, &errs, &s.drops); stop {
-				return err
-			}
-			continue
+			return err
 		}
-		errs = 0
 		s.handleDatagram(ctx, buf[:n], from.Addr().Unmap(), time.Now())
-	}
+		return nil
+	})
 }
 
 func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, now time.Time) {

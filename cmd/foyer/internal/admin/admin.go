@@ -1,7 +1,8 @@
 // Package admin is Foyer's admin HTTP listener, for the people and
 // machines that run a lobby:
 //
-//	GET /metrics   counters and gauges in the Prometheus text format
+//	GET /metrics   Foyer's counters and gauges, and the Go runtime's and
+//	               the process's, for Prometheus
 //	GET /healthz   200 "ok" while serving, 503 "shutting down" after Drain
 //	GET /rooms     the room table as JSON
 //
@@ -25,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby"
@@ -91,13 +93,19 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
+	errLog := stdlog.New(s.log, "", 0)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
+		// A series that fails to collect is logged and left out; the
+		// rest of the page still answers.
+		ErrorLog:      errLog,
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /rooms", s.rooms)
-	var handler http.Handler = mux
+	handler := noStore(mux) // every page is of now
 	if cfg.Token != "" {
-		handler = bearer(cfg.Token, mux)
+		handler = bearer(cfg.Token, handler)
 	}
 	s.http = &http.Server{
 		Handler:           handler,
@@ -106,7 +114,7 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          stdlog.New(s.log, "", 0),
+		ErrorLog:          errLog,
 	}
 	return s, nil
 }
@@ -155,7 +163,6 @@ func (s *Server) Serve(ctx context.Context) error {
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
 	if s.draining.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "shutting down")
@@ -164,30 +171,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(s.appendMetrics(nil))
-}
-
-// appendMetrics renders every source's metrics.
-func (s *Server) appendMetrics(b []byte) []byte {
-	if s.src.Lobby != nil {
-		b = appendLobby(b, s.src.Lobby())
-	}
-	if s.src.Supervisor != nil {
-		b = appendSupervisor(b, s.src.Supervisor())
-	}
-	if s.src.Rooms != nil {
-		b = appendRooms(b, s.src.Rooms())
-	}
-	if s.src.GG2 != nil {
-		b = appendGG2(b, s.src.GG2())
-	}
-	if s.src.Gunz != nil {
-		b = appendGunz(b, s.src.Gunz())
-	}
-	return b
+// noStore has h's answers kept by no cache.
+func noStore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // roomJSON is one row of /rooms.
@@ -221,7 +210,6 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 		snap = s.src.Rooms()
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(roomTable(snap, time.Now())) // a write error means the client left
