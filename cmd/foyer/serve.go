@@ -167,7 +167,9 @@ func listeners(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard
 	if err != nil {
 		return nil, nil, err
 	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List}
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List, Guard: func() admin.GuardStats {
+		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
+	}}
 	for _, e := range edges {
 		switch e := e.(type) {
 		case *gg2.Server:

@@ -56,6 +56,8 @@ type Sources struct {
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
 	GG2  func() gg2.Stats
 	Gunz func() gunz.Stats
+	// Guard is the rate limiting every edge shares.
+	Guard func() GuardStats
 }
 
 // Timeouts of the HTTP server: every page is small and made at once, so

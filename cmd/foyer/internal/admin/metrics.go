@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/foyerlobby/foyer/internal/limit"
+
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -49,6 +51,9 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	}
 	if src.Gunz != nil {
 		cs = append(cs, stats[gunz.Stats]{src.Gunz, gunzDescs, collectGunz})
+	}
+	if src.Guard != nil {
+		cs = append(cs, stats[GuardStats]{src.Guard, guardDescs, collectGuard})
 	}
 	return cs
 }
@@ -233,4 +238,30 @@ func collectGunz(ch chan<- prometheus.Metric, s gunz.Stats) {
 	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
 	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
 	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)
+}
+
+// GuardStats is what the guard every edge shares says of itself.
+type GuardStats struct {
+	limit.Counts
+	UnderPressure bool
+}
+
+var (
+	guardPressure     = desc("foyer_guard_under_pressure", "1 while new sources come faster than they are admitted or a socket drops datagrams.", "")
+	guardUnadmitted   = desc("foyer_guard_unadmitted_total", "Requests of never-seen sources refused past the admission budget, every edge.", "")
+	guardDenied       = desc("foyer_guard_denied_total", "Datagrams, connections and registrations from the deny list, every edge.", "")
+	guardUnverifiedNo = desc("foyer_guard_unverified_replies_dropped_total", "Replies to sources first seen under pressure held back by unverified_reply_limit.", "")
+
+	guardDescs = []*prometheus.Desc{guardPressure, guardUnadmitted, guardDenied, guardUnverifiedNo}
+)
+
+func collectGuard(ch chan<- prometheus.Metric, s GuardStats) {
+	pressure := 0
+	if s.UnderPressure {
+		pressure = 1
+	}
+	gauge(ch, guardPressure, pressure)
+	counter(ch, guardUnadmitted, s.Unadmitted)
+	counter(ch, guardDenied, s.Denied)
+	counter(ch, guardUnverifiedNo, s.UnverifiedDropped)
 }
