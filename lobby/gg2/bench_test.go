@@ -9,6 +9,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -19,6 +20,7 @@ func BenchmarkListReply(b *testing.B) {
 		table := memrooms.New()
 		cfg := DefaultConfig()
 		cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+		cfg.LegacyListen = netip.AddrPort{}
 		srv, err := New(cfg, table, table, nil, zerolog.Nop())
 		if err != nil {
 			b.Fatal(err)
@@ -31,7 +33,7 @@ func BenchmarkListReply(b *testing.B) {
 		b.Run(fmt.Sprintf("rooms=%d/cached", rooms), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := srv.listReply(host); err != nil {
+				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -40,12 +42,11 @@ func BenchmarkListReply(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				table.Update(last) // a new version
-				if _, err := srv.listReply(host); err != nil {
+				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		srv.udp.Close()
-		srv.tcp.Close()
+		srv.Close()
 	}
 }

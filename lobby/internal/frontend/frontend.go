@@ -29,12 +29,15 @@ type Counters struct {
 }
 
 // Add counts one event of the given name.
-func (c *Counters) Add(name string) {
+func (c *Counters) Add(name string) { c.AddN(name, 1) }
+
+// AddN counts n events of the given name.
+func (c *Counters) AddN(name string, n uint64) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = make(map[string]uint64)
 	}
-	c.m[name]++
+	c.m[name] += n
 	c.mu.Unlock()
 }
 
