@@ -20,6 +20,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -33,9 +34,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintln(w, "Usage: foyer serve [--config PATH]")
-		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol), the GG2-style and GunZ front-ends")
-		fmt.Fprintln(w, "and the upstream announcer when configured, and the supervisor of the")
-		fmt.Fprintln(w, "rooms, until SIGINT or SIGTERM, which stop every room before exiting.")
+		fmt.Fprintln(w, "\nRun the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,")
+		fmt.Fprintln(w, "the public server list and the upstream announcer when configured, and")
+		fmt.Fprintln(w, "the supervisor of the rooms, until SIGINT or SIGTERM, which stop every")
+		fmt.Fprintln(w, "room before exiting.")
 		fmt.Fprintln(w, "Every config key and its default is documented in config.toml.\n\nFlags:")
 		fs.PrintDefaults()
 		fmt.Fprintln(w, "\nExample:\n  foyer serve --config config.toml")
@@ -180,8 +182,9 @@ type edge interface {
 	io.Closer
 }
 
-// neighbours binds the enabled neighbour-protocol front-ends and makes
-// the announcer, if configured; on error nothing is left bound.
+// neighbours binds the enabled neighbour-protocol front-ends and the public
+// server list, and makes the announcer, if configured; on error nothing is
+// left bound.
 func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
 	var edges []edge
 	fail := func(err error) ([]edge, error) {
@@ -190,12 +193,23 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guar
 		}
 		return nil, err
 	}
+	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
 		s, err := gg2.New(cfg.GG2.Server, sup, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, s)
+		describer = s
+	}
+	if cfg.Web.Listen.IsValid() {
+		wc := cfg.Web
+		wc.Lobby, wc.Game, wc.PublicAddr = cfg.GG2.Server.Lobby, cfg.GG2.Server.Game, cfg.GG2.Server.PublicAddr
+		w, err := web.New(wc, sup, describer, guard, log)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, w)
 	}
 	if cfg.Gunz.Enabled {
 		loc, err := gunz.New(cfg.Gunz.Locator, sup, guard, log)

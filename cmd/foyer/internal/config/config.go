@@ -25,6 +25,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -35,6 +36,7 @@ type Config struct {
 	Limits     limit.Config // the rate limits of [lobby], shared by every edge
 	GG2        GG2
 	Gunz       Gunz
+	Web        web.Config // [web]; the command gives it [gg2]'s lobby, game and public_addr
 	Supervisor supervisor.Config
 	Room       Room
 	Admin      Admin
@@ -95,6 +97,7 @@ func Default() Config {
 		Limits:     limit.DefaultConfig(),
 		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
 		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
+		Web:        web.DefaultConfig(),
 		Supervisor: supervisor.Defaults(),
 		Room: Room{
 			MinPlayers:    2,
@@ -118,6 +121,7 @@ var sections = []struct {
 	{"lobby", readLobby},
 	{"gg2", readGG2},
 	{"gunz", readGunz},
+	{"web", readWeb},
 	{"supervisor", readSupervisor},
 	{"room", readRoom},
 	{"admin", readAdmin},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/lobby/gg2"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -67,6 +68,19 @@ func readGG2(s *section, c *Config) {
 		srv.Lobby, ann.Lobby = id, id
 		return nil
 	})
+	s.text("legacy_listen", func(v string) error { return optionalAddrPort(v, &srv.LegacyListen) })
+	s.text("protocol_id", func(v string) error {
+		if v == "" {
+			srv.ProtocolID = gg2wire.UUID{}
+			return nil
+		}
+		id, err := gg2wire.ParseUUID(v)
+		if err != nil {
+			return errors.New(`not a UUID (want 8-4-4-4-12 hex digits), or "" for none`)
+		}
+		srv.ProtocolID = id
+		return nil
+	})
 	s.ip("public_addr", &srv.PublicAddr, false)
 	s.text("game", func(v string) error {
 		if v == "" {
@@ -78,10 +92,17 @@ func readGG2(s *section, c *Config) {
 	s.duration("ttl", &srv.TTL, time.Second)
 	s.int("max_servers", &srv.MaxServers, 1, 1<<20)
 	s.int("max_servers_per_ip", &srv.MaxServersPerIP, 1, srv.MaxServers)
+	s.size("max_kv_bytes", &srv.MaxKVBytes, gg2.MinKVBytes)
+	if srv.MaxKVBytes > maxKVBytes {
+		v, _ := s.get("max_kv_bytes")
+		s.refuse("max_kv_bytes", v, fmt.Sprintf("must be at most %d bytes", maxKVBytes))
+	}
+	s.int("max_players", &srv.MaxPlayers, 1, 1<<16-1)
 	s.duration("dial_timeout", &srv.DialTimeout, 10*time.Millisecond)
 	s.int("max_checks", &srv.MaxChecks, 1, 1<<10)
 	s.duration("list_timeout", &srv.ListTimeout, 100*time.Millisecond)
 	s.int("max_list_conns", &srv.MaxListConns, 1, 1<<16)
+	s.int("max_list_conns_per_ip", &srv.MaxListConnsPerIP, 1, srv.MaxListConns)
 	s.text("announce", func(v string) error {
 		if v != "" {
 			if err := checkHostPort(v); err != nil {
@@ -92,6 +113,28 @@ func readGG2(s *section, c *Config) {
 		return nil
 	})
 	s.duration("announce_interval", &ann.Interval, 100*time.Millisecond)
+}
+
+// maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.
+const maxKVBytes = 64 << 10
+
+// optionalAddrPort parses "IP:port" into dst, or "" into the zero
+// AddrPort (off).
+func optionalAddrPort(v string, dst *netip.AddrPort) error {
+	if v == "" {
+		*dst = netip.AddrPort{}
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(v)
+	if err != nil {
+		return errors.New(`not IP:port (IPv6 as [::1]:29942), or "" for off`)
+	}
+	*dst = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	return nil
+}
+
+func readWeb(s *section, c *Config) {
+	s.text("listen", func(v string) error { return optionalAddrPort(v, &c.Web.Listen) })
 }
 
 // checkHostPort accepts "host:port" with a host name or IP and a port in
