@@ -32,7 +32,7 @@ func TestKeyValuesCapped(t *testing.T) {
 	for _, e := range s.KeyValues {
 		size += wireLen(e)
 	}
-	// 266 bytes: name 13, x-big 208, map 11, then one 26-byte x- key.
+	// 262 bytes: name 13, x-big 208, map 11, then one 26-byte x- key.
 	want := []string{"x-big", "name", "map", "x-0"}
 	var got []string
 	for _, e := range s.KeyValues {

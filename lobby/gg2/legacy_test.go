@@ -245,3 +245,16 @@ func TestLegacyConnsPerSource(t *testing.T) {
 		t.Errorf("another source got %x, want the empty list", b)
 	}
 }
+
+// Legacy registrations draw from the per-source buckets every edge shares.
+func TestLegacyRateLimited(t *testing.T) {
+	f := startLimited(t, func(c *Config) { c.LegacyListen = netip.MustParseAddrPort("127.0.0.1:0") }, edgetest.Limits(0.001, 2))
+	legacy := f.srv.Addrs()[1]
+	for i := range 3 {
+		f.sendTo(legacy, legacyRegistration(t, gg2wire.ShortLegacyVersion(1), 8190+uint16(i), "s"))
+	}
+	f.waitDrop("rate_limited", 1)
+	if st := f.srv.Stats(); st.Requests["legacy_register"] != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
