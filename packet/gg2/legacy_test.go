@@ -329,11 +329,12 @@ func FuzzLegacyInfo(f *testing.F) {
 func BenchmarkLegacy(b *testing.B) {
 	reg := wiretest.Hex(b, hexLegacyRegShort)
 	b.Run("parse registration", func(b *testing.B) { wiretest.BenchParse(b, reg, ParseLegacyRegistration) })
-	info := ParseLegacyInfo([]byte("!private![ctf_truefort] Bacon's 24/7 server [5/10] - OHU"))
+	text := []byte("!private![ctf_truefort] Bacon's 24/7 server [5/10] - OHU")
+	info := ParseLegacyInfo(text)
 	b.Run("parse info", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			info = ParseLegacyInfo([]byte("!private![ctf_truefort] Bacon's 24/7 server [5/10] - OHU"))
+			info = ParseLegacyInfo(text)
 		}
 	})
 	b.Run("append info", func(b *testing.B) { wiretest.BenchAppend(b, MaxLegacyInfo, info.Append) })
