@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +21,14 @@ type gg2Foyer struct {
 }
 
 // gg2Start runs foyer serve with [gg2] enabled on a free loopback port;
-// extra is added to the [gg2] section.
+// extra is added to the [gg2] section. The legacy port is off unless extra
+// sets legacy_listen.
 func gg2Start(t *testing.T, extra string) *gg2Foyer {
 	t.Helper()
 	port := gg2FreePort(t)
+	if !strings.Contains(extra, "legacy_listen") {
+		extra += "\nlegacy_listen = \"\""
+	}
 	s := startServer(t, gg2Limits, gg2Section(fmt.Sprintf("enabled = true\nlisten = \"127.0.0.1:%d\"\n%s", port, extra)))
 	return &gg2Foyer{server: s, gg2: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)}
 }

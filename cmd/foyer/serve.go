@@ -18,6 +18,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -27,9 +28,10 @@ const shutdownLimit = 30 * time.Second
 
 var serveHelp = help{
 	usage: []string{"foyer serve [--config PATH] [--ready-json]"},
-	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends
-and the upstream announcer when configured, and the supervisor of the
-rooms, until SIGINT or SIGTERM, which stop every room before exiting.
+	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
+the public server list and the upstream announcer when configured, and
+the supervisor of the rooms, until SIGINT or SIGTERM, which stop every
+room before exiting.
 Every config key and its default is documented in config.toml.
 
 Once every listener serves, a unit with Type=notify gets READY=1 (through
@@ -193,8 +195,9 @@ type edge interface {
 	io.Closer
 }
 
-// neighbours binds the enabled neighbour-protocol front-ends and makes
-// the announcer, if configured; on error nothing is left bound.
+// neighbours binds the enabled neighbour-protocol front-ends and the public
+// server list, and makes the announcer, if configured; on error nothing is
+// left bound.
 func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
 	var edges []edge
 	fail := func(err error) ([]edge, error) {
@@ -203,12 +206,23 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guar
 		}
 		return nil, err
 	}
+	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
 		s, err := gg2.New(cfg.GG2.Server, sup, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, s)
+		describer = s
+	}
+	if cfg.Web.Listen.IsValid() {
+		wc := cfg.Web
+		wc.Lobby, wc.Game, wc.PublicAddr = cfg.GG2.Server.Lobby, cfg.GG2.Server.Game, cfg.GG2.Server.PublicAddr
+		w, err := web.New(wc, sup, describer, guard, log)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, w)
 	}
 	if cfg.Gunz.Enabled {
 		loc, err := gunz.New(cfg.Gunz.Locator, sup, guard, log)

@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/lobby/gg2"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -22,6 +23,7 @@ type keys struct {
 	Lobby      lobbyKeys
 	GG2        gg2Keys
 	Gunz       gunzKeys
+	Web        webKeys
 	Supervisor supervisorKeys
 	Room       roomKeys
 	Admin      adminKeys
@@ -74,6 +76,11 @@ type gg2Keys struct {
 	MaxChecks        toml.Primitive `toml:"max_checks"`
 	ListTimeout      toml.Primitive `toml:"list_timeout"`
 	MaxListConns     toml.Primitive `toml:"max_list_conns"`
+	MaxListConnsIP   toml.Primitive `toml:"max_list_conns_per_ip"`
+	MaxKVBytes       toml.Primitive `toml:"max_kv_bytes"`
+	MaxPlayers       toml.Primitive `toml:"max_players"`
+	LegacyListen     toml.Primitive `toml:"legacy_listen"`
+	ProtocolID       toml.Primitive `toml:"protocol_id"`
 	Announce         toml.Primitive `toml:"announce"`
 	AnnounceInterval toml.Primitive `toml:"announce_interval"`
 }
@@ -106,6 +113,25 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.MaxChecks, count(&srv.MaxChecks, 1, 1<<10))
 	r.get(k.ListTimeout, duration(&srv.ListTimeout, 100*time.Millisecond))
 	r.get(k.MaxListConns, count(&srv.MaxListConns, 1, 1<<16))
+	r.get(k.MaxListConnsIP, count(&srv.MaxListConnsPerIP, 1, srv.MaxListConns))
+	r.get(k.MaxKVBytes, size(&srv.MaxKVBytes, gg2.MinKVBytes))
+	if srv.MaxKVBytes > maxKVBytes {
+		r.refuse(fmt.Sprintf("must be at most %d bytes", maxKVBytes), k.MaxKVBytes)
+	}
+	r.get(k.MaxPlayers, count(&srv.MaxPlayers, 1, 1<<16-1))
+	r.get(k.LegacyListen, addrPortOrOff(&srv.LegacyListen))
+	r.get(k.ProtocolID, text(func(v string) error {
+		if v == "" {
+			srv.ProtocolID = gg2wire.UUID{}
+			return nil
+		}
+		id, err := gg2wire.ParseUUID(v)
+		if err != nil {
+			return errors.New(`not a UUID (want 8-4-4-4-12 hex digits), or "" for none`)
+		}
+		srv.ProtocolID = id
+		return nil
+	}))
 	r.get(k.Announce, text(func(v string) error {
 		ann.Upstream = v
 		if v == "" {
@@ -188,6 +214,17 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 	r.get(k.Countdown, duration(&rc.Countdown, 0))
 	r.get(k.MatchDuration, duration(&rc.MatchDuration, time.Second))
 	r.get(k.IdleTimeout, duration(&rc.IdleTimeout, time.Second))
+}
+
+// maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.
+const maxKVBytes = 64 << 10
+
+type webKeys struct {
+	Listen toml.Primitive `toml:"listen"`
+}
+
+func (k *webKeys) apply(r *reader, c *Config) {
+	r.get(k.Listen, addrPortOrOff(&c.Web.Listen))
 }
 
 type adminKeys struct {
