@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/internal/flood"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -241,4 +243,59 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	s.wait(t)
+}
+
+// A denied source gets nothing from any edge: native LIST, GunZ, the GG2
+// list and registration, the public page. Everyone else is served.
+func TestDeniedSourceGetsNothing(t *testing.T) {
+	gg2Port, webPort, gunzPort := gg2FreePort(t), gg2FreePort(t), freeUDPPort(t)
+	s := startServer(t, gg2Limits+"\ndeny = [\"127.0.0.3\", \"127.0.9.0/24\"]", fmt.Sprintf(
+		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
+		gg2Port, gunzPort, webPort))
+	gg2Addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), gg2Port)
+	for _, ip := range []string{"127.0.0.3", "127.0.9.77"} {
+		// Native and GunZ: no reply.
+		c := newClient(t, ip, s.lobby)
+		c.send(encode(compact, listRooms, 1, 0, nil))
+		if r, ok := c.recv(quiet); ok {
+			t.Errorf("%s: native LIST answered %#x", ip, r.typ)
+		}
+		u := newClient(t, ip, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(gunzPort)))
+		u.send(gunzHex(t, gunzSeedRequest))
+		if b, err := udptest.Read(u.conn, quiet); err != nil || b != nil {
+			t.Errorf("%s: GunZ answered %x (%v)", ip, b, err)
+		}
+		// TCP: the connection is closed with nothing written.
+		for name, port := range map[string]int{"GG2 list": int(gg2Port), "status page": int(webPort)} {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+			conn, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				continue // refused outright is as good
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(conn, "GET /status HTTP/1.0\r\n\r\n")
+			b, _ := io.ReadAll(conn)
+			conn.Close()
+			if len(b) != 0 {
+				t.Errorf("%s: %s answered %q", ip, name, b)
+			}
+		}
+		// A registration from a denied source is not listed.
+		gg2GameAt(t, ip, gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9990, "denied", 8, 0))
+	}
+	// Everyone else is served, and sees no server from a denied source.
+	ok := newClient(t, "127.0.0.1", s.lobby)
+	ok.list(2)
+	gg2GameAt(t, "127.0.0.1", gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9991, "allowed", 8, 0))
+	gg2Eventually(t, "the allowed server listed", func() bool {
+		return len(gg2At(gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID), 9991)) == 1
+	})
+	for _, srv := range gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID).Servers {
+		if srv.V4.Port() == 9990 {
+			t.Errorf("a server registered from a denied source is listed: %+v", srv)
+		}
+	}
+	if resp, _ := statusGet(t, fmt.Sprintf("http://127.0.0.1:%d/status", webPort)); resp.StatusCode != 200 {
+		t.Errorf("status page for an allowed source: %d", resp.StatusCode)
+	}
 }
