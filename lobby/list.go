@@ -56,6 +56,16 @@ func (ls *lists) get(now time.Time) *roomList {
 		return cur // another loop rebuilt it meanwhile
 	}
 	snap := ls.rooms.List()
+	if cur != nil && snap.Version == cur.version {
+		// The table did not change after all (changed was told of a
+		// change that did not happen): take the hint back, or every
+		// request would ask the table again.
+		ls.seen.CompareAndSwap(cur.version+1, cur.version)
+		next := *cur
+		next.built = now
+		ls.current.Store(&next)
+		return &next
+	}
 	next := &roomList{version: snap.Version, built: now, rooms: snap.Rooms}
 	ls.current.Store(next)
 	return next

@@ -445,7 +445,9 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 	switch {
 	case err == nil:
 		l.stats.granted[1].Add(1)
-		l.lists.changed()
+		if r.Occupied() != req.room.Occupied() { // a new seat, not a refreshed one
+			l.lists.changed()
+		}
 		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
 			e.Uint32("room", r.ID).Stringer("player", req.from).Bool("proven", req.proof == room.SawListing).Msg("seat held")
 		}
