@@ -169,7 +169,7 @@ func listeners(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard
 	if err != nil {
 		return nil, nil, err
 	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List, Guard: func() admin.GuardStats {
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List, Watch: sup.Watch, Guard: func() admin.GuardStats {
 		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
 	}}
 	for _, e := range edges {

@@ -1,6 +1,8 @@
 // Package admin is Foyer's admin HTTP listener, for the people and
 // machines that run a lobby:
 //
+//	GET /          the board: a live page of the rooms, the request and
+//	               drop rates and the spawn latencies (see board.go)
 //	GET /metrics   Foyer's counters and gauges, and the Go runtime's and
 //	               the process's, for Prometheus
 //	GET /healthz   200 "ok" while serving, 503 "shutting down" after Drain
@@ -10,12 +12,13 @@
 // on the lobby and the supervisor only through their Stats and room-table
 // types. On loopback it needs no authentication; on any other address it
 // answers only requests carrying the configured bearer token, since
-// /rooms shows every player's address.
+// /rooms shows every player's address. The board also takes a cookie
+// that the token buys once (see auth.go), since a browser's event stream
+// cannot carry the token.
 package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +62,10 @@ type Sources struct {
 	Gunz func() gunz.Stats
 	// Guard is the rate limiting every edge shares.
 	Guard func() GuardStats
+	// Watch, when set, follows the room table's changes: the board then
+	// shows them as they happen, and the rooms that ended lately with
+	// why. Without it the board shows the table once a second.
+	Watch func(context.Context) <-chan room.Event
 }
 
 // Timeouts of the HTTP server: every page is small and made at once, so
@@ -77,6 +85,7 @@ type Server struct {
 	ln       net.Listener
 	http     *http.Server
 	src      Sources
+	board    *board
 	log      zerolog.Logger
 	draining atomic.Bool
 }
@@ -95,22 +104,33 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
+	s.board = newBoard(src, s.log)
 	errLog := stdlog.New(s.log, "", 0)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
+	pages := http.NewServeMux()
+	pages.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
 		// A series that fails to collect is logged and left out; the
 		// rest of the page still answers.
 		ErrorLog:      errLog,
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /rooms", s.rooms)
-	handler := noStore(mux) // every page is of now
+	pages.HandleFunc("GET /healthz", s.healthz)
+	pages.HandleFunc("GET /rooms", s.rooms)
+	board := http.NewServeMux()
+	board.Handle("GET /{$}", boardPage)
+	board.Handle("GET /board.css", boardStyle)
+	board.Handle("GET /board.js", boardScript)
+	board.HandleFunc("GET /board/events", s.board.stream)
+	var pagesHandler, boardHandler http.Handler = pages, board
 	if cfg.Token != "" {
-		handler = bearer(cfg.Token, handler)
+		pagesHandler, boardHandler = bearer(cfg.Token, pages), newBoardGate(cfg.Token, board)
 	}
+	mux := http.NewServeMux()
+	for _, path := range []string{"/metrics", "/healthz", "/rooms"} {
+		mux.Handle(path, pagesHandler)
+	}
+	mux.Handle("/", boardHandler)
 	s.http = &http.Server{
-		Handler:           handler,
+		Handler:           noStore(mux), // every page is of now
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -156,6 +176,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	})
 	defer stop()
+	// The board's sampler ends with the listener, so that its streams do
+	// not hold up the shutdown.
+	boardCtx, stopBoard := context.WithCancel(ctx)
+	var board sync.WaitGroup
+	board.Go(func() { s.board.run(boardCtx) })
+	defer func() {
+		stopBoard()
+		board.Wait()
+	}()
 	err := s.http.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -220,17 +249,23 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 	out := tableJSON{Version: snap.Version, Rooms: make([]roomJSON, 0, len(snap.Rooms))} // "[]", never null
 	for _, r := range snap.Rooms {
-		row := roomJSON{
-			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
-			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
-			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
-		}
-		if r.Host.IsValid() {
-			row.Host = r.Host.String()
-		}
-		out.Rooms = append(out.Rooms, row)
+		out.Rooms = append(out.Rooms, roomRow(r, now))
 	}
 	return out
+}
+
+// roomRow is r as /rooms and the board show it: a field added here shows
+// on both.
+func roomRow(r room.Room, now time.Time) roomJSON {
+	row := roomJSON{
+		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
+		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
+		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+	}
+	if r.Host.IsValid() {
+		row.Host = r.Host.String()
+	}
+	return row
 }
 
 // bearer lets through the requests that carry token as their bearer
@@ -238,7 +273,7 @@ func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 func bearer(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if !hasBearer(r, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="foyer admin"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return

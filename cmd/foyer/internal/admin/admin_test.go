@@ -26,14 +26,28 @@ import (
 // port until the end of the test, and checks that Serve then returns nil.
 func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 	t.Helper()
-	s, err := New(Config{Listen: "127.0.0.1:0"}, Sources{
-		Lobby:      l.Lobby().Stats,
-		Supervisor: l.Supervisor().Stats,
-		Rooms:      l.Supervisor().List,
-	}, zerolog.Nop())
+	s, err := New(Config{Listen: "127.0.0.1:0"}, sourcesOf(l), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	serve(t, s)
+	return s
+}
+
+// sourcesOf are the sources of a real lobby.
+func sourcesOf(l *foyertest.Lobby) Sources {
+	return Sources{
+		Lobby:      l.Lobby().Stats,
+		Supervisor: l.Supervisor().Stats,
+		Rooms:      l.Supervisor().List,
+		Watch:      l.Supervisor().Watch,
+	}
+}
+
+// serve runs s until the end of the test, and checks that Serve then
+// returns nil.
+func serve(t *testing.T, s *Server) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
@@ -43,7 +57,6 @@ func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s
 }
 
 // get fetches path and returns the status and body.
