@@ -37,6 +37,8 @@ type lobbyKeys struct {
 	CreateRate      toml.Primitive `toml:"create_rate"`
 	CreateBurst     toml.Primitive `toml:"create_burst"`
 	MaxSources      toml.Primitive `toml:"max_sources"`
+	AdmitRate       toml.Primitive `toml:"admit_rate"`
+	AdmitBurst      toml.Primitive `toml:"admit_burst"`
 	ReflectionLimit toml.Primitive `toml:"reflection_limit"`
 	MaxPrefixes     toml.Primitive `toml:"max_prefixes"`
 	RetryWindow     toml.Primitive `toml:"retry_window"`
@@ -54,6 +56,8 @@ func (k *lobbyKeys) apply(r *reader, c *Config) {
 	r.get(k.CreateRate, rate(&lim.CreateRate))
 	r.get(k.CreateBurst, count(&lim.CreateBurst, 1, 1<<20))
 	r.get(k.MaxSources, count(&lim.MaxSources, 1, 1<<24))
+	r.get(k.AdmitRate, rate(&lim.AdmitRate))
+	r.get(k.AdmitBurst, count(&lim.AdmitBurst, 1, 1<<24))
 	r.get(k.ReflectionLimit, size(&lim.ReflectionLimit, 1024))
 	r.get(k.MaxPrefixes, count(&lim.MaxPrefixes, 1, 1<<24))
 	r.get(k.RetryWindow, duration(&l.RetryWindow, time.Second))
