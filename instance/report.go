@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"math"
 	"net/netip"
 	"sync"
 
@@ -13,16 +14,24 @@ import (
 // so a drop loses an event's detail, never the count.
 const maxPending = 1024
 
+// maxDetailText bounds each text a kept program reports of itself: it is
+// what a foreign server wrote, and the host has no use for more.
+const maxDetailText = 256
+
 // reporter is the instance's side of Watch: the game writes to it, the
 // Watch call drains it.
 type reporter struct {
 	mu       sync.Mutex
 	state    packet.RoomState
 	players  int
+	details  *instancepb.Details // the last reported; nil if none ever was
+	exit     *instancepb.Exit    // set with Finished
 	pending  []*instancepb.Status
 	wake     chan struct{} // one token: something is pending
 	finished chan struct{} // closed when Finished is reported
 }
+
+var _ KeptReporter = (*reporter)(nil)
 
 func newReporter() *reporter {
 	return &reporter{wake: make(chan struct{}, 1), finished: make(chan struct{})}
@@ -38,11 +47,20 @@ func (r *reporter) SetState(s packet.RoomState) {
 	if r.state == packet.Finished || r.state == s {
 		return
 	}
-	r.state = s
-	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
 	if s == packet.Finished {
-		close(r.finished)
+		r.finishLocked(&instancepb.Exit{})
+		return
 	}
+	r.state = s
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, false)
+}
+
+// finishLocked reports Finished with how the process will end. r.mu is
+// held.
+func (r *reporter) finishLocked(exit *instancepb.Exit) {
+	r.state, r.exit = packet.Finished, exit
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, false)
+	close(r.finished)
 }
 
 // PlayerConnected reports a player's arrival.
@@ -62,25 +80,76 @@ func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
 		return
 	}
 	r.players = max(r.players+delta, 0)
-	r.pushLocked(ev, ip)
+	r.pushLocked(ev, ip, false)
 }
 
-func (r *reporter) pushLocked(ev instancepb.PlayerEvent, ip netip.Addr) {
+// SetDetails reports what a kept program says of itself; every call is
+// sent.
+func (r *reporter) SetDetails(d Details) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == packet.Finished {
+		return
+	}
+	r.players = min(max(d.Players, 0), math.MaxUint16)
+	r.details = &instancepb.Details{
+		MaxPlayers: uint32(min(max(d.MaxPlayers, 0), math.MaxUint16)),
+		Name:       clip(d.Name), Game: clip(d.Game), Map: clip(d.Map),
+		Password: d.Password,
+	}
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
+}
+
+// Exited reports how a kept program ended, which finishes the room.
+func (r *reporter) Exited(code int, signal string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == packet.Finished {
+		return
+	}
+	r.finishLocked(&instancepb.Exit{Code: int32(max(min(code, math.MaxInt32), -1)), Signal: clip(signal)})
+}
+
+// exitCode is what the process exits with: 0, or 1 when a kept program
+// ended otherwise than with status 0.
+func (r *reporter) exitCode() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exit.GetCode() != 0 || r.exit.GetSignal() != "" {
+		return 1
+	}
+	return 0
+}
+
+func clip(s string) string {
+	if len(s) > maxDetailText {
+		return s[:maxDetailText]
+	}
+	return s
+}
+
+func (r *reporter) pushLocked(ev instancepb.PlayerEvent, ip netip.Addr, details bool) {
 	if len(r.pending) == maxPending {
 		r.pending = append(r.pending[:0], r.pending[1:]...)
 	}
-	r.pending = append(r.pending, r.statusLocked(ev, ip))
+	r.pending = append(r.pending, r.statusLocked(ev, ip, details))
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr) *instancepb.Status {
+// statusLocked is the status now, with ev about ip, and the details when
+// asked for. The final status carries how the process ends.
+func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr, details bool) *instancepb.Status {
 	s := &instancepb.Status{
 		State:   instancepb.State(r.state),
 		Players: uint32(r.players),
 		Event:   ev,
+		Exit:    r.exit,
+	}
+	if details {
+		s.Details = r.details
 	}
 	if ip.IsValid() {
 		s.Ip = ip.String()
@@ -88,11 +157,13 @@ func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr) *insta
 	return s
 }
 
-// current is the status as a heartbeat carries it.
-func (r *reporter) current() *instancepb.Status {
+// current is the status as a heartbeat carries it (without the details,
+// which only the program's own reports carry), or as a new watcher gets
+// it (with them).
+func (r *reporter) current(details bool) *instancepb.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
+	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, details)
 }
 
 // playerCount is the number of players the game reports as connected.
@@ -111,11 +182,12 @@ func (r *reporter) take() []*instancepb.Status {
 	return p
 }
 
-// snapshot returns the current status and drops what is pending: a new
-// watcher learns the present, not the history it missed.
+// snapshot returns the current status, details included, and drops what
+// is pending: a new watcher learns the present, not the history it
+// missed.
 func (r *reporter) snapshot() *instancepb.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending = nil
-	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
+	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
 }

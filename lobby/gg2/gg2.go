@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
@@ -167,12 +168,12 @@ func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Gua
 // picks it, and another try is made if TCP finds it taken.
 func listenBoth(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
 	for tries := 0; ; tries++ {
-		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		u, err := sockets.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			return nil, nil, err
 		}
 		port := u.LocalAddr().(*net.UDPAddr).AddrPort().Port()
-		t, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
+		t, err := sockets.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
 		if err == nil {
 			return u, t, nil
 		}

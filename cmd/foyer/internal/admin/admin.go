@@ -25,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -77,7 +78,7 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := sockets.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
@@ -194,6 +195,7 @@ type roomJSON struct {
 	Map        string    `json:"map,omitempty"`
 	Host       string    `json:"host,omitempty"`
 	Password   bool      `json:"password,omitempty"`
+	Adopted    bool      `json:"adopted"`
 }
 
 // tableJSON is the body of /rooms.
@@ -221,6 +223,7 @@ func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
 			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+			Adopted: r.Adopted,
 		}
 		if r.Host.IsValid() {
 			row.Host = r.Host.String()
