@@ -261,8 +261,8 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	case err != nil:
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	s.started, s.assigned, s.since = true, req, time.Now()
-	return &instancepb.StartResponse{}, nil
+	s.started, s.assigned, s.since = true, req, time.Now().Truncate(time.Millisecond)
+	return &instancepb.StartResponse{StartedUnixMs: s.since.UnixMilli()}, nil
 }
 
 // startGame binds a's port and starts the game on it. s.mu is held.

@@ -199,26 +199,31 @@ func (s *Supervisor) keepSeats() {
 
 // flushSeats sends what remember marked, now.
 func (s *Supervisor) flushSeats() {
-	s.keepMu.Lock()
-	defer s.keepMu.Unlock()
-	type keep struct {
-		r *record
-		k host.Kept
-	}
 	s.mu.Lock()
-	batch := make([]keep, len(s.dirty))
-	for i, r := range s.dirty {
+	batch := s.dirty
+	for _, r := range batch {
 		r.dirty = false
-		batch[i] = keep{r, host.Kept{Listed: r.listed, Seats: r.seats.list()}}
 	}
 	s.dirty = nil
 	s.mu.Unlock()
-	for _, b := range batch {
-		ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)
-		if err := b.r.proc.Keep(ctx, b.k); err != nil {
-			s.log.Debug().Uint32("id", b.r.row.ID).Err(err).Msg("room seats not kept")
-		}
-		cancel()
+	for _, r := range batch {
+		s.keep(r)
+	}
+}
+
+// keep sends r's instance the room's present seats and listed flag. Calls
+// for one room are sent one at a time, each with the present as it is
+// when its turn comes, so the instance never ends up with an older state.
+func (s *Supervisor) keep(r *record) {
+	r.keepMu.Lock()
+	defer r.keepMu.Unlock()
+	s.mu.Lock()
+	k := host.Kept{Listed: r.listed, Seats: r.seats.list()}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)
+	defer cancel()
+	if err := r.proc.Keep(ctx, k); err != nil {
+		s.log.Debug().Uint32("id", r.row.ID).Err(err).Msg("room seats not kept")
 	}
 }
 

@@ -45,7 +45,8 @@ type Config struct {
 	// repeat across restarts, however fast rooms were created. Without it
 	// ids start at the Unix time in seconds, which a restart repeats only
 	// if the previous run created more than one room per second since its
-	// start.
+	// start. With a StateDir and no IDFile, the mark is kept there
+	// (STATE_DIR/ids).
 	IDFile string
 	// WarmMaxAge retires a warm instance not handed out within it, so that
 	// a room is never handed out with most of its idle_timeout gone; keep

@@ -151,7 +151,7 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 	r := &record{
 		row: room.Room{
 			ID: a.RoomID, Port: a.Port, MaxPlayers: a.MaxPlayers, PID: p.PID(),
-			StartedAt: now, Source: room.Instance,
+			StartedAt: p.StartedAt(), Source: room.Instance,
 		},
 		proc:       p,
 		status:     p.Status(),

@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -73,7 +75,6 @@ type Supervisor struct {
 	released   bool      // handed over (Release): no new rooms, no health kills
 	dirty      []*record // rooms whose seats their instance does not have yet
 
-	keepMu   sync.Mutex    // one flush of the seats at a time, in order
 	keepWake chan struct{} // wakes the seat keeper
 }
 
@@ -93,8 +94,9 @@ type record struct {
 	lastStatus time.Time
 	watched    bool
 	probed     bool
-	pooled     bool // its port came from the pool and goes back to it
-	dirty      bool // in Supervisor.dirty
+	pooled     bool       // its port came from the pool and goes back to it
+	dirty      bool       // in Supervisor.dirty
+	keepMu     sync.Mutex // one Keep at a time to its instance, in order
 	spawnTime  time.Duration
 	cause      room.Cause // why it is being stopped; "" while healthy
 }
@@ -119,7 +121,19 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log, ctx.Done())
+	idFile := cfg.IDFile
+	if idFile == "" && cfg.StateDir != "" {
+		// Rooms that ended while no lobby ran cannot be adopted and
+		// counted: only a mark says which ids they had.
+		idFile = filepath.Join(cfg.StateDir, "ids")
+	}
+	if cfg.StateDir != "" {
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			cancel()
+			return nil, fmt.Errorf("supervisor: state_dir: %w", err)
+		}
+	}
+	ids, err := newRoomIDs(time.Now(), idFile, log, ctx.Done())
 	if err != nil {
 		cancel()
 		return nil, err
@@ -211,6 +225,7 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.R
 		s.stats.WarmHits++
 		row := s.publish(r, creator)
 		s.mu.Unlock()
+		s.keepListed(r)
 		s.wakeWarm()
 		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 			Bool("warm", true).Msg("room created")
@@ -228,6 +243,7 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.R
 	if err != nil {
 		return room.Room{}, err
 	}
+	s.keepListed(r)
 	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
 	return row, nil
@@ -267,6 +283,16 @@ func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPo
 		return nil, room.Room{}, err
 	}
 	return r, row, nil
+}
+
+// keepListed tells the instance of a room just handed out that it is
+// listed before its creator hears of it: a lobby that adopts the room
+// after a crash must list it too, and treats a room whose instance never
+// heard so as warm.
+func (s *Supervisor) keepListed(r *record) {
+	if s.cfg.StateDir != "" {
+		s.keep(r)
+	}
 }
 
 // publish lists r in the table with a seat for creator. s.mu is held.

@@ -208,7 +208,10 @@ func (x *StartRequest) GetBind() string {
 }
 
 type StartResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the room started, in Unix milliseconds: the start time the
+	// instance gives in Description too.
+	StartedUnixMs int64 `protobuf:"varint,1,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +244,13 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
 	return file_instance_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartResponse) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
 }
 
 type StopRequest struct {
@@ -893,8 +903,9 @@ const file_instance_proto_rawDesc = "" +
 	"\x04bind\x18\x05 \x01(\tR\x04bind\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x0f\n" +
-	"\rStartResponse\"(\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
+	"\rStartResponse\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x01 \x01(\x03R\rstartedUnixMs\"(\n" +
 	"\vStopRequest\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs\"\x0e\n" +
 	"\fStopResponse\"\x0e\n" +

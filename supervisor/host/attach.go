@@ -112,7 +112,7 @@ func adopt(ctx context.Context, conn *grpc.ClientConn, pid int, log zerolog.Logg
 		go p.release()
 		return nil, Description{}, fmt.Errorf("%w: process %d was never given a room (stopped)", ErrNotARoom, pid)
 	}
-	if err := p.watch(); err != nil {
+	if err := p.watch(false); err != nil {
 		h.Close()
 		return nil, Description{}, fmt.Errorf("watch: %w", err)
 	}

@@ -77,12 +77,14 @@ type Process struct {
 	status chan Status
 	free   func() // releases the connection once the process is gone
 
-	mu       sync.Mutex
-	reading  sync.WaitGroup // readers of Watch streams
-	watching bool           // a Watch stream is open
-	closing  bool           // the process has exited: no new stream
-	exit     *Exit          // how the instance said it ends
-	stopOnce sync.Once
+	mu        sync.Mutex
+	reading   sync.WaitGroup     // readers of Watch streams
+	unwatch   context.CancelFunc // ends the open Watch stream; nil if none
+	streams   uint64             // Watch streams opened so far
+	closing   bool               // the process has exited: no new stream
+	exit      *Exit              // how the instance said it ends
+	startedAt time.Time          // when Start succeeded, as the instance says
+	stopOnce  sync.Once
 }
 
 // life is the OS process under a Process: a child the host started, or a
@@ -211,7 +213,7 @@ func (p *Process) dial(client *plugin.Client) error {
 		return err
 	}
 	p.rpc = raw.(instancepb.InstanceClient)
-	return p.watch()
+	return p.watch(false)
 }
 
 // abandon kills what a failed launch started and waits, up to
@@ -246,39 +248,48 @@ func (p *Process) release() {
 	close(p.status)
 }
 
-// watch opens a Watch stream and starts reading it.
-func (p *Process) watch() error {
+// watch opens a Watch stream and starts reading it, unless one is open;
+// with again, it replaces the open one.
+func (p *Process) watch(again bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closing || p.watching {
+	if p.closing || p.unwatch != nil && !again {
 		return nil
+	}
+	if p.unwatch != nil {
+		p.unwatch()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := p.rpc.Watch(ctx, &instancepb.WatchRequest{})
 	if err != nil {
 		cancel()
+		p.unwatch = nil
 		return err
 	}
-	p.watching = true
+	p.streams++
+	p.unwatch = cancel
 	p.reading.Add(1)
-	go p.readStatus(stream, cancel)
+	go p.readStatus(stream, cancel, p.streams)
 	return nil
 }
 
-// Rewatch opens the status stream again if it broke (another host took
-// the instance over and let it go again) while the process runs.
-func (p *Process) Rewatch() error { return p.watch() }
+// Rewatch opens the status stream again, in place of whatever is left of
+// it: another host took the instance over (its Watch ended this one's)
+// and let it go again, while the process runs.
+func (p *Process) Rewatch() error { return p.watch(true) }
 
 // readStatus turns the Watch stream into Status values. A report that
 // makes no sense is skipped; the stream ends after Finished, which it
 // acknowledges by cancelling the call.
 func (p *Process) readStatus(stream interface {
 	Recv() (*instancepb.Status, error)
-}, cancel context.CancelFunc) {
+}, cancel context.CancelFunc, n uint64) {
 	defer p.reading.Done()
 	defer func() {
 		p.mu.Lock()
-		p.watching = false
+		if p.streams == n {
+			p.unwatch = nil
+		}
 		p.mu.Unlock()
 	}()
 	defer cancel()
@@ -360,8 +371,15 @@ func (p *Process) deliver(s Status) bool {
 // cases the instance is still fresh and Start may be called again with
 // another port. Any other error is final: stop or kill the process.
 func (p *Process) Start(ctx context.Context, a instance.Assignment) error {
-	_, err := p.rpc.Start(ctx, startRequest(a))
+	resp, err := p.rpc.Start(ctx, startRequest(a))
 	if err == nil {
+		at := time.Now()
+		if ms := resp.GetStartedUnixMs(); ms != 0 {
+			at = time.UnixMilli(ms)
+		}
+		p.mu.Lock()
+		p.startedAt = at
+		p.mu.Unlock()
 		return nil
 	}
 	st := status.Convert(err)
@@ -385,6 +403,15 @@ func startRequest(a instance.Assignment) *instancepb.StartRequest {
 		req.Bind = a.Bind.String()
 	}
 	return req
+}
+
+// StartedAt is when the room started, as the instance says (the start
+// time a host that adopts it later learns too); zero before Start
+// succeeded.
+func (p *Process) StartedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startedAt
 }
 
 // Status delivers the instance's reports. It is closed once the process
