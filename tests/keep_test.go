@@ -34,7 +34,7 @@ const keepLimit = 30 * time.Second
 // told from every other test's, and so that the binary on disk can be
 // swapped for an upgrade.
 type keptLobby struct {
-	t        *testing.T
+	t        testing.TB
 	bin      string // the copy
 	config   string
 	stateDir string
@@ -61,7 +61,7 @@ type keptSettings struct {
 }
 
 // newKeptLobby writes the lobby's config and starts its first process.
-func newKeptLobby(t *testing.T, s keptSettings) *keptLobby {
+func newKeptLobby(t testing.TB, s keptSettings) *keptLobby {
 	t.Helper()
 	l := &keptLobby{t: t, logs: &logBuffer{}, readies: make(chan readyJSON, 16),
 		readyOf: map[int]readyJSON{}, waits: map[int]chan error{}}

@@ -54,20 +54,18 @@ func (p *pinger) run() {
 				p.fail(err)
 				return
 			}
-			switch {
-			case r.typ == 0:
-			case r.typ == gameEnd:
+			if r.typ == gameEnd {
 				p.mu.Lock()
 				p.end = r.payload
 				p.mu.Unlock()
 				return
-			case r.typ == gamePong && r.seq == seq && bytes.Equal(r.payload, token[:]):
-				answered = true
-			case r.typ == gamePong: // a late answer to an earlier ping
-			default:
+			}
+			if r.typ != 0 && r.typ != gamePong {
 				p.fail(fmt.Errorf("%s: %#x while playing", p.g.name, r.typ))
 				return
 			}
+			// A pong to an earlier ping is a late answer, and no harm.
+			answered = r.typ == gamePong && r.seq == seq && bytes.Equal(r.payload, token[:])
 		}
 		p.mu.Lock()
 		if answered {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -54,16 +55,15 @@ func Attach(ctx context.Context, socket string, log zerolog.Logger) (*Process, D
 		c.Close()
 		return nil, Description{}, fmt.Errorf("instance: attach %s: %w", socket, err)
 	}
-	dialed := false
+	var dialed atomic.Bool
 	conn, err := grpc.NewClient("passthrough:///"+socket, append(dialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// The one connection whose peer was checked, never another: a
 		// socket that vanished is an instance gone.
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
-			if dialed {
+			if dialed.Swap(true) {
 				return nil, errors.New("instance: connection lost")
 			}
-			dialed = true
 			return c, nil
 		}),
 	)...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -111,7 +110,3 @@ type readCloser struct {
 }
 
 func (rc readCloser) Close() error { return rc.c.Close() }
-
-// removeDir removes an empty directory go-plugin made and that stays
-// unused.
-func removeDir(dir string) error { return os.Remove(dir) }

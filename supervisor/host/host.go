@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -145,7 +146,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 				// that restarts finds it; go-plugin's own stays empty.
 				r.socketDir, r.ownDir = cfg.Dir, false
 				env = append(env, plugin.EnvUnixSocketDir+"="+cfg.Dir)
-				_ = removeDir(socketDir)
+				_ = os.Remove(socketDir)
 			}
 			cmd.Env = append(append(slices.Clip(cmd.Env), standIn.Env...), env...)
 			return r, nil
