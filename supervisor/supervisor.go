@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -120,27 +119,21 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	dirs, err := openRoomDirs(cfg.StateDir, log)
+	if err != nil {
+		return nil, err
+	}
 	idFile := cfg.IDFile
 	if idFile == "" && cfg.StateDir != "" {
 		// Rooms that ended while no lobby ran cannot be adopted and
 		// counted: only a mark says which ids they had.
 		idFile = filepath.Join(cfg.StateDir, "ids")
 	}
-	if cfg.StateDir != "" {
-		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-			cancel()
-			return nil, fmt.Errorf("supervisor: state_dir: %w", err)
-		}
-	}
+	ctx, cancel := context.WithCancel(context.Background())
 	ids, err := newRoomIDs(time.Now(), idFile, log, ctx.Done())
 	if err != nil {
 		cancel()
-		return nil, err
-	}
-	dirs, err := openRoomDirs(cfg.StateDir, log)
-	if err != nil {
-		cancel()
+		dirs.close()
 		return nil, err
 	}
 	s := &Supervisor{

@@ -40,11 +40,12 @@ type keptLobby struct {
 	stateDir string
 	lobby    netip.AddrPort
 	ports    [2]int
+	env      []string   // added to every process's environment
 	logs     *logBuffer // every process's stderr
 	readies  chan readyJSON
 
 	mu      sync.Mutex
-	pid     int             // the foyer serve that serves now; 0 when none
+	pid     int               // the foyer serve that serves now; 0 when none
 	readyOf map[int]readyJSON // the ready line of each process
 	waits   map[int]chan error
 }
@@ -58,12 +59,13 @@ type keptSettings struct {
 	sections  string // more sections, after the rest
 	lobbyKeys string // more [lobby] keys
 	stateDir  string // a state directory made beforehand; by default a new one
+	env       []string
 }
 
 // newKeptLobby writes the lobby's config and starts its first process.
 func newKeptLobby(t testing.TB, s keptSettings) *keptLobby {
 	t.Helper()
-	l := &keptLobby{t: t, logs: &logBuffer{}, readies: make(chan readyJSON, 16),
+	l := &keptLobby{t: t, env: s.env, logs: &logBuffer{}, readies: make(chan readyJSON, 16),
 		readyOf: map[int]readyJSON{}, waits: map[int]chan error{}}
 	l.bin = filepath.Join(t.TempDir(), "foyer")
 	copyFile(t, bin, l.bin)
@@ -148,6 +150,7 @@ func copyFile(t testing.TB, from, to string) {
 func (l *keptLobby) start() int {
 	l.t.Helper()
 	cmd := exec.Command(l.bin, "serve", "--config", l.config, "--ready-json")
+	cmd.Env = append(os.Environ(), l.env...)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		l.t.Fatal(err)

@@ -350,6 +350,8 @@ func TestWarnings(t *testing.T) {
 			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
 		{"admin on every address", "[admin]\nlisten = \"[::]:9477\"\n",
 			`ok.toml:2: [admin] listen "[::]:9477": the admin pages have no authentication and listen on every address`},
+		{"grace without state_dir", "[supervisor]\nreattach_grace = \"5s\"\n",
+			`ok.toml:2: [supervisor] reattach_grace "5s": has no effect without state_dir: rooms die with the lobby`},
 	} {
 		c, err := Parse("ok.toml", tc.text)
 		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {
