@@ -111,8 +111,9 @@ type Details struct {
 type KeptReporter interface {
 	Reporter
 	// SetDetails reports the program's own account of itself, its player
-	// count included. Every call reaches the host and is a sign of life:
-	// a room that reported details once is alive only while it keeps
+	// count included. Every call is a sign of life that reaches the host
+	// (a change at once, the same account with the next heartbeat): a
+	// room that reported details once is alive only while it keeps
 	// reporting them (once a second is the keeper's pace).
 	SetDetails(Details)
 	// Exited reports how the program ended: its exit code, or -1 and the

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/packet"
 )
@@ -25,6 +27,7 @@ type reporter struct {
 	state    packet.RoomState
 	players  int
 	details  *instancepb.Details // the last reported; nil if none ever was
+	fresh    bool                // details reported again since the last heartbeat
 	exit     *instancepb.Exit    // set with Finished
 	pending  []*instancepb.Status
 	wake     chan struct{} // one token: something is pending
@@ -83,20 +86,26 @@ func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
 	r.pushLocked(ev, ip, false)
 }
 
-// SetDetails reports what a kept program says of itself; every call is
-// sent.
+// SetDetails reports what a kept program says of itself. A change is sent
+// at once; the same account again rides on the next heartbeat, which then
+// carries the details as the sign of life they are.
 func (r *reporter) SetDetails(d Details) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.state == packet.Finished {
 		return
 	}
-	r.players = min(max(d.Players, 0), math.MaxUint16)
-	r.details = &instancepb.Details{
+	players := min(max(d.Players, 0), math.MaxUint16)
+	details := &instancepb.Details{
 		MaxPlayers: uint32(min(max(d.MaxPlayers, 0), math.MaxUint16)),
 		Name:       clip(d.Name), Game: clip(d.Game), Map: clip(d.Map),
 		Password: d.Password,
 	}
+	if players == r.players && proto.Equal(details, r.details) {
+		r.fresh = true
+		return
+	}
+	r.players, r.details = players, details
 	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
 }
 
@@ -133,6 +142,7 @@ func (r *reporter) pushLocked(ev instancepb.PlayerEvent, ip netip.Addr, details 
 		r.pending = append(r.pending[:0], r.pending[1:]...)
 	}
 	r.pending = append(r.pending, r.statusLocked(ev, ip, details))
+	r.fresh = r.fresh && !details
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -157,13 +167,22 @@ func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr, detail
 	return s
 }
 
-// current is the status as a heartbeat carries it (without the details,
-// which only the program's own reports carry), or as a new watcher gets
-// it (with them).
-func (r *reporter) current(details bool) *instancepb.Status {
+// current is the status as a new watcher gets it: the details included.
+func (r *reporter) current() *instancepb.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, details)
+	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
+}
+
+// heartbeat is the status a heartbeat carries: the details only when the
+// program reported them again since the last one, so that a program that
+// fell silent stops looking alive.
+func (r *reporter) heartbeat() *instancepb.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, r.fresh)
+	r.fresh = false
+	return st
 }
 
 // playerCount is the number of players the game reports as connected.

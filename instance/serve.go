@@ -357,7 +357,7 @@ func (s *server) Describe(context.Context, *instancepb.DescribeRequest) (*instan
 	d := &instancepb.Description{
 		Started:    s.started,
 		Assignment: s.assigned,
-		Status:     s.rep.current(true),
+		Status:     s.rep.current(),
 		Host:       s.kept,
 		Pid:        int32(os.Getpid()),
 		StartTicks: s.self.StartTicks,
@@ -399,7 +399,7 @@ func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingSe
 				}
 			}
 		case <-hb.C:
-			if done, err := s.send(ctx, stream, s.rep.current(false)); done {
+			if done, err := s.send(ctx, stream, s.rep.heartbeat()); done {
 				return s.watchEnd(stream, err)
 			}
 		case <-ctx.Done():

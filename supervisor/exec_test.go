@@ -167,7 +167,7 @@ func signal(t *testing.T, pid int, sig syscall.Signal) {
 func TestExecDDNetCreateProbeKill(t *testing.T) {
 	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) {
 		c.MaxPlayers = 5
-		c.HealthTimeout = 2 * time.Second
+		c.HealthTimeout = 3 * time.Second // a heartbeat carries the details at least every 1.9 s
 	})
 	events, r := watchAndCreate(t, s)
 	name := fmt.Sprintf("Room %d", r.ID)
@@ -225,7 +225,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 }
 
 func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
-	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 2 * time.Second })
+	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 3 * time.Second })
 	events, r := watchAndCreate(t, s)
 	// A stopped server answers nothing, but its process (and its keeper,
 	// heartbeats and all) lives on.
