@@ -60,6 +60,10 @@ const maxStreams = 16
 // match end as stopped by the host) and exits. From the moment the host
 // that started it stops watching, the instance's stdout and stderr go to
 // room.log in its directory, since nobody reads the pipes any more.
+// Only descriptors 1 and 2 do: what a game writes to the os.Stdout and
+// os.Stderr Serve put in place goes to go-plugin's stream, which nobody
+// drains once that host is gone, and blocks when its pipe is full. A game
+// that may outlive its host logs to the stderr it captured before Serve.
 func Serve(g Game) {
 	if os.Getenv(instancepb.Handshake.MagicCookieKey) != instancepb.Handshake.MagicCookieValue {
 		fmt.Fprintf(os.Stderr, "This program is a Foyer room (instance protocol %d).\n"+

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/internal/proc"
 )
 
@@ -134,3 +136,30 @@ func (d *roomDirs) close() {
 	d.unlock()
 	d.lock.Close()
 }
+
+// forwardedLog bounds what of a room's own log reaches the lobby's log
+// when the room is reaped: its end, where the reason it ended is.
+const forwardedLog = 64 << 10
+
+// forwardLog logs, at debug level, the last lines an instance wrote to its
+// log in room id's directory (once no lobby read its stderr: an adopted
+// room's), before the directory goes.
+func (d *roomDirs) forwardLog(id uint32, log zerolog.Logger) {
+	if log.GetLevel() > zerolog.DebugLevel {
+		return
+	}
+	f, err := os.Open(filepath.Join(d.path(id), instancepb.RoomLog))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > forwardedLog {
+		_, _ = f.Seek(fi.Size()-forwardedLog, io.SeekStart)
+	}
+	proc.Lines(f, maxLogLine, func(line []byte) {
+		log.Debug().Uint32("id", id).Str("line", string(line)).Msg("room log")
+	})
+}
+
+// maxLogLine is the longest line of a room's log forwarded whole.
+const maxLogLine = 4096

@@ -491,6 +491,7 @@ func (s *Supervisor) reap(r *record) {
 		s.emit(room.Event{Kind: room.Reaped, Room: r.view(), Cause: cause, ExitCode: code, Signal: sig})
 	}
 	s.mu.Unlock()
+	s.dirs.forwardLog(r.row.ID, s.log)
 	s.dirs.remove(r.row.ID)
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
 		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).

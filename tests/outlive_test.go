@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -199,6 +200,12 @@ func TestRoomsOutliveAKilledLobby(t *testing.T) {
 	}
 	for _, id := range ids[:2] {
 		l.awaitLog("room reaped", map[string]any{"id": id, "cause": "finished", "exit_code": 0, "adopted": true})
+		// What the room logged while no lobby read it reaches the log.
+		if !slices.ContainsFunc(l.logsOf("room log", id), func(m map[string]any) bool {
+			return strings.Contains(fmt.Sprint(m["line"]), `"message":"room finished"`)
+		}) {
+			t.Errorf("room %d's own log did not reach the lobby's", id)
+		}
 	}
 	// Their two ports, and only those, are free again, once they have
 	// cooled down.
