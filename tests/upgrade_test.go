@@ -166,7 +166,36 @@ func TestUpgradeUnderListLoad(t *testing.T) {
 	l.hupRefused(pid, "config.toml:")
 	l.hupRefused(pid, "match_length")
 
-	// Both fixed: the next SIGHUP upgrades.
+	// A new process that fails after it took the rooms over (here, a
+	// listen address it cannot bind) leaves them running: the old one
+	// takes them back, and hears from them again.
+	taken, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	listen := fmt.Sprintf("listen = %q", l.lobby.String())
+	os.WriteFile(l.config, []byte(strings.Replace(string(cfg), listen,
+		fmt.Sprintf("listen = [%q, %q]", l.lobby.String(), taken.LocalAddr().String()), 1)), 0o600)
+	adopted := len(l.logs.lines("room adopted"))
+	l.hupRefused(pid, "address already in use")
+	if n := len(l.logs.lines("room adopted")) - adopted; n != 3 {
+		t.Fatalf("the failed process adopted %d rooms, want 3", n)
+	}
+	if after := c.list(8); !slices.Equal(after, before) {
+		t.Fatalf("after a failed takeover\n%+v\nwant\n%+v", after, before)
+	}
+	match := c.list(9)[1]
+	startMatch(t, match.id, netip.AddrPortFrom(l.lobby.Addr(), match.port))
+	for seq := uint16(10); byID(c.list(seq))[match.id].state != 2; seq++ {
+		if seq > 500 {
+			t.Fatal("the old process no longer hears from its rooms")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before = c.list(600)
+
+	// All fixed: the next SIGHUP upgrades.
 	os.WriteFile(l.config, cfg, 0o600)
 	if l.upgrade() == pid {
 		t.Fatal("not upgraded")

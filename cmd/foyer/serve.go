@@ -121,7 +121,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 	guard := limit.NewGuard(cfg.Limits)
 	edges, err := neighbours(cfg, sup, guard, log)
 	if err != nil {
-		shutdown(sup, log)
+		leave(sup, cfg, log)
 		return err
 	}
 	l, adm, err := listeners(cfg, sup, guard, edges, log)
@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 		for _, e := range edges {
 			e.Close()
 		}
-		shutdown(sup, log)
+		leave(sup, cfg, log)
 		return err
 	}
 	lobbyDone := make(chan error, 1)
@@ -269,6 +269,22 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guar
 		edges = append(edges, a)
 	}
 	return edges, nil
+}
+
+// leave ends the supervisor of a serve that failed to start. With a state
+// directory its rooms, adopted ones included, are left playing for the
+// next lobby (or for the old process of a failed upgrade, which takes them
+// back); without one they are stopped.
+func leave(sup *supervisor.Supervisor, cfg config.Config, log zerolog.Logger) {
+	if cfg.Supervisor.StateDir == "" {
+		shutdown(sup, log)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
+	defer cancel()
+	if err := sup.Release(ctx); err != nil {
+		log.Warn().Err(err).Msg("rooms not released")
+	}
 }
 
 func shutdown(sup *supervisor.Supervisor, log zerolog.Logger) {
