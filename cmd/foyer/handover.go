@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
@@ -77,28 +78,21 @@ func inherited() (*successor, error) {
 	if env != "" {
 		keys = strings.Split(env, ";")
 	}
+	for fd := 3; fd < 4+len(keys); fd++ {
+		// Rooms this process starts must not inherit them in turn.
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("upgrade: inherited descriptor %d: %w", fd, err)
+		}
+	}
 	ctl := os.NewFile(3, "upgrade control")
 	files := make([]*os.File, len(keys))
 	for i := range keys {
 		files[i] = os.NewFile(uintptr(4+i), "inherited socket")
 	}
-	if ctl == nil || slicesContainsNil(files) {
-		return nil, errors.New("upgrade: the inherited descriptors are missing")
-	}
-	syscall.CloseOnExec(3)
 	if err := sockets.Inherit(files, keys); err != nil {
 		return nil, err
 	}
 	return &successor{ctl: ctl, in: bufio.NewReader(ctl)}, nil
-}
-
-func slicesContainsNil(files []*os.File) bool {
-	for _, f := range files {
-		if f == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // failed tells the old process why this one cannot take over.
