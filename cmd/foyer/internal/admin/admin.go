@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -99,7 +100,7 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
 		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := sockets.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
@@ -227,6 +228,7 @@ type roomJSON struct {
 	Map        string    `json:"map,omitempty"`
 	Host       string    `json:"host,omitempty"`
 	Password   bool      `json:"password,omitempty"`
+	Adopted    bool      `json:"adopted"`
 }
 
 // tableJSON is the body of /rooms.
@@ -261,6 +263,7 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
 		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+		Adopted: r.Adopted,
 	}
 	if r.Host.IsValid() {
 		row.Host = r.Host.String()
