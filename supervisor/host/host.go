@@ -270,7 +270,14 @@ func (p *Process) watch(again bool) error {
 	p.streams++
 	p.unwatch = cancel
 	p.reading.Add(1)
-	go p.readStatus(stream, cancel, p.streams)
+	// The stream opens with the instance's present; waiting for it means
+	// every report delivered afterwards follows what was true when watch
+	// returned (a launch sees Waiting first, whatever its game does next).
+	first := make(chan struct{})
+	go p.readStatus(stream, cancel, p.streams, first)
+	p.mu.Unlock()
+	<-first
+	p.mu.Lock()
 	return nil
 }
 
@@ -284,8 +291,10 @@ func (p *Process) Rewatch() error { return p.watch(true) }
 // acknowledges by cancelling the call.
 func (p *Process) readStatus(stream interface {
 	Recv() (*instancepb.Status, error)
-}, cancel context.CancelFunc, n uint64) {
+}, cancel context.CancelFunc, n uint64, first chan<- struct{}) {
 	defer p.reading.Done()
+	firstOnce := sync.OnceFunc(func() { close(first) })
+	defer firstOnce() // a stream that ends before its first report
 	defer func() {
 		p.mu.Lock()
 		if p.streams == n {
@@ -309,7 +318,9 @@ func (p *Process) readStatus(stream interface {
 			p.exit = s.Exit
 			p.mu.Unlock()
 		}
-		if !p.deliver(s) || s.State == packet.Finished {
+		delivered := p.deliver(s)
+		firstOnce()
+		if !delivered || s.State == packet.Finished {
 			return
 		}
 	}
