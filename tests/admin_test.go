@@ -3,9 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"regexp"
@@ -28,16 +26,8 @@ func adminServer(t *testing.T) (*foyertest.Lobby, string) {
 
 func adminGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, body := httpGet(t, url)
+	return resp.StatusCode, body
 }
 
 // adminSample is a sample line of the text format: a name, optional

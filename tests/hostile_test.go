@@ -295,7 +295,7 @@ func TestDeniedSourceGetsNothing(t *testing.T) {
 			t.Errorf("a server registered from a denied source is listed: %+v", srv)
 		}
 	}
-	if resp, _ := statusGet(t, fmt.Sprintf("http://127.0.0.1:%d/status", webPort)); resp.StatusCode != 200 {
+	if resp, _ := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/status", webPort)); resp.StatusCode != 200 {
 		t.Errorf("status page for an allowed source: %d", resp.StatusCode)
 	}
 }

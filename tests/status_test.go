@@ -13,8 +13,9 @@ import (
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
-// statusGet fetches a page of the public list.
-func statusGet(t *testing.T, url string) (*http.Response, string) {
+// httpGet fetches url, failing the test if it cannot, and returns the
+// response (its body read) and the body.
+func httpGet(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -88,7 +89,7 @@ func TestStatusPages(t *testing.T) {
 		return len(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID).Servers) == 4 && len(gg2List(t, f.gg2, vanguard.LobbyID).Servers) == 1
 	})
 
-	resp, page := statusGet(t, base+"/status")
+	resp, page := httpGet(t, base+"/status")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
 		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("/status: %d %v", resp.StatusCode, resp.Header)
@@ -127,7 +128,7 @@ func TestStatusPages(t *testing.T) {
 		t.Error("a javascript: URL is on the page")
 	}
 
-	resp, body := statusGet(t, base+"/status.json")
+	resp, body := httpGet(t, base+"/status.json")
 	var list statusJSON
 	if err := json.Unmarshal([]byte(body), &list); resp.StatusCode != 200 || err != nil {
 		t.Fatalf("/status.json: %d %v\n%s", resp.StatusCode, err, body)
@@ -158,7 +159,7 @@ func TestStatusPages(t *testing.T) {
 
 	// Nothing of the admin listener, nothing but the two pages.
 	for _, path := range []string{"/metrics", "/rooms", "/healthz", "/status/x"} {
-		if resp, _ := statusGet(t, base+path); resp.StatusCode != 404 {
+		if resp, _ := httpGet(t, base+path); resp.StatusCode != 404 {
 			t.Errorf("%s: %d", path, resp.StatusCode)
 		}
 	}

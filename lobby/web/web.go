@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
@@ -99,17 +100,6 @@ type Describer interface {
 	Describe(rooms []room.Room, each func(i int, d Details))
 }
 
-// Timeouts of the HTTP server: every page is made at once, so a client
-// slower than these is gone or hostile.
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 10 * time.Second
-	writeTimeout      = 10 * time.Second
-	idleTimeout       = 30 * time.Second
-	maxHeaderBytes    = 8 << 10
-	shutdownTimeout   = 5 * time.Second
-)
-
 // Server serves the pages.
 type Server struct {
 	cfg       Config
@@ -123,6 +113,10 @@ type Server struct {
 	drops     tally.Set
 	pages     pageCache
 }
+
+// idleTimeout is shorter than other listeners': this one is public, and a
+// kept-alive connection holds a place of the per-source limit.
+const idleTimeout = 30 * time.Second
 
 // New binds cfg.Listen, of its own address family only. describer may be
 // nil (no edge registers rooms). Connections draw from guard's per-source
@@ -154,16 +148,9 @@ func newServer(cfg Config, rooms room.Table, describer Describer, guard *limit.G
 	s := &Server{cfg: cfg, rooms: rooms, describer: describer, guard: guard,
 		conns: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerIP),
 		log:   log.With().Str("component", "web").Logger()}
-	s.http = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ConnState:         connState,
-		ErrorLog:          stdlog.New(s.log, "", 0),
-	}
+	s.http = httpserve.New(s, stdlog.New(s.log, "", 0))
+	s.http.IdleTimeout = idleTimeout
+	s.http.ConnState = connState
 	return s
 }
 
@@ -185,19 +172,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	var report sync.WaitGroup
 	report.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
 	defer report.Wait()
-	stop := context.AfterFunc(ctx, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		if err := s.http.Shutdown(sctx); err != nil {
-			s.http.Close()
-		}
-	})
-	defer stop()
-	err := s.http.Serve(listener{s.ln, s})
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
+	if err := httpserve.Serve(ctx, s.http, listener{s.ln, s}); err != nil {
+		return fmt.Errorf("web: %w", err)
 	}
-	return fmt.Errorf("web: %w", err)
+	return nil
 }
 
 // listener admits connections within the per-source rate and the

@@ -20,7 +20,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	stdlog "log"
 	"net"
@@ -33,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
@@ -68,17 +68,6 @@ type Sources struct {
 	// why. Without it the board shows the table once a second.
 	Watch func(context.Context) <-chan room.Event
 }
-
-// Timeouts of the HTTP server: every page is small and made at once, so
-// a client slower than these is gone or hostile.
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 10 * time.Second
-	writeTimeout      = 10 * time.Second
-	idleTimeout       = 60 * time.Second
-	maxHeaderBytes    = 8 << 10
-	shutdownTimeout   = 5 * time.Second
-)
 
 // Server is the admin listener. A nil *Server is a disabled listener: its
 // methods do nothing.
@@ -130,15 +119,7 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 		mux.Handle(path, pagesHandler)
 	}
 	mux.Handle("/", boardHandler)
-	s.http = &http.Server{
-		Handler:           noStore(mux), // every page is of now
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errLog,
-	}
+	s.http = httpserve.New(noStore(mux), errLog) // every page is of now
 	return s, nil
 }
 
@@ -169,14 +150,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	}
 	s.log.Info().Stringer("listen", s.Addr()).Msg("admin listening")
-	stop := context.AfterFunc(ctx, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		if err := s.http.Shutdown(sctx); err != nil {
-			s.http.Close()
-		}
-	})
-	defer stop()
 	// The board's sampler ends with the listener, so that its streams do
 	// not hold up the shutdown.
 	boardCtx, stopBoard := context.WithCancel(ctx)
@@ -186,11 +159,10 @@ func (s *Server) Serve(ctx context.Context) error {
 		stopBoard()
 		board.Wait()
 	}()
-	err := s.http.Serve(s.ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
+	if err := httpserve.Serve(ctx, s.http, s.ln); err != nil {
+		return fmt.Errorf("admin: %w", err)
 	}
-	return fmt.Errorf("admin: %w", err)
+	return nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -410,7 +411,7 @@ func (b *board) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	b.log.Debug().Str("remote", r.RemoteAddr).Msg("board stream opened")
 	defer b.log.Debug().Str("remote", r.RemoteAddr).Msg("board stream closed")
-	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	rc.SetWriteDeadline(time.Now().Add(httpserve.WriteTimeout))
 	if _, err := fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds()); err != nil {
 		return
 	}
@@ -418,7 +419,7 @@ func (b *board) stream(w http.ResponseWriter, r *http.Request) {
 	for {
 		frame, gen, changed := b.current()
 		if first || gen != sent {
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			rc.SetWriteDeadline(time.Now().Add(httpserve.WriteTimeout))
 			if !writeEvent(w, frame) || rc.Flush() != nil {
 				return
 			}
