@@ -5,8 +5,9 @@ GO          ?= go
 BIN         := bin/foyer
 CONFIG      ?= config.toml
 # Debian packages the tests talk to: a real DDNet server, a real Teeworlds
-# info client, and ip(8) for the LAN test's network namespaces.
-DEB_PACKAGES := ddnet-server qstat iproute2
+# info client, ip(8) for the LAN and cluster tests' network namespaces, a
+# NATS server and nft(8) for the cluster test's forwarder.
+DEB_PACKAGES := ddnet-server qstat iproute2 nats-server nftables
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

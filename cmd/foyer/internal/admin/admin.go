@@ -2,7 +2,8 @@
 // machines that run a lobby:
 //
 //	GET /metrics   counters and gauges in the Prometheus text format
-//	GET /healthz   200 "ok" while serving, 503 "shutting down" after Drain
+//	GET /healthz   200 "ok" while serving ("degraded: ..." while cut off from
+//	               the cluster), 503 "shutting down" after Drain
 //	GET /rooms     the room table as JSON
 //
 // It reads what it shows through Sources, plain functions, so it depends
@@ -25,6 +26,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -48,6 +50,8 @@ type Sources struct {
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
 	GG2  func() gg2.Stats
 	Gunz func() gunz.Stats
+	// Cluster is the cluster this host is part of; nil when standalone.
+	Cluster func() cluster.Stats
 }
 
 // Timeouts of the HTTP server: every page is small and made at once, so
@@ -148,6 +152,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "shutting down")
 		return
 	}
+	if s.src.Cluster != nil {
+		if line, degraded := clusterHealth(s.src.Cluster()); degraded {
+			fmt.Fprintln(w, line)
+			return
+		}
+	}
 	fmt.Fprintln(w, "ok")
 }
 
@@ -174,6 +184,9 @@ func (s *Server) appendMetrics(b []byte) []byte {
 	if s.src.Gunz != nil {
 		b = appendGunz(b, s.src.Gunz())
 	}
+	if s.src.Cluster != nil {
+		b = appendCluster(b, s.src.Cluster())
+	}
 	return b
 }
 
@@ -193,6 +206,7 @@ type roomJSON struct {
 	Game       string    `json:"game,omitempty"`
 	Map        string    `json:"map,omitempty"`
 	Host       string    `json:"host,omitempty"`
+	Node       string    `json:"node,omitempty"`
 	Password   bool      `json:"password,omitempty"`
 }
 
@@ -220,7 +234,7 @@ func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 		row := roomJSON{
 			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
-			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
 		}
 		if r.Host.IsValid() {
 			row.Host = r.Host.String()

@@ -19,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
@@ -39,6 +40,7 @@ type Config struct {
 	Room       refroom.Config
 	Admin      Admin
 	Log        Log
+	Cluster    cluster.Config
 	// Warnings are doubts about the file that do not stop the start, in
 	// the file:line: reason form, to be logged.
 	Warnings []string
@@ -84,6 +86,7 @@ func Default() Config {
 		Room:       refroom.DefaultConfig,
 		Admin:      Admin{Listen: "127.0.0.1:9477"},
 		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
+		Cluster:    cluster.DefaultConfig(),
 	}
 	c.Supervisor.Room = c.Room.Settings()
 	return c
@@ -109,6 +112,7 @@ type file struct {
 	Room       toml.Primitive `toml:"room"`
 	Admin      toml.Primitive `toml:"admin"`
 	Log        toml.Primitive `toml:"log"`
+	Cluster    toml.Primitive `toml:"cluster"`
 }
 
 // Parse decodes text, named name in error messages, over the defaults.
@@ -130,7 +134,7 @@ func Parse(name, text string) (Config, error) {
 		keys section
 	}{
 		{f.Lobby, &k.Lobby}, {f.GG2, &k.GG2}, {f.Gunz, &k.Gunz}, {f.Supervisor, &k.Supervisor},
-		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log},
+		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log}, {f.Cluster, &k.Cluster},
 	} {
 		if r.table(s.raw, s.keys) {
 			s.keys.apply(r, &c)
@@ -139,6 +143,7 @@ func Parse(name, text string) (Config, error) {
 	c.Supervisor.Room = c.Room.Settings()
 	if len(r.errs) == 0 {
 		k.check(r, &c)
+		k.Cluster.check(r, &c)
 	}
 	r.unknown()
 	if len(r.errs) > 0 {

@@ -23,6 +23,7 @@ type keys struct {
 	Room       roomKeys
 	Admin      adminKeys
 	Log        logKeys
+	Cluster    clusterKeys
 }
 
 type lobbyKeys struct {
