@@ -57,6 +57,7 @@ func (c *Cluster) Create(ctx context.Context, creator netip.AddrPort) (room.Room
 			} else {
 				c.stats.placedRemote.Add(1)
 				c.view.took(cand.host)
+				c.awaitArrival(ctx, r.ID)
 			}
 			return r, nil
 		}
@@ -208,4 +209,26 @@ func (c *Cluster) serveJoin(m *nats.Msg) {
 	r, err := c.local.Join(c.ctx, req.ID, req.Player, req.Proof)
 	c.stats.served.Add(1)
 	m.Respond(encodeReply(r, err))
+}
+
+// arrivalWait bounds the wait for a room placed elsewhere to reach this
+// host's view: its host writes it as it answers, so it comes within a
+// millisecond or so unless the bucket is in trouble, and then the room
+// is handed out anyway.
+const arrivalWait = 500 * time.Millisecond
+
+// awaitArrival waits until room id, just placed on another host, is in
+// the view, so that the creator's next LIST here shows it. The room is
+// not put in the view from the answer: only the bucket says what is
+// there, so nothing is ever listed that the bucket no longer holds.
+func (c *Cluster) awaitArrival(ctx context.Context, id uint32) {
+	t := time.NewTimer(arrivalWait)
+	defer t.Stop()
+	select {
+	case <-c.view.arrival(id):
+	case <-t.C:
+		c.view.forget(id)
+	case <-ctx.Done():
+		c.view.forget(id)
+	}
 }

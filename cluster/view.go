@@ -29,6 +29,9 @@ type view struct {
 	hosts map[string]*hostState
 	rooms map[uint32]*roomState // other hosts' rooms
 	own   map[uint32]ownRoom    // this host's rooms, as stored
+	// arrivals are closed when a room placed elsewhere by this host
+	// arrives.
+	arrivals map[uint32][]chan struct{}
 	// sorted is the visible rooms by id, rebuilt when stale.
 	sorted   []room.Room
 	sortedOK bool
@@ -55,7 +58,8 @@ type ownRoom struct {
 
 func newView(me string, addr netip.Addr, ttl time.Duration) *view {
 	return &view{me: me, addr: addr, ttl: ttl,
-		hosts: make(map[string]*hostState), rooms: make(map[uint32]*roomState), own: make(map[uint32]ownRoom)}
+		hosts: make(map[string]*hostState), rooms: make(map[uint32]*roomState), own: make(map[uint32]ownRoom),
+		arrivals: make(map[uint32][]chan struct{})}
 }
 
 // begin starts a new watch generation: what the coming replay does not
@@ -214,6 +218,10 @@ func (v *view) putRoom(host string, rec roomRecord) []room.Event {
 	h := v.host(host)
 	h.rooms[rec.ID] = struct{}{}
 	v.rooms[rec.ID] = &roomState{host: host, rec: rec, gen: v.gen}
+	for _, ch := range v.arrivals[rec.ID] {
+		close(ch)
+	}
+	delete(v.arrivals, rec.ID)
 	if !h.alive {
 		return nil
 	}
@@ -377,4 +385,26 @@ func (v *view) row(host string, rec roomRecord) room.Room {
 		at = v.at(h)
 	}
 	return rec.row(host, at)
+}
+
+// arrival returns a channel closed once room id of another host is in
+// the view (at once if it is). A placing host waits on it so that the
+// room it hands out is in its own listings too.
+func (v *view) arrival(id uint32) <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ch := make(chan struct{})
+	if v.rooms[id] != nil {
+		close(ch)
+		return ch
+	}
+	v.arrivals[id] = append(v.arrivals[id], ch)
+	return ch
+}
+
+// forget drops the waiters for room id that gave up.
+func (v *view) forget(id uint32) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.arrivals, id)
 }
