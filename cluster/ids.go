@@ -32,6 +32,9 @@ const (
 type idRange struct {
 	n                 int
 	first, last, next uint32
+	// mark is the high-water mark last written; only the publisher
+	// moves it.
+	mark uint32
 }
 
 // rangeRecord is the value of ranges.<n>.
@@ -84,8 +87,8 @@ func claimRange(ctx context.Context, js jetstream.JetStream, host string, now ti
 	if rec.Mark != 0 {
 		r.next = r.wrap(r.pos(rec.Mark) + 1)
 	}
-	mark := r.wrap(r.pos(r.next) + markAhead - 1)
-	if err := putRange(ctx, kv, n, rangeRecord{Host: host, Mark: mark}); err != nil {
+	r.mark = r.wrap(r.pos(r.next) + markAhead - 1)
+	if err := putRange(ctx, kv, n, rangeRecord{Host: host, Mark: r.mark}); err != nil {
 		return idRange{}, err
 	}
 	return r, nil
@@ -157,4 +160,54 @@ func putRange(ctx context.Context, kv jetstream.KeyValue, n int, rec rangeRecord
 	b, _ := json.Marshal(rec) // plain values: cannot fail
 	_, err := kv.Put(ctx, rangeKey(n), b)
 	return err
+}
+
+// reclaim makes sure, at the start of a session, that the bucket still
+// says this host holds its range: a server that lost its store has it
+// written back. A range another host holds by then (it claimed it while
+// the store was empty) is logged: ids may collide until one of the two
+// hosts gets another name.
+func (p *publisher) reclaim(ctx context.Context) error {
+	c := p.c
+	b, _ := json.Marshal(rangeRecord{Host: c.me, Mark: c.ids.mark}) // plain values: cannot fail
+	return p.op(ctx, func(ctx context.Context) error {
+		e, err := p.ids.Get(ctx, rangeKey(c.ids.n))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if _, err := p.ids.Create(ctx, rangeKey(c.ids.n), b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return err
+			}
+			ob, _ := json.Marshal(ownerRecord{Range: c.ids.n})
+			_, err := p.ids.Put(ctx, ownerKey(c.me), ob)
+			return err
+		case err != nil:
+			return err
+		}
+		var rec rangeRecord
+		if json.Unmarshal(e.Value(), &rec) != nil || rec.Host != c.me {
+			c.log.Error().Int("range", c.ids.n).Str("held_by", rec.Host).
+				Msg("cluster: this host's range of room ids is held by another host too: ids may collide; give one of them another name")
+		}
+		return nil
+	})
+}
+
+// advance writes the range's mark ahead of id, a room id just handed
+// out, when id comes within half a block of it.
+func (p *publisher) advance(ctx context.Context, id uint32) error {
+	ids := &p.c.ids
+	if id < ids.first || id > ids.last {
+		return nil
+	}
+	mark, due := ids.markFor(id, ids.mark)
+	if !due {
+		return nil
+	}
+	if err := p.op(ctx, func(ctx context.Context) error {
+		return putRange(ctx, p.ids, ids.n, rangeRecord{Host: p.c.me, Mark: mark})
+	}); err != nil {
+		return err
+	}
+	ids.mark = mark
+	return nil
 }

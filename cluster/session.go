@@ -89,7 +89,11 @@ func (c *Cluster) session() error {
 	replayed := make(chan struct{})
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- c.watch(w, replayed) }()
-	p := &publisher{c: c, kv: kv}
+	ids, err := c.js.KeyValue(ctx, idsBucket)
+	if err != nil {
+		return err
+	}
+	p := &publisher{c: c, kv: kv, ids: ids}
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- p.run(ctx, replayed) }()
 	select {
@@ -154,7 +158,8 @@ func (c *Cluster) watch(w jetstream.KeyWatcher, replayed chan<- struct{}) error 
 // publisher writes this host's table to the bucket during one session.
 type publisher struct {
 	c         *Cluster
-	kv        jetstream.KeyValue
+	kv        jetstream.KeyValue // the cluster bucket
+	ids       jetstream.KeyValue // the ids bucket
 	stored    map[uint32][]byte // this host's rooms as the bucket holds them
 	version   uint64            // local version last written
 	beat      time.Time         // last heartbeat
@@ -177,6 +182,9 @@ func (p *publisher) run(ctx context.Context, replayed <-chan struct{}) error {
 	}
 	p.stored = c.view.ownStored()
 	p.refreshed = time.Now()
+	if err := p.reclaim(ctx); err != nil {
+		return err
+	}
 	if err := p.sync(ctx, true); err != nil {
 		return err
 	}
@@ -219,8 +227,14 @@ func (p *publisher) sync(ctx context.Context, force bool) error {
 		for _, r := range snap.Rooms {
 			seen[r.ID] = true
 			b, _ := json.Marshal(recordOf(r)) // plain values: cannot fail
-			if old, ok := p.stored[r.ID]; ok && bytes.Equal(old, b) && !refresh {
+			old, ok := p.stored[r.ID]
+			if ok && bytes.Equal(old, b) && !refresh {
 				continue
+			}
+			if !ok {
+				if err := p.advance(ctx, r.ID); err != nil {
+					return err
+				}
 			}
 			if err := p.op(ctx, func(ctx context.Context) error {
 				_, err := p.kv.Put(ctx, roomKey(c.me, r.ID), b)
