@@ -101,6 +101,7 @@ func TestJoinsExact(t *testing.T) {
 	a := join(t, testConfig(url, "a", public), la)
 	b := join(t, testConfig(url, "b", public), lb)
 	join(t, testConfig(url, "c", public), lc)
+	eventually(t, "a sees c", func() bool { return a.Stats().Hosts == 3 })
 	r, err := a.Create(context.Background(), player)
 	if err != nil || r.Node != "c" {
 		t.Fatalf("CREATE: %+v, %v; want a room on c, the only free host", r, err)
@@ -141,6 +142,7 @@ func TestHostLeavesAndComesBack(t *testing.T) {
 	la, lb := newMemLocal(0), newMemLocal(4)
 	a := join(t, testConfig(url, "a", public), la)
 	b := join(t, testConfig(url, "b", public), lb)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
 	r1, err := a.Create(context.Background(), player)
 	if err != nil {
 		t.Fatal(err)
