@@ -51,6 +51,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,7 +302,7 @@ func (c *Cluster) connect() error {
 	if c.cfg.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(c.cfg.TLSCert, c.cfg.TLSKey))
 	}
-	url := joinURLs(c.cfg.NATS)
+	url := strings.Join(c.cfg.NATS, ",")
 	if len(c.cfg.NATS) == 0 {
 		opts = append(opts, nats.InProcessServer(c.srv))
 		url = "in-process"
@@ -324,17 +325,6 @@ func (c *Cluster) connect() error {
 	}
 	c.js = js
 	return nil
-}
-
-func joinURLs(urls []string) string {
-	out := ""
-	for i, u := range urls {
-		if i > 0 {
-			out += ","
-		}
-		out += u
-	}
-	return out
 }
 
 // link tells the session loop the connection went up or down, without
@@ -424,10 +414,12 @@ func (c *Cluster) expire() {
 	}
 }
 
-// Close leaves the cluster. Rooms the local table still lists stay
-// published until HostTTL runs out, so that a lobby restarting with its
-// rooms adopted keeps them listed; a host with no room left says goodbye
-// at once. The embedded server stops last.
+// Close leaves the cluster, after the local table has had its last say
+// (call it once the rooms are stopped, so that their ends are written).
+// Rooms the local table still lists stay published until HostTTL runs
+// out, so that a lobby restarting with its rooms adopted keeps them
+// listed; a host with no room left says goodbye at once. The embedded
+// server stops last. Close is nil-safe and may be called twice.
 func (c *Cluster) Close() {
 	if c == nil {
 		return

@@ -17,21 +17,20 @@ import (
 // starts once the client has reconnected (it retries by itself), or a
 // second later.
 func (c *Cluster) sessions() {
-	first := true
 	for {
+		start := time.Now()
 		err := c.session()
 		c.up.Store(false)
-		if c.ctx.Err() != nil {
+		select { // a session that fails at once is not retried at once
+		case <-c.ctx.Done():
 			return
+		case <-time.After(time.Until(start.Add(time.Second))):
 		}
 		c.log.Warn().Err(err).Msg("cluster session ended: serving this host's rooms alone until NATS is back")
 		if !c.awaitLink() {
 			return
 		}
-		if !first || err != nil {
-			c.stats.reconnects.Add(1)
-		}
-		first = false
+		c.stats.reconnects.Add(1)
 	}
 }
 
@@ -160,11 +159,11 @@ type publisher struct {
 	c         *Cluster
 	kv        jetstream.KeyValue // the cluster bucket
 	ids       jetstream.KeyValue // the ids bucket
-	stored    map[uint32][]byte // this host's rooms as the bucket holds them
-	version   uint64            // local version last written
-	beat      time.Time         // last heartbeat
-	free      int               // free capacity in it
-	refreshed time.Time         // last rewrite of unchanged rooms
+	stored    map[uint32][]byte  // this host's rooms as the bucket holds them
+	version   uint64             // local version last written
+	beat      time.Time          // last heartbeat
+	free      int                // free capacity in it
+	refreshed time.Time          // last rewrite of unchanged rooms
 }
 
 // minBeat is the shortest time between two heartbeats: a change of free
