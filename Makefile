@@ -5,14 +5,17 @@ GO          ?= go
 BIN         := bin/foyer
 CONFIG      ?= config.toml
 # Debian packages the tests talk to: a real DDNet server, a real Teeworlds
-# info client, ip(8) for the LAN and cluster tests' network namespaces, a
-# NATS server and nft(8) for the cluster test's forwarder.
-DEB_PACKAGES := ddnet-server qstat iproute2 nats-server nftables
+# info client, ip(8) for the LAN and cluster tests' network namespaces, and
+# what the package test installs Foyer's .deb with: adduser (the package's
+# one dependency) and systemd-analyze (systemd) to verify its unit, a real
+# browser (run headless) for the admin board, and a NATS server and nft(8)
+# for the cluster test's forwarder.
+DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium nats-server nftables
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test deps vet bench fuzz lint proto clean
+.PHONY: all build run deb test deps vet bench fuzz lint proto clean
 
 all: build
 
@@ -28,6 +31,13 @@ build:
 run: build
 	@echo "== running $(BIN) serve with $(CONFIG) until Ctrl-C"
 	./$(BIN) serve --config $(CONFIG)
+
+# deb builds bin/foyer_VERSION_ARCH.deb with nfpm (packaging/): the binary,
+# config.toml as /etc/foyer/config.toml, docs/foyer.service, and the
+# scripts that make the foyer user. VERSION comes from git describe.
+deb: build
+	@echo "== packaging $(BIN)"
+	$(GO) run ./packaging --binary $(BIN) --out bin
 
 # apt_install installs the Debian packages in $(1) that are missing.
 define apt_install

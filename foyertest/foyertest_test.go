@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/lobby/client"
@@ -81,7 +80,7 @@ func TestStartBinaryServesTheRealBinary(t *testing.T) {
 
 func TestJoinOfAMissingRoomFails(t *testing.T) {
 	l := foyertest.Start(t)
-	_, err := l.Client(client.WithTimeout(time.Second)).Join(context.Background(), 12345)
+	_, err := l.Client().Join(context.Background(), 12345)
 	if !errors.Is(err, client.ErrJoinFailed) {
 		t.Fatalf("join of a missing room: %v, want ErrJoinFailed", err)
 	}
@@ -98,7 +97,7 @@ func TestOptionsReachTheRooms(t *testing.T) {
 		t.Fatalf("rooms %+v, want one of 2 players", rooms)
 	}
 	// MaxInstances(1): the second room is refused.
-	if _, err := l.Client(client.WithTimeout(2 * time.Second)).Create(context.Background()); !errors.Is(err, client.ErrJoinFailed) {
+	if _, err := c.Create(context.Background()); !errors.Is(err, client.ErrJoinFailed) {
 		t.Fatalf("second create past max_instances 1: %v, want ErrJoinFailed", err)
 	}
 }

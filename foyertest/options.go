@@ -27,7 +27,7 @@ type settings struct {
 	countdown, match, idle         time.Duration
 	first, last                    uint16
 	listen                         string
-	admin                          string
+	admin, adminToken              string
 	binary                         string
 	extra                          []string
 	wrap                           []string
@@ -88,6 +88,10 @@ func Listen(addr netip.AddrPort) Option {
 // default, so that the lobbies of tests running in parallel do not compete
 // for its default port. Start ignores it: it serves no admin pages.
 func Admin(addr netip.AddrPort) Option { return func(s *settings) { s.admin = addr.String() } }
+
+// AdminToken sets the bearer token StartBinary's admin listener asks for
+// ([admin] token, at least 16 characters).
+func AdminToken(token string) Option { return func(s *settings) { s.adminToken = token } }
 
 // Binary sets the foyer binary whose `instance` subcommand runs the rooms,
 // and that StartBinary runs; see the package doc for the default.
@@ -205,7 +209,11 @@ func (s *settings) configText() string {
 	fmt.Fprintf(&b, "spawn_timeout = %q\nstop_grace = %q\nport_cooldown = %q\n\n", testSpawnTimeout, testStopGrace, testPortCooldown)
 	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\nidle_timeout = %q\n\n",
 		s.minPlayers, s.countdown, s.match, s.idle)
-	fmt.Fprintf(&b, "[admin]\nlisten = %q\n\n", s.admin)
+	fmt.Fprintf(&b, "[admin]\nlisten = %q\n", s.admin)
+	if s.adminToken != "" {
+		fmt.Fprintf(&b, "token = %q\n", s.adminToken)
+	}
+	b.WriteString("\n")
 	b.WriteString("[log]\nlevel = \"debug\"\nformat = \"json\"\n")
 	for _, e := range s.extra {
 		b.WriteString("\n" + e + "\n")

@@ -2,7 +2,6 @@ package lobby
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,10 +15,6 @@ import (
 // change reach the lobby without an event (Watch drops events for slow
 // readers).
 const listRecheck = time.Second
-
-// legacyTickAt is where the 17-byte header keeps tickId: after the magic
-// (4), version, packetType, messageType and sequenceId.
-const legacyTickAt = 9
 
 // roomList is the room table at one version, as the lobby reads it for
 // every LIST and JOIN until the next version: the snapshot's rooms, by ID.
@@ -61,6 +56,16 @@ func (ls *lists) get(now time.Time) *roomList {
 		return cur // another loop rebuilt it meanwhile
 	}
 	snap := ls.rooms.List()
+	if cur != nil && snap.Version == cur.version {
+		// The table did not change after all (changed was told of a
+		// change that did not happen): take the hint back, or every
+		// request would ask the table again.
+		ls.seen.CompareAndSwap(cur.version+1, cur.version)
+		next := *cur
+		next.built = now
+		ls.current.Store(&next)
+		return &next
+	}
 	next := &roomList{version: snap.Version, built: now, rooms: snap.Rooms}
 	ls.current.Store(next)
 	return next
@@ -102,10 +107,6 @@ func (o *offer) appendReply(b []byte, h packet.Header) []byte {
 		f = packet.Legacy
 	}
 	b = append(b, o.frames[f]...)
-	pkt := b[start:]
-	if h.Framing == packet.Legacy && len(pkt) > legacyTickAt+4 {
-		binary.BigEndian.PutUint32(pkt[legacyTickAt:], h.Tick)
-	}
-	packet.SetSeq(pkt, h.Seq) // also fixes the CRC, covering the tick
+	packet.SetSeqTick(b[start:], h.Seq, h.Tick)
 	return b
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -182,8 +183,7 @@ func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logg
 	} else {
 		l.jobs = make(chan request, joinQueue)
 	}
-	l.stats.drops = map[string]uint64{}
-	l.stats.failures = map[string]uint64{}
+	l.stats.init()
 	return l
 }
 
@@ -273,13 +273,9 @@ func (l *Lobby) closeConns() {
 	}
 }
 
-// maxReadErrors is how many read errors in a row end a socket's loop: a
-// transient error is counted and skipped, a socket that only fails must
-// not spin.
-const maxReadErrors = 100
-
-// readLoop reads c until it is closed (nil) or keeps failing (the error),
-// a batch of datagrams at a time; the replies to a batch leave together.
+// readLoop reads c until it is closed (nil) or keeps failing (the error,
+// see tally.ReadLoop), a batch of datagrams at a time; the replies to a
+// batch leave together.
 // A socket that dropped datagrams since its last read is flooded: the
 // guard hears of it.
 func (l *Lobby) readLoop(c *net.UDPConn) error {
@@ -288,26 +284,22 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	handle := func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
 		return l.handle(q, c, &os, b, from, local, out)
 	}
-	errs := 0
-	for {
+	err := tally.ReadLoop(l.stats.readErrors, func() error {
 		n, dropped, err := q.read()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			l.stats.drop("read_error")
-			if errs++; errs >= maxReadErrors {
-				return fmt.Errorf("lobby: reading %v: %w", c.LocalAddr(), err)
-			}
-			continue
+			return err
 		}
-		errs = 0
 		if dropped {
 			l.guard.Pressure(time.Now())
 		}
 		q.answer(n, handle)
 		q.flush(l.sent)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lobby: reading %v: %w", c.LocalAddr(), err)
 	}
+	return nil
 }
 
 // handle answers one datagram that came from from to the local address
@@ -453,7 +445,9 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 	switch {
 	case err == nil:
 		l.stats.granted[1].Add(1)
-		l.lists.changed()
+		if r.Occupied() != req.room.Occupied() { // a new seat, not a refreshed one
+			l.lists.changed()
+		}
 		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
 			e.Uint32("room", r.ID).Stringer("player", req.from).Bool("proven", req.proof == room.SawListing).Msg("seat held")
 		}
@@ -529,46 +523,11 @@ func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, v limit.Verdict, now
 	}
 }
 
-// sent counts a reply that went out, or a send error.
+// sent counts a reply that went out, by its type, or a send error.
 func (l *Lobby) sent(b []byte, ok bool) {
 	if !ok {
 		l.stats.drop("send_error")
 		return
 	}
-	l.stats.replies[replyIndex(replyType(b))].Add(1)
-}
-
-// replyType reads the message type of a reply the lobby encoded.
-func replyType(b []byte) packet.Type {
-	if len(b) > 6 && b[0] == 0xA3 { // legacy magic; the type follows version and packetType
-		return packet.Type(b[6])
-	}
-	if len(b) > 1 {
-		return packet.Type(b[1])
-	}
-	return 0
-}
-
-// report logs, every ReportInterval, what was dropped or refused since the
-// last report, if anything was.
-func (l *Lobby) report(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(l.cfg.ReportInterval)
-	defer t.Stop()
-	var last Stats // from zero: whatever came before the first tick is reported too
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := l.stats.snapshot()
-		drops, failures := delta(now.Drops, last.Drops), delta(now.Failures, last.Failures)
-		limited := now.LimitedSources - last.LimitedSources
-		if len(drops) > 0 || len(failures) > 0 || limited > 0 {
-			l.log.Info().Dict("dropped", dict(drops)).Dict("refused", dict(failures)).
-				Uint64("limited_sources", limited).Dur("interval", l.cfg.ReportInterval).Msg("lobby drops")
-		}
-		last = now
-	}
+	l.stats.replies[replyIndex(packet.TypeOf(b))].Add(1)
 }

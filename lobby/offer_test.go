@@ -67,6 +67,7 @@ func TestListOffersOnlyReachableRooms(t *testing.T) {
 // id it named, and plain ids still work, proving nothing.
 func TestSeatGuardMasksIdsAndProvesJoins(t *testing.T) {
 	rooms := newMemRooms(8)
+	rooms.proofs = new([]room.Proof)
 	rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 2, Seats: 2, State: packet.Waiting})
 	rooms.add(room.Room{ID: 2, Port: 30002, MaxPlayers: 4, State: packet.Waiting})
 	l, addr := start(t, testConfig(), rooms)
@@ -95,7 +96,7 @@ func TestSeatGuardMasksIdsAndProvesJoins(t *testing.T) {
 		t.Fatalf("JOIN with the plain id: %+v", r)
 	}
 	rooms.mu.Lock()
-	proofs := slices.Clone(rooms.proofs)
+	proofs := slices.Clone(*rooms.proofs)
 	rooms.mu.Unlock()
 	if want := []room.Proof{room.Unproven, room.SawListing, room.Unproven}; !slices.Equal(proofs, want) {
 		t.Errorf("proofs reaching the table %v, want %v", proofs, want)

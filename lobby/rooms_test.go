@@ -24,7 +24,7 @@ type memRooms struct {
 	joinGate     chan struct{} // when set, Join waits for it
 	creates      atomic.Int64
 	joins        atomic.Int64
-	proofs       []room.Proof // of every Join, in order
+	proofs       *[]room.Proof // when set, the proof of every Join, in order
 	watchers     []chan room.Event
 }
 
@@ -87,7 +87,9 @@ func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort, p
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.proofs = append(m.proofs, proof)
+	if m.proofs != nil {
+		*m.proofs = append(*m.proofs, proof)
+	}
 	i := slices.IndexFunc(m.rooms, func(r room.Room) bool { return r.ID == id })
 	if i < 0 {
 		return room.Room{}, room.ErrNoRoom

@@ -1,12 +1,9 @@
 package lobby
 
 import (
-	"maps"
-	"sync"
-	"sync/atomic"
+	"context"
 
-	"github.com/rs/zerolog"
-
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -41,26 +38,28 @@ type Stats struct {
 	Sources, Prefixes, CreatesInFlight int
 }
 
-// counters are the lobby's cumulative counts. The hot ones (requests,
-// replies) are atomics; the rest are keyed by reason under a mutex, which
-// only the dropped and failed paths take.
+// counters are the lobby's cumulative counts, by name for Stats. The hot
+// ones, on every request's path, are held by index: one atomic add each.
 type counters struct {
-	requests [3]atomic.Uint64 // list, create, join
-	replies  [4]atomic.Uint64 // room_list, room_created, join_success, join_failed
-	granted  [2]atomic.Uint64 // create, join
-	limited  atomic.Uint64
-	retries  atomic.Uint64
+	requestsByType, repliesByType, grantedByType, drops, failures tally.Set
 
-	mu       sync.Mutex
-	drops    map[string]uint64
-	failures map[string]uint64
+	requests [3]*tally.Counter // list, create, join (requestIndex)
+	replies  [4]*tally.Counter // room_list, room_created, join_success, join_failed (replyIndex)
+	granted  [2]*tally.Counter // create, join
+	limited  tally.Counter
+	retries  tally.Counter
+
+	readErrors *tally.Counter
 }
 
-var (
-	requestNames = [3]string{"list", "create", "join"}
-	replyNames   = [4]string{"room_list", "room_created", "join_success", "join_failed"}
-	grantedNames = [2]string{"create", "join"}
-)
+// init makes the counters of every request, reply and grant type, which
+// Stats always lists, zero or not.
+func (c *counters) init() {
+	copy(c.requests[:], c.requestsByType.Show("list", "create", "join"))
+	copy(c.replies[:], c.repliesByType.Show("room_list", "room_created", "join_success", "join_failed"))
+	copy(c.granted[:], c.grantedByType.Show("create", "join"))
+	c.readErrors = c.drops.Counter("read_error")
+}
 
 // requestIndex maps request types to their counter; -1 for others.
 func requestIndex(t packet.Type) int {
@@ -87,58 +86,28 @@ func replyIndex(t packet.Type) int {
 	return 3
 }
 
-func (c *counters) drop(reason string) {
-	c.mu.Lock()
-	c.drops[reason]++
-	c.mu.Unlock()
-}
+func (c *counters) drop(reason string) { c.drops.Add(reason) }
 
-func (c *counters) fail(reason string) {
-	c.mu.Lock()
-	c.failures[reason]++
-	c.mu.Unlock()
-}
-
-func named(names []string, vals []atomic.Uint64) map[string]uint64 {
-	m := make(map[string]uint64, len(names))
-	for i, n := range names {
-		m[n] = vals[i].Load()
-	}
-	return m
-}
+func (c *counters) fail(reason string) { c.failures.Add(reason) }
 
 // snapshot copies the cumulative counters.
 func (c *counters) snapshot() Stats {
-	c.mu.Lock()
-	drops, failures := maps.Clone(c.drops), maps.Clone(c.failures)
-	c.mu.Unlock()
 	return Stats{
-		Requests:       named(requestNames[:], c.requests[:]),
-		Replies:        named(replyNames[:], c.replies[:]),
-		Granted:        named(grantedNames[:], c.granted[:]),
-		Drops:          drops,
-		Failures:       failures,
+		Requests:       c.requestsByType.Snapshot(),
+		Replies:        c.repliesByType.Snapshot(),
+		Granted:        c.grantedByType.Snapshot(),
+		Drops:          c.drops.Snapshot(),
+		Failures:       c.failures.Snapshot(),
 		LimitedSources: c.limited.Load(),
 		Retries:        c.retries.Load(),
 	}
 }
 
-// delta returns now minus before for every key that grew.
-func delta(now, before map[string]uint64) map[string]uint64 {
-	d := map[string]uint64{}
-	for k, v := range now {
-		if v > before[k] {
-			d[k] = v - before[k]
-		}
-	}
-	return d
-}
-
-// dict renders a count map as a zerolog dictionary.
-func dict(m map[string]uint64) *zerolog.Event {
-	d := zerolog.Dict()
-	for k, v := range m {
-		d.Uint64(k, v)
-	}
-	return d
+// report logs, every ReportInterval until ctx is done, what was dropped or
+// refused since the last report, if anything was; then it closes done.
+func (l *Lobby) report(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	tally.Report(ctx, l.log, l.cfg.ReportInterval, "lobby drops",
+		tally.Names("dropped", &l.stats.drops), tally.Names("refused", &l.stats.failures),
+		tally.Total("limited_sources", &l.stats.limited))
 }

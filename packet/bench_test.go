@@ -85,17 +85,18 @@ func BenchmarkCompressed(b *testing.B) {
 	})
 }
 
-// BenchmarkSetSeq is the lobby's per-reply cost of a cached ROOM_LIST.
-func BenchmarkSetSeq(b *testing.B) {
+// BenchmarkSetSeqTick is the lobby's per-reply cost of a cached
+// ROOM_LIST.
+func BenchmarkSetSeqTick(b *testing.B) {
 	for _, n := range []int{10, MaxRooms} {
 		b.Run(fmt.Sprintf("rooms=%d", n), func(b *testing.B) {
-			m := Message{Header: Header{Type: RoomList}, Rooms: sampleRooms(n)}
+			m := Message{Header: Header{Framing: Legacy, Type: RoomList}, Rooms: sampleRooms(n)}
 			pkt, _ := m.Append(nil)
 			b.ReportAllocs()
 			var seq uint16
 			for b.Loop() {
 				seq++
-				SetSeq(pkt, seq)
+				SetSeqTick(pkt, seq, uint32(seq))
 			}
 		})
 	}

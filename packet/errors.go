@@ -54,6 +54,9 @@ func Reason(err error) string {
 	if err == nil {
 		return ""
 	}
+	if e, ok := err.(*Error); ok { // as Parse returns it; errors.As would allocate
+		return e.reason
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.reason

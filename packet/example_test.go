@@ -40,16 +40,16 @@ func ExampleReason() {
 	// Output: packet: CRC mismatch -> crc
 }
 
-// A lobby encodes its room list once and patches the sequence id of each
-// reply.
-func ExampleSetSeq() {
+// A lobby encodes its room list once and patches the sequence id and tick
+// of each reply.
+func ExampleSetSeqTick() {
 	list := packet.Message{
-		Header: packet.Header{Type: packet.RoomList},
+		Header: packet.Header{Framing: packet.Legacy, Type: packet.RoomList},
 		Rooms:  []packet.Room{{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: packet.Waiting}},
 	}
 	cached, _ := list.Append(nil)
-	packet.SetSeq(cached, 41)
+	packet.SetSeqTick(cached, 41, 9000)
 	m, _ := packet.Parse(cached)
-	fmt.Println(m.Type, "seq", m.Seq, "room", m.Rooms[0].ID, m.Rooms[0].State)
-	// Output: ROOM_LIST seq 41 room 1 waiting
+	fmt.Println(m.Type, "seq", m.Seq, "tick", m.Tick, "room", m.Rooms[0].ID, m.Rooms[0].State)
+	// Output: ROOM_LIST seq 41 tick 9000 room 1 waiting
 }

@@ -115,6 +115,25 @@ func Is(b []byte) bool {
 	return err == nil && validDir(w.dir)
 }
 
+// TypeOf returns the message type in the header of a datagram in either
+// framing, or 0 (no message type) if b is too short for a header. It
+// checks nothing else, not even the magic: it is for a datagram whose
+// bytes are trusted, such as a reply a server encoded itself and counts
+// by type once sent, at the cost of two comparisons. Only [Parse] and
+// [ParseFrame] validate.
+func TypeOf(b []byte) Type {
+	if len(b) > 0 && b[0] == legacyMagic[0] {
+		if len(b) < LegacyHeaderLen {
+			return 0
+		}
+		return Type(b[6])
+	}
+	if len(b) < CompactHeaderLen {
+		return 0
+	}
+	return Type(b[1])
+}
+
 // ParseFrame checks a datagram's framing, length, CRC and compression.
 // It checks in the same order as [Parse] and returns the same errors, but
 // leaves the message type and the payload to the caller.
@@ -208,11 +227,23 @@ func endFrame(b []byte, start int, h Header, dir Direction) []byte {
 }
 
 // SetSeq rewrites the sequence id of an encoded datagram in place and
-// fixes its CRC, so a cached reply can be reused: the lobby encodes its
-// ROOM_LIST once per change and patches the copy it sends to each request.
-// It works for either framing and leaves pkt alone if it is too short to
-// hold a header and CRC.
+// fixes its CRC, so that an encoding can be reused for another sequence
+// id. It works for either framing and leaves pkt alone if it is too short
+// to hold a header and CRC.
 func SetSeq(pkt []byte, seq uint16) {
+	setSeqTick(pkt, seq, 0, false)
+}
+
+// SetSeqTick is [SetSeq] for a reply's whole echo of its request: it
+// also rewrites the tickId of a datagram in the Legacy framing (the
+// Compact one has none). A server encodes a reply once, e.g. the lobby its
+// ROOM_LIST once per change, and patches the copy it sends to each
+// request.
+func SetSeqTick(pkt []byte, seq uint16, tick uint32) {
+	setSeqTick(pkt, seq, tick, true)
+}
+
+func setSeqTick(pkt []byte, seq uint16, tick uint32, setTick bool) {
 	off, hl := 2, CompactHeaderLen
 	if len(pkt) > 0 && pkt[0] == legacyMagic[0] {
 		off, hl = 7, LegacyHeaderLen
@@ -221,6 +252,9 @@ func SetSeq(pkt []byte, seq uint16) {
 		return
 	}
 	binary.BigEndian.PutUint16(pkt[off:], seq)
+	if setTick && hl == LegacyHeaderLen {
+		binary.BigEndian.PutUint32(pkt[off+2:], tick)
+	}
 	n := len(pkt) - CRCLen
 	binary.BigEndian.PutUint32(pkt[n:], crc32.ChecksumIEEE(pkt[:n]))
 }

@@ -21,6 +21,7 @@ func withValidCRC(b []byte) [][]byte {
 // accepted re-encodes to the same bytes or, for a compressed payload whose
 // block this encoder may build differently, to a datagram that decodes to
 // the same value.
+// TypeOf agrees with the decoder on what it accepts.
 func checkRoundTrip[T any](t *testing.T, b []byte, decode func([]byte) (T, error), encode func(T) ([]byte, error), header func(*T) *Header) {
 	v, err := decode(b)
 	if err != nil {
@@ -31,6 +32,9 @@ func checkRoundTrip[T any](t *testing.T, b []byte, decode func([]byte) (T, error
 	}
 	if !Is(b) {
 		t.Fatalf("Is(%x) = false for a datagram the decoder accepts", b)
+	}
+	if typ := TypeOf(b); typ != header(&v).Type {
+		t.Fatalf("TypeOf(%x) = %v, the decoder's %v", b, typ, header(&v).Type)
 	}
 	again, err := encode(v)
 	if err != nil {

@@ -34,6 +34,31 @@ var golden = []struct {
 			{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: Playing},
 		}}},
 	{"JOIN_FAILED seq 9", "02460009000000000dccfa26", Message{Header: Header{Type: JoinFailed, Seq: 9}}},
+
+	// The original game's 17-byte framing (magic, version 1, packetType,
+	// messageType, sequenceId, tickId, payloadSize, originalSize), each
+	// datagram computed from the protocol notes outside this package, its
+	// CRC with a CRC-32 implementation other than Go's.
+	{"legacy LIST seq 7 tick 0x12345678", "a35fc81d 01 01 40 0007 12345678 0000 0000 5789e13c",
+		Message{Header: Header{Framing: Legacy, Type: ListRooms, Seq: 7, Tick: 0x12345678}}},
+	{"legacy CREATE seq 1 tick 0xDEADBEEF", "a35fc81d 01 01 42 0001 deadbeef 0000 0000 b297220f",
+		Message{Header: Header{Framing: Legacy, Type: CreateRoom, Seq: 1, Tick: 0xDEADBEEF}}},
+	{"legacy JOIN room 1 seq 2 tick 0xCAFEBABE", "a35fc81d 01 01 44 0002 cafebabe 0004 0004 00000001 32f90129",
+		Message{Header: Header{Framing: Legacy, Type: JoinRoom, Seq: 2, Tick: 0xCAFEBABE}, RoomID: 1}},
+	{"legacy ROOM_LIST 2 rooms seq 0 tick 1000",
+		"a35fc81d 01 02 41 0000 000003e8 0018 0018 0002 0000000100010004753000 0000000200040004753102 b1a37eb7",
+		Message{Header: Header{Framing: Legacy, Type: RoomList, Tick: 1000}, Rooms: []Room{
+			{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: Waiting},
+			{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: Playing},
+		}}},
+	{"legacy ROOM_CREATED room 1 port 30000 seq 1 tick 0xDEADBEEF",
+		"a35fc81d 01 02 43 0001 deadbeef 0006 0006 00000001 7530 156111c8",
+		Message{Header: Header{Framing: Legacy, Type: RoomCreated, Seq: 1, Tick: 0xDEADBEEF}, RoomID: 1, Port: 30000}},
+	{"legacy JOIN_SUCCESS room 1 port 30000 seq 2 tick 0xCAFEBABE",
+		"a35fc81d 01 02 45 0002 cafebabe 0006 0006 00000001 7530 d2401dea",
+		Message{Header: Header{Framing: Legacy, Type: JoinSuccess, Seq: 2, Tick: 0xCAFEBABE}, RoomID: 1, Port: 30000}},
+	{"legacy JOIN_FAILED seq 9 tick 0xFFFFFFFF", "a35fc81d 01 02 46 0009 ffffffff 0000 0000 eb7af578",
+		Message{Header: Header{Framing: Legacy, Type: JoinFailed, Seq: 9, Tick: 0xFFFFFFFF}}},
 }
 
 func TestGoldenEncode(t *testing.T) {
@@ -42,8 +67,8 @@ func TestGoldenEncode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Append: %v", g.name, err)
 		}
-		if h := hex.EncodeToString(got); h != g.hex {
-			t.Errorf("%s: Append = %s, want %s", g.name, h, g.hex)
+		if want := wiretest.Hex(t, g.hex); !bytes.Equal(got, want) {
+			t.Errorf("%s: Append = %x, want %x", g.name, got, want)
 		}
 	}
 }
@@ -332,11 +357,15 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// validPackets is every golden packet and every encoded variant.
+// validPackets is every golden packet, the datagrams compressed by the
+// reference LZ4 encoder and every encoded variant.
 func validPackets(t testing.TB) [][]byte {
 	var out [][]byte
 	for _, g := range golden {
 		out = append(out, wiretest.Hex(t, g.hex))
+	}
+	for _, d := range cliDatagrams {
+		out = append(out, wiretest.Hex(t, d.hex))
 	}
 	for _, m := range variants() {
 		if len(m.Rooms) == MaxRooms {
@@ -429,6 +458,58 @@ func TestSetSeq(t *testing.T) {
 		if !bytes.Equal(short, before) {
 			t.Errorf("SetSeq changed a too-short datagram %x to %x", before, short)
 		}
+	}
+}
+
+// SetSeqTick gives a cached encoding the sequence and tick of another
+// request: the same bytes as encoding with them, in either framing (the
+// compact one has no tick to set).
+func TestSetSeqTick(t *testing.T) {
+	for _, m := range variants() {
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetSeqTick(b, 0xBEEF, 0xCAFEF00D)
+		m.Seq = 0xBEEF
+		if m.Framing == Legacy {
+			m.Tick = 0xCAFEF00D
+		}
+		want, _ := m.Append(nil)
+		if !bytes.Equal(b, want) {
+			t.Errorf("%s: SetSeqTick gave %x, want %x", name(m), b, want)
+		}
+	}
+	for _, short := range [][]byte{nil, {1, 0x40, 0}, wiretest.Hex(t, "a35fc81d0101400001000000070000000000")} {
+		before := bytes.Clone(short)
+		SetSeqTick(short, 9, 9)
+		if !bytes.Equal(short, before) {
+			t.Errorf("SetSeqTick changed a too-short datagram %x to %x", before, short)
+		}
+	}
+}
+
+// TypeOf reads back the type of every encoding, and is 0 for what is too
+// short to have a header.
+func TestTypeOf(t *testing.T) {
+	for _, m := range variants() {
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := TypeOf(b); got != m.Type {
+			t.Errorf("%s: TypeOf = %v", name(m), got)
+		}
+		hl := CompactHeaderLen
+		if m.Framing == Legacy {
+			hl = LegacyHeaderLen
+		}
+		if got := TypeOf(b[:hl-1]); got != 0 {
+			t.Errorf("%s: TypeOf of %d bytes = %v, want 0", name(m), hl-1, got)
+		}
+	}
+	if got := TypeOf(nil); got != 0 {
+		t.Errorf("TypeOf(nil) = %v", got)
 	}
 }
 

@@ -264,8 +264,15 @@ func TestExecProbeNone(t *testing.T) {
 }
 
 func TestExecExitCauses(t *testing.T) {
-	s, _ := newExec(t, []string{"sh", "-c", "sleep 0.5; exit {max_players}"}, "none", func(c *Config) { c.MaxPlayers = 3 })
+	// The server exits when the test says, not after a while: one that
+	// exited before the settle time would fail the create instead.
+	dir := t.TempDir()
+	argv := []string{"sh", "-c", `while [ ! -e "$0/exit" ]; do sleep 0.01; done; exit {max_players}`, dir}
+	s, _ := newExec(t, argv, "none", func(c *Config) { c.MaxPlayers = 3 })
 	events, r := watchAndCreate(t, s)
+	if err := os.WriteFile(filepath.Join(dir, "exit"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.ExitCode != 3 || ev.Signal != "" {
 		t.Fatalf("reaped %+v", ev)
 	}

@@ -48,12 +48,12 @@ type roomIDs struct {
 }
 
 // newRoomIDs seeds the ids from the clock and, with a file, from the mark
-// in it, writes the first mark and starts the writer, which ends with
-// done. A file that cannot be read as a mark (empty, truncated, garbage) is
-// reported and ignored: the clock still seeds above every earlier run
-// that created less than a room per second. Only a mark that cannot be
-// written is an error.
-func newRoomIDs(now time.Time, file string, log zerolog.Logger, done <-chan struct{}) (*roomIDs, error) {
+// in it, and writes the first mark; the caller then runs writer. A file
+// that cannot be read as a mark (empty, truncated, garbage) is reported
+// and ignored: the clock still seeds above every earlier run that created
+// less than a room per second. Only a mark that cannot be written is an
+// error.
+func newRoomIDs(now time.Time, file string, log zerolog.Logger) (*roomIDs, error) {
 	ids := &roomIDs{next: uint32(now.Unix()), file: file, log: log,
 		wrote: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if ids.next == 0 {
@@ -71,7 +71,6 @@ func newRoomIDs(now time.Time, file string, log zerolog.Logger, done <-chan stru
 	if err := ids.writeMark(ids.next + idBlock - 1); err != nil {
 		return nil, err
 	}
-	go ids.writer(done)
 	return ids, nil
 }
 
@@ -123,9 +122,12 @@ func (ids *roomIDs) durable(id uint32) <-chan struct{} {
 }
 
 // writer writes the mark a block ahead of the ids handed out whenever take
-// asks, until done. A failed write is logged once per failure streak and
-// retried on the next request.
+// asks, until done; without a file it returns at once. A failed write is
+// logged once per failure streak and retried on the next request.
 func (ids *roomIDs) writer(done <-chan struct{}) {
+	if ids.file == "" {
+		return
+	}
 	for {
 		select {
 		case <-done:

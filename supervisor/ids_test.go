@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +17,14 @@ import (
 // ends.
 func newIDs(t *testing.T, now time.Time, file string, log zerolog.Logger) *roomIDs {
 	t.Helper()
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	ids, err := newRoomIDs(now, file, log, done)
+	ids, err := newRoomIDs(now, file, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { ids.writer(done) })
+	t.Cleanup(func() { close(done); wg.Wait() }) // before the temporary directory goes
 	return ids
 }
 

@@ -106,7 +106,10 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 }
 
 func TestRegisteredSeats(t *testing.T) {
-	s, _ := newTest(t, "game", 1, func(c *Config) { c.SeatTTL = time.Second })
+	// Seats must live through the joins and registrations below, which
+	// take milliseconds, and expire at the end: only a stall of the whole
+	// test for the TTL could expire one early.
+	s, _ := newTest(t, "game", 1, func(c *Config) { c.SeatTTL = 3 * time.Second })
 	ctx := context.Background()
 	const key = "udp 127.0.0.2:8190"
 	r, err := s.Register(key, listing("127.0.0.2:8190", 1, 3))

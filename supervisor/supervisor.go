@@ -105,7 +105,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log, ctx.Done())
+	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -133,6 +133,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if s.prober != nil {
 		s.prober.run(s.ctx.Done(), &s.wg)
 	}
+	s.wg.Go(func() { s.ids.writer(s.ctx.Done()) })
 	s.wg.Add(1)
 	go s.housekeep()
 	if cfg.Warm > 0 {

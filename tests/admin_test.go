@@ -91,6 +91,13 @@ func TestAdminPagesOfTheBinary(t *testing.T) {
 			t.Errorf("%s: %v before the create and %v after, want %v", series, before[series], after[series], want)
 		}
 	}
+	// The Go runtime's and the process's standard series, of the lobby
+	// process.
+	for _, series := range []string{"go_goroutines", "process_resident_memory_bytes", "process_open_fds"} {
+		if after[series] <= 0 {
+			t.Errorf("%s = %v", series, after[series])
+		}
+	}
 
 	code, body := adminGet(t, base+"/rooms")
 	var table struct {

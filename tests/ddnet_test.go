@@ -79,11 +79,13 @@ func teeInfo(t *testing.T, to netip.AddrPort) (teeinfo.Info, []teeinfo.Reply) {
 func TestDDNetThroughTheExecDriver(t *testing.T) {
 	ddnet := ddnetBinary(t)
 	// DDNet cannot bind 127.0.0.1 alone (it opens an IPv6 socket on the
-	// same address too), so it binds [::1]; the probe finds it there.
+	// same address too), so it binds [::1]; the probe finds it there. The
+	// room must end by the kill below, as crashed, never by a probe slow
+	// on a loaded machine: the health timeout is generous.
 	s := startServer(t, "", fmt.Sprintf(`command = [%q, "sv_port {port}; sv_name Room {room_id}; sv_register 0; bindaddr ::1; sv_max_clients {max_players}; sv_map Tutorial"]
 probe = "teeworlds"
 max_players = 6
-health_timeout = "3s"
+health_timeout = "30s"
 `, ddnet))
 	c := newClient(t, "127.0.0.1", s.lobby)
 	created := c.request(compact, createRoom, 1, nil)

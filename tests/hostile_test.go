@@ -3,17 +3,22 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/internal/flood"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -204,4 +209,93 @@ func residentBytes(t *testing.T, pid int) int {
 	}
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// The admin pages show every player's address: off loopback they need a
+// bearer token, and without one the start is refused.
+func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
+	open := exec.Command(bin, "serve", "--config", readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\n"))
+	out, err := open.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "needs token or token_file") {
+		t.Fatalf("an admin listener on every address without a token started (%v):\n%s", err, out)
+	}
+	const token = "a-long-enough-admin-token"
+	cmd := exec.Command(bin, "serve", "--ready-json", "--config",
+		readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \""+token+"\"\n"))
+	s, ready, _, _ := readyServeJSON(t, cmd)
+	url := "http://" + netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ready.Admin.Port()).String() + "/rooms"
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer wrong-token-of-some-length", 401}, {"Basic " + token, 401}, {"Bearer " + token, 200}} {
+		req, _ := http.NewRequest("GET", url, nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET /rooms with %q: %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	s.wait(t)
+}
+
+// A denied source gets nothing from any edge: native LIST, GunZ, the GG2
+// list and registration, the public page. Everyone else is served.
+func TestDeniedSourceGetsNothing(t *testing.T) {
+	gg2Port, webPort, gunzPort := gg2FreePort(t), gg2FreePort(t), freeUDPPort(t)
+	s := startServer(t, gg2Limits+"\ndeny = [\"127.0.0.3\", \"127.0.9.0/24\"]", fmt.Sprintf(
+		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
+		gg2Port, gunzPort, webPort))
+	gg2Addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), gg2Port)
+	for _, ip := range []string{"127.0.0.3", "127.0.9.77"} {
+		// Native and GunZ: no reply.
+		c := newClient(t, ip, s.lobby)
+		c.send(encode(compact, listRooms, 1, 0, nil))
+		if r, ok := c.recv(quiet); ok {
+			t.Errorf("%s: native LIST answered %#x", ip, r.typ)
+		}
+		u := newClient(t, ip, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(gunzPort)))
+		u.send(gunzHex(t, gunzSeedRequest))
+		if b, err := udptest.Read(u.conn, quiet); err != nil || b != nil {
+			t.Errorf("%s: GunZ answered %x (%v)", ip, b, err)
+		}
+		// TCP: the connection is closed with nothing written.
+		for name, port := range map[string]int{"GG2 list": int(gg2Port), "status page": int(webPort)} {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+			conn, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				continue // refused outright is as good
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(conn, "GET /status HTTP/1.0\r\n\r\n")
+			b, _ := io.ReadAll(conn)
+			conn.Close()
+			if len(b) != 0 {
+				t.Errorf("%s: %s answered %q", ip, name, b)
+			}
+		}
+		// A registration from a denied source is not listed.
+		gg2GameAt(t, ip, gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9990, "denied", 8, 0))
+	}
+	// Everyone else is served, and sees no server from a denied source.
+	ok := newClient(t, "127.0.0.1", s.lobby)
+	ok.list(2)
+	gg2GameAt(t, "127.0.0.1", gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9991, "allowed", 8, 0))
+	gg2Eventually(t, "the allowed server listed", func() bool {
+		return len(gg2At(gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID), 9991)) == 1
+	})
+	for _, srv := range gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID).Servers {
+		if srv.V4.Port() == 9990 {
+			t.Errorf("a server registered from a denied source is listed: %+v", srv)
+		}
+	}
+	if resp, _ := statusGet(t, fmt.Sprintf("http://127.0.0.1:%d/status", webPort)); resp.StatusCode != 200 {
+		t.Errorf("status page for an allowed source: %d", resp.StatusCode)
+	}
 }

@@ -294,7 +294,8 @@ func freeUDPPort(t testing.TB) int {
 }
 
 // startServer writes a config (the lobby and instance sections are filled
-// in, extra is appended inside [lobby] ... as given) and runs foyer serve
+// in, extra is appended inside [lobby] ... as given; the admin pages are on
+// a free loopback port) and runs foyer serve
 // until the test ends, then checks that SIGTERM makes it exit 0.
 func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 	t.Helper()
@@ -310,7 +311,7 @@ ports = "%d-%d"
 bind = "127.0.0.1"
 %s
 [admin]
-listen = ""
+listen = "127.0.0.1:0"
 [log]
 level = "debug"
 format = "json"
@@ -371,6 +372,21 @@ func (s *server) stop() {
 			s.t.Errorf("instance pid %d outlived the server", int(pid))
 		}
 	}
+}
+
+// metrics returns the samples of the server's /metrics page by series.
+// The admin listener logs its address once it listens: poll the log.
+func (s *server) metrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range s.logs.lines("admin listening") {
+			if addr, ok := m["listen"].(string); ok {
+				return adminMetrics(t, "http://"+addr)
+			}
+		}
+	}
+	t.Fatalf("the admin listener never said where it listens:\n%s", s.logs)
+	return nil
 }
 
 // instancePID returns the pid the supervisor logged for room id. The log

@@ -93,24 +93,11 @@ type readyJSON struct {
 	Gunz    netip.AddrPort   `json:"gunz"`
 }
 
-// Every listener on port 0: the ready line says which port each got, and
-// each answers there, in its own protocol.
-func TestServeReadyJSONNamesEveryListener(t *testing.T) {
-	path := readyConfig(t, `[lobby]
-listen = ["127.0.0.1:0", "127.0.0.1:0"]
-
-[gg2]
-enabled = true
-listen = "127.0.0.1:0"
-
-[gunz]
-enabled = true
-listen = "127.0.0.1:0"
-
-[admin]
-listen = "127.0.0.1:0"
-`)
-	cmd := exec.Command(bin, "serve", "--ready-json", "--config", path)
+// readyServeJSON starts cmd, a `foyer serve --ready-json`, and returns it
+// with its ready line, decoded and as written, and the rest of its stdout
+// once it exits.
+func readyServeJSON(t *testing.T, cmd *exec.Cmd) (*readyServe, readyJSON, string, <-chan string) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +124,28 @@ listen = "127.0.0.1:0"
 	if err := json.Unmarshal([]byte(line), &ready); err != nil {
 		t.Fatalf("ready line %q: %v", line, err)
 	}
+	return s, ready, line, rest
+}
+
+// Every listener on port 0: the ready line says which port each got, and
+// each answers there, in its own protocol.
+func TestServeReadyJSONNamesEveryListener(t *testing.T) {
+	path := readyConfig(t, `[lobby]
+listen = ["127.0.0.1:0", "127.0.0.1:0"]
+
+[gg2]
+enabled = true
+listen = "127.0.0.1:0"
+
+[gunz]
+enabled = true
+listen = "127.0.0.1:0"
+
+[admin]
+listen = "127.0.0.1:0"
+`)
+	cmd := exec.Command(bin, "serve", "--ready-json", "--config", path)
+	s, ready, line, rest := readyServeJSON(t, cmd)
 	if ready.Foyer != "ready" || ready.Version != 1 || ready.PID != cmd.Process.Pid || len(ready.Lobby) != 2 {
 		t.Fatalf("ready line %s: want foyer ready, version 1, pid %d, two lobby addresses", line, cmd.Process.Pid)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -29,9 +30,10 @@ const shutdownLimit = 30 * time.Second
 
 var serveHelp = help{
 	usage: []string{"foyer serve [--config PATH] [--ready-json]"},
-	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends
-and the upstream announcer when configured, and the supervisor of the
-rooms, until SIGINT or SIGTERM, which stop every room before exiting.
+	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
+the public server list and the upstream announcer when configured, and
+the supervisor of the rooms, until SIGINT or SIGTERM, which stop every
+room before exiting.
 Every config key and its default is documented in config.toml.
 
 Once every listener serves, a unit with Type=notify gets READY=1 (through
@@ -179,7 +181,9 @@ func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, 
 	if err != nil {
 		return nil, nil, err
 	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List}
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List, Watch: rooms.Watch, Guard: func() admin.GuardStats {
+		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
+	}}
 	if cl != nil {
 		src.Cluster = cl.Stats
 	}
@@ -191,7 +195,7 @@ func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, 
 			src.Gunz = e.Stats
 		}
 	}
-	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen}, src, log)
+	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Token: cfg.Admin.Token}, src, log)
 	if err != nil {
 		l.Close()
 		return nil, nil, err
@@ -206,10 +210,12 @@ type edge interface {
 	io.Closer
 }
 
-// neighbours binds the enabled neighbour-protocol front-ends and makes
-// the announcer, if configured; on error nothing is left bound.
-// The front-ends list the whole table (rooms); registrations go into this
-// host's own (sup), and the announcer announces this host's rooms only.
+// neighbours binds the enabled neighbour-protocol front-ends and the public
+// server list, and makes the announcer, if configured; on error nothing is
+// left bound.
+// The front-ends and the list show the whole table (rooms); registrations
+// go into this host's own (sup), and the announcer announces this host's
+// rooms only.
 func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
 	var edges []edge
 	fail := func(err error) ([]edge, error) {
@@ -218,12 +224,23 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 		}
 		return nil, err
 	}
+	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
 		s, err := gg2.New(cfg.GG2.Server, rooms, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, s)
+		describer = s
+	}
+	if cfg.Web.Listen.IsValid() {
+		wc := cfg.Web
+		wc.Lobby, wc.Game, wc.PublicAddr = cfg.GG2.Server.Lobby, cfg.GG2.Server.Game, cfg.GG2.Server.PublicAddr
+		w, err := web.New(wc, rooms, describer, guard, log)
+		if err != nil {
+			return fail(err)
+		}
+		edges = append(edges, w)
 	}
 	if cfg.Gunz.Enabled {
 		loc, err := gunz.New(cfg.Gunz.Locator, rooms, guard, log)

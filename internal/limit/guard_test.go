@@ -45,7 +45,7 @@ func TestGuardPressure(t *testing.T) {
 		t.Fatalf("before pressure: %v", v)
 	}
 	admitted, refused := 0, 0
-	for i := range 3 * admitBurst {
+	for i := range 3 * DefaultConfig().AdmitBurst {
 		ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		switch v := g.Admit(ip, now); v {
 		case Served:
@@ -56,10 +56,10 @@ func TestGuardPressure(t *testing.T) {
 			t.Fatalf("new source %v: %v", ip, v)
 		}
 	}
-	if admitted != admitBurst-1 || refused != 2*admitBurst+1 || int(g.Counts().Unadmitted) != refused {
-		t.Fatalf("%d new sources admitted at once, %d refused; want %d and %d", admitted, refused, admitBurst-1, 2*admitBurst+1)
+	if admitted != DefaultConfig().AdmitBurst-1 || refused != 2*DefaultConfig().AdmitBurst+1 || int(g.Counts().Unadmitted) != refused {
+		t.Fatalf("%d new sources admitted at once, %d refused; want %d and %d", admitted, refused, DefaultConfig().AdmitBurst-1, 2*DefaultConfig().AdmitBurst+1)
 	}
-	if g.Sources.Len() != admitBurst {
+	if g.Sources.Len() != DefaultConfig().AdmitBurst {
 		t.Fatalf("%d sources stored; refused ones must leave nothing", g.Sources.Len())
 	}
 	if !g.UnderPressure(now) || g.UnderPressure(now.Add(pressureHold)) {
@@ -92,7 +92,7 @@ func BenchmarkGuardUnadmitted(b *testing.B) {
 	g := NewGuard(DefaultConfig())
 	now := time.Now()
 	g.Pressure(now.Add(time.Hour))
-	for i := range admitBurst { // spend the admission budget
+	for i := range DefaultConfig().AdmitBurst { // spend the admission budget
 		g.Admit(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now)
 	}
 	b.ReportAllocs()

@@ -32,6 +32,12 @@ type Config struct {
 	CreateBurst int
 	// MaxSources bounds the sources tracked; idle ones are evicted first.
 	MaxSources int
+	// AdmitRate and AdmitBurst bound how many never-seen sources enter
+	// the table per second, so that a flood from forged addresses neither
+	// evicts the sources already served nor earns a reply per address;
+	// past them the guard is under pressure.
+	AdmitRate  float64
+	AdmitBurst int
 	// ReflectionLimit is the reply bytes per second one /24 (IPv4) or /56
 	// (IPv6) may be sent by all edges together; MaxPrefixes bounds the
 	// networks tracked.
@@ -48,7 +54,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, MaxSources: 100000,
+		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, MaxSources: 100000, AdmitRate: 2000, AdmitBurst: 4096,
 		ReflectionLimit: 256 << 10, MaxPrefixes: 65536, UnverifiedReplyLimit: 1 << 20,
 	}
 }
@@ -56,8 +62,9 @@ func DefaultConfig() Config {
 // Check reports a Config no Guard can be built from.
 func (c Config) Check() error {
 	if !(c.Rate > 0) || c.Burst < 1 || !(c.CreateRate > 0) || c.CreateBurst < 1 || c.MaxSources < 1 ||
+		!(c.AdmitRate > 0) || c.AdmitBurst < 1 ||
 		c.ReflectionLimit < 1 || c.MaxPrefixes < 1 || c.UnverifiedReplyLimit < 1 {
-		return errors.New("limit: rates, bursts, max sources, reflection limit, max prefixes and unverified reply limit must be positive")
+		return errors.New("limit: rates, bursts, max sources, admission, reflection limit, max prefixes and unverified reply limit must be positive")
 	}
 	return nil
 }
@@ -76,14 +83,6 @@ type Sources struct {
 	admit rate.Limiter
 }
 
-// Admission: never-seen sources enter the table at most this fast, so a
-// flood from forged addresses neither evicts the sources already being
-// served nor earns a reply per forged address. The burst lets thousands of
-// real clients arrive at once.
-const (
-	admitRate  = 2000
-	admitBurst = 4096
-)
 
 // sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
 // source is one entry however it arrived (AF_INET, or mapped on a
@@ -122,7 +121,7 @@ func NewSources(c Config) *Sources {
 		general: rate.Limit(c.Rate), burst: c.Burst,
 		create: rate.Limit(c.CreateRate), cburst: c.CreateBurst,
 	}
-	fill(&s.admit, admitRate, admitBurst)
+	fill(&s.admit, rate.Limit(c.AdmitRate), c.AdmitBurst)
 	return s
 }
 

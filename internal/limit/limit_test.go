@@ -7,7 +7,7 @@ import (
 )
 
 func TestSourcesBuckets(t *testing.T) {
-	s := NewSources(Config{Rate: 0.001, Burst: 2, CreateRate: 0.001, CreateBurst: 1, MaxSources: 100})
+	s := NewSources(Config{Rate: 0.001, Burst: 2, CreateRate: 0.001, CreateBurst: 1, MaxSources: 100, AdmitRate: 1e9, AdmitBurst: 1e9})
 	now := time.Now()
 	a := netip.MustParseAddr("192.0.2.1")
 	if ok, _ := allow(s, a, now, false); !ok {
@@ -46,7 +46,7 @@ func TestSourcesBuckets(t *testing.T) {
 }
 
 func TestSourcesBounded(t *testing.T) {
-	s := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 100})
+	s := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 100, AdmitRate: 1e9, AdmitBurst: 1e9})
 	now := time.Now()
 	for i := range 1000 {
 		s.Allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), now, false, false)
@@ -122,7 +122,7 @@ func TestTableSecondChance(t *testing.T) {
 // A source that takes an evicted source's place starts afresh: a full
 // general bucket, a full create bucket, not limited.
 func TestEvictedSourceReusedAfresh(t *testing.T) {
-	s := NewSources(Config{Rate: 0.001, Burst: 3, CreateRate: 0.001, CreateBurst: 2, MaxSources: 1})
+	s := NewSources(Config{Rate: 0.001, Burst: 3, CreateRate: 0.001, CreateBurst: 2, MaxSources: 1, AdmitRate: 1e9, AdmitBurst: 1e9})
 	now := time.Now()
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	for range 4 {
@@ -170,7 +170,7 @@ func TestEvictedNetworkReusedAfresh(t *testing.T) {
 
 // A known source costs no allocation: the edges call Allow per datagram.
 func TestAllowKnownSourceAllocatesNothing(t *testing.T) {
-	s := NewSources(Config{Rate: 1e9, Burst: 1e9, CreateRate: 1e9, CreateBurst: 1e9, MaxSources: 10})
+	s := NewSources(Config{Rate: 1e9, Burst: 1e9, CreateRate: 1e9, CreateBurst: 1e9, MaxSources: 10, AdmitRate: 1e9, AdmitBurst: 1e9})
 	b := NewBudget(1<<30, 10)
 	ip := netip.MustParseAddr("192.0.2.1")
 	now := time.Now()
@@ -184,7 +184,7 @@ func TestAllowKnownSourceAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per known source", n)
 	}
 	// Nor does a new source once the table is full: a spoofed flood.
-	full := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 1})
+	full := NewSources(Config{Rate: 1, Burst: 1, CreateRate: 1, CreateBurst: 1, MaxSources: 1, AdmitRate: 1e9, AdmitBurst: 1e9})
 	fullB := NewBudget(1<<30, 1)
 	other := netip.MustParseAddr("192.0.2.2")
 	allow(full, ip, now, true)

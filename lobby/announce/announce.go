@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -68,8 +69,9 @@ type Announcer struct {
 	log   zerolog.Logger
 	conn  *net.UDPConn
 
+	registrations, unregisters, sendErrors tally.Counter
+
 	mu      sync.Mutex
-	stats   Stats
 	ids     map[uint32]gg2wire.UUID // announced rooms' server IDs
 	version uint64                  // of the last snapshot synced
 	buf     []byte
@@ -99,16 +101,22 @@ func (a *Announcer) Close() error { return a.conn.Close() }
 // Stats returns the announcer's counters.
 func (a *Announcer) Stats() Stats {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.stats
-	s.Rooms = len(a.ids)
-	return s
+	rooms := len(a.ids)
+	a.mu.Unlock()
+	return Stats{Registrations: a.registrations.Load(), Unregisters: a.unregisters.Load(),
+		SendErrors: a.sendErrors.Load(), Rooms: rooms}
 }
 
 // Serve announces until ctx is done, then unregisters every room, closes
-// the socket and returns. Serve runs once per Announcer.
+// the socket and returns. Send errors are logged as one line per
+// Interval in which there were any. Serve runs once per Announcer.
 func (a *Announcer) Serve(ctx context.Context) error {
 	defer a.conn.Close()
+	var report sync.WaitGroup
+	defer report.Wait()
+	report.Go(func() {
+		tally.Report(ctx, a.log, a.cfg.Interval, "announce send errors", tally.Total("send_errors", &a.sendErrors))
+	})
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	events := a.rooms.Watch(watchCtx)
@@ -198,7 +206,7 @@ func (a *Announcer) announce(r room.Room) {
 		a.ids[r.ID] = id
 		a.log.Info().Uint32("room", r.ID).Uint16("port", r.Port).Msg("room announced")
 	}
-	a.send(b, &a.stats.Registrations)
+	a.send(b, &a.registrations)
 }
 
 // withdraw sends room id's unregister; a.mu is held.
@@ -208,7 +216,7 @@ func (a *Announcer) withdraw(id uint32, cause room.Cause) {
 		return
 	}
 	delete(a.ids, id)
-	a.send(gg2wire.Unregister{ServerID: sid}.Append(a.buf[:0]), &a.stats.Unregisters)
+	a.send(gg2wire.Unregister{ServerID: sid}.Append(a.buf[:0]), &a.unregisters)
 	ev := a.log.Info()
 	if cause == room.Stopped { // one summary line at shutdown instead
 		ev = a.log.Debug()
@@ -226,12 +234,12 @@ func (a *Announcer) withdrawAll() int {
 	return n
 }
 
-// send writes one datagram; a.mu is held.
-func (a *Announcer) send(b []byte, count *uint64) {
+// send writes one datagram and counts it on sent; a.mu is held.
+func (a *Announcer) send(b []byte, sent *tally.Counter) {
 	if _, err := a.conn.Write(b); err != nil {
-		a.stats.SendErrors++
+		a.sendErrors.Add(1)
 		a.log.Debug().Err(err).Msg("send failed")
 		return
 	}
-	*count++
+	sent.Add(1)
 }

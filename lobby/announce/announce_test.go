@@ -2,14 +2,18 @@ package announce
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
@@ -50,12 +54,17 @@ func serve(t *testing.T, s interface{ Serve(context.Context) error }) context.Ca
 	}
 }
 
+// upstreamTTL is how long the upstream lists a room after its last
+// registration: 40 announce intervals of the tests, so that only an
+// announcer stalled for 2 s could let a room lapse.
+const upstreamTTL = 2 * time.Second
+
 // upstream is a GG2-style front-end on loopback, as a second Foyer runs it.
 func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
 	t.Helper()
 	cfg := gg2.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	cfg.TTL = 500 * time.Millisecond
+	cfg.TTL = upstreamTTL
 	table := memrooms.New()
 	srv, err := gg2.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {
@@ -97,10 +106,11 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	eventually(t, "players upstream", func() bool { r, _ := upTable.Registered(key(30001)); return r.Players == 3 })
 
 	// Registered again every interval, the rooms outlive the upstream's
-	// 500 ms TTL (40 registrations of two rooms take a second): the
-	// upstream room keeps its id, which it would not after an expiry.
+	// TTL (100 registrations of two rooms, one each per 50 ms interval,
+	// take 2.5 s): the upstream room keeps its id, which it would not
+	// after an expiry.
 	first, _ := upTable.Registered(key(30001))
-	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 40 })
+	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 100 })
 	if keys := upTable.Keys(); len(keys) != 2 {
 		t.Fatalf("upstream has %v, want the two own rooms", keys)
 	}
@@ -158,5 +168,40 @@ func TestSyncCatchesMissedEvents(t *testing.T) {
 	eventually(t, "withdrawn", func() bool { return up.Stats().Requests["unregister"] == 1 })
 	if st := a.Stats(); st.Unregisters != 1 || st.Rooms != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// An upstream that is down refuses the registrations (ICMP, seen as an
+// error on a later send): they are counted and summed into one log line
+// per interval.
+func TestSendErrorsReported(t *testing.T) {
+	down := udptest.Listen(t, "127.0.0.1")
+	addr := down.LocalAddr().String()
+	down.Close() // nothing listens on the port now
+	local := memrooms.New()
+	local.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	var logs logbuf.Buffer
+	cfg := DefaultConfig()
+	cfg.Upstream = addr
+	cfg.Interval = 20 * time.Millisecond
+	a, err := New(cfg, local, zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, a)
+	eventually(t, "a reported send error", func() bool {
+		return a.Stats().SendErrors > 0 && strings.Contains(logs.String(), `"message":"announce send errors"`)
+	})
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Message    string
+			SendErrors *uint64 `json:"send_errors"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if l.Message == "announce send errors" && (l.SendErrors == nil || *l.SendErrors == 0) {
+			t.Errorf("report line without errors: %s", line)
+		}
 	}
 }

@@ -1,14 +1,21 @@
 package gg2
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -19,6 +26,7 @@ func BenchmarkListReply(b *testing.B) {
 		table := memrooms.New()
 		cfg := DefaultConfig()
 		cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+		cfg.LegacyListen = netip.AddrPort{}
 		srv, err := New(cfg, table, table, nil, zerolog.Nop())
 		if err != nil {
 			b.Fatal(err)
@@ -31,7 +39,7 @@ func BenchmarkListReply(b *testing.B) {
 		b.Run(fmt.Sprintf("rooms=%d/cached", rooms), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := srv.listReply(host); err != nil {
+				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -40,12 +48,120 @@ func BenchmarkListReply(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				table.Update(last) // a new version
-				if _, err := srv.listReply(host); err != nil {
+				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		srv.udp.Close()
-		srv.tcp.Close()
+		srv.Close()
 	}
+}
+
+// legacyBenchServer is a served front-end with n registered servers of
+// legacy version 1, its sources unlimited, and its legacy port's address.
+func legacyBenchServer(b *testing.B, n int) (*Server, netip.AddrPort) {
+	b.Helper()
+	table := memrooms.New()
+	cfg := DefaultConfig()
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.LegacyListen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.MaxListConnsPerIP = cfg.MaxListConns
+	cfg.MaxServersPerIP = n
+	srv, err := New(cfg, table, table, limit.NewGuard(edgetest.Limits(1e9, 1e9)), zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	edgetest.Serve(b, srv.Serve)
+	v1 := gg2wire.ShortLegacyVersion(1).ID
+	host := netip.MustParseAddr("127.0.0.1")
+	for i := range n {
+		srv.handleDatagram(context.Background(), registration(byte(i), uint16(10000+i), gg2wire.UDP, gg2wire.Counted,
+			"name", fmt.Sprintf("Bacon's server %d", i), "map", "ctf_truefort", "protocol_id", string(v1[:])), host, time.Now())
+	}
+	return srv, srv.Addrs()[1]
+}
+
+// BenchmarkLegacyReply measures the answer to a legacy query of 255
+// servers, from the cache and made afresh.
+func BenchmarkLegacyReply(b *testing.B) {
+	srv, _ := legacyBenchServer(b, gg2wire.MaxLegacyServers)
+	v1 := gg2wire.ShortLegacyVersion(1).ID
+	host := netip.MustParseAddr("127.0.0.1")
+	b.Run("servers=255/cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := srv.legacyReply(v1, host); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("servers=255/made", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			srv.lists = replyCache{} // as after a change of the table
+			if _, err := srv.legacyReply(v1, host); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLegacyQueryTCP measures legacy queries answered per second over
+// loopback TCP, one connection each as clients make them, against Foyer
+// and against a bare TCP server that reads the version and writes the
+// same reply from memory: the cost of Foyer's limits and bookkeeping.
+func BenchmarkLegacyQueryTCP(b *testing.B) {
+	srv, foyer := legacyBenchServer(b, 20)
+	reply, err := srv.legacyReply(gg2wire.ShortLegacyVersion(1).ID, netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, target := range []struct {
+		name string
+		addr netip.AddrPort
+	}{{"foyer", foyer}, {"bare", bareServer(b, reply)}} {
+		b.Run(target.name, func(b *testing.B) {
+			for b.Loop() {
+				c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(target.addr))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Write([]byte{1}); err != nil {
+					b.Fatal(err)
+				}
+				got, err := io.ReadAll(c)
+				c.Close()
+				if err != nil || len(got) != len(reply) {
+					b.Fatalf("read %d bytes, %v", len(got), err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+		})
+	}
+}
+
+// bareServer answers every connection that sends a byte with reply.
+func bareServer(b *testing.B, reply []byte) netip.AddrPort {
+	b.Helper()
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.AcceptTCP()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var q [1]byte
+				if _, err := io.ReadFull(c, q[:]); err == nil {
+					c.Write(reply)
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).AddrPort()
 }

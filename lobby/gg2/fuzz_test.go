@@ -1,6 +1,7 @@
 package gg2
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"testing"
@@ -14,8 +15,10 @@ import (
 
 // FuzzHandleDatagram feeds one datagram to the UDP path and checks the
 // round trip: a server is registered exactly when the datagram is a valid
-// registration for this lobby over UDP, and the list reply, parsed back,
-// shows what the datagram said.
+// registration over UDP whose name fits MaxKVBytes, and its lobby's list
+// reply, parsed back, shows what the datagram said, within the bounds:
+// counts capped at MaxPlayers, keys in order up to MaxKVBytes and maxKeys,
+// and every key when they all fit.
 func FuzzHandleDatagram(f *testing.F) {
 	// Seeds in testdata: both forms, TCP, another lobby, an unregister.
 	host := netip.MustParseAddr("127.0.0.1")
@@ -29,7 +32,9 @@ func FuzzHandleDatagram(f *testing.F) {
 		s.work.Wait()
 
 		r, err := gg2wire.ParseRegistration(b)
-		want := err == nil && r.LobbyID == cfg.Lobby && r.Transport == gg2wire.UDP
+		name, _ := r.KeyValues.Get("name")
+		want := err == nil && r.Transport == gg2wire.UDP &&
+			wireLen(gg2wire.KeyValue{Key: "name", Value: name}) <= cfg.MaxKVBytes
 		keys := table.Keys()
 		if !want {
 			if len(keys) != 0 {
@@ -40,7 +45,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		if len(keys) != 1 || keys[0] != key(netip.AddrPortFrom(host, r.Port), gg2wire.UDP) {
 			t.Fatalf("keys %v for a valid registration", keys)
 		}
-		reply, err := s.listReply(host)
+		reply, err := s.listReply(r.LobbyID, host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,9 +57,67 @@ func FuzzHandleDatagram(f *testing.F) {
 			t.Fatalf("listed %d servers", len(l.Servers))
 		}
 		got := l.Servers[0]
-		if !got.KeyValues.Equal(r.KeyValues) || got.V4 != netip.AddrPortFrom(host, r.Port) ||
-			got.Slots != r.Slots || got.Players != r.Players || got.Bots != r.Bots || got.Flags != r.Flags {
+		capped := func(n uint16) uint16 { return min(n, uint16(cfg.MaxPlayers)) }
+		if !keptInOrder(got.KeyValues, r.KeyValues, cfg.MaxKVBytes) || got.V4 != netip.AddrPortFrom(host, r.Port) ||
+			got.Slots != capped(r.Slots) || got.Players != capped(r.Players) || got.Bots != r.Bots || got.Flags != r.Flags {
 			t.Fatalf("listed %+v, registered %+v", got, r)
+		}
+	})
+}
+
+// keptInOrder reports whether kept is sent cut to limit bytes and maxKeys:
+// entries of sent in order, the name among them, within the bounds, and
+// all of sent when it is within them.
+func keptInOrder(kept, sent gg2wire.KeyValues, limit int) bool {
+	size, all, j := 0, 0, 0
+	for _, e := range sent {
+		all += wireLen(e)
+	}
+	for _, e := range kept {
+		for j < len(sent) && sent[j].Key != e.Key {
+			j++
+		}
+		if j == len(sent) || !bytes.Equal(sent[j].Value, e.Value) {
+			return false
+		}
+		size += wireLen(e)
+	}
+	_, named := kept.Get("name")
+	if all <= limit && len(sent) <= maxKeys {
+		return kept.Equal(sent)
+	}
+	return named && size <= limit && len(kept) <= maxKeys
+}
+
+// FuzzHandleLegacyDatagram feeds one datagram to the legacy UDP path: a
+// server waits for its TCP check exactly when the datagram is a valid
+// legacy registration, with the name and protocol id the datagram gives.
+func FuzzHandleLegacyDatagram(f *testing.F) {
+	// Seeds in testdata: both version forms, a mod, port 0, a cut datagram.
+	host := netip.MustParseAddr("127.0.0.1")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel() // TCP checks fail at once, without dialling
+	f.Fuzz(func(t *testing.T, b []byte) {
+		table := memrooms.New()
+		s := newServer(DefaultConfig(), table, table, nil, zerolog.Nop())
+		s.handleLegacyDatagram(cancelled, b, host, time.Now())
+		s.work.Wait()
+
+		r, err := gg2wire.ParseLegacyRegistration(b)
+		st := s.Stats()
+		if err != nil {
+			if st.Pending != 0 || st.Registered != 0 {
+				t.Fatalf("%x kept (parse error %v): %+v", b, err, st)
+			}
+			return
+		}
+		e := s.table.byKey[key(netip.AddrPortFrom(host, r.Port), gg2wire.TCP)]
+		if st.Pending != 1 || e == nil {
+			t.Fatalf("a valid registration is not pending: %+v", st)
+		}
+		in := gg2wire.ParseLegacyInfo(r.Info)
+		if e.listing.Name != string(in.Name) || e.protocol != r.Version.ID || !e.hasProtocol || e.lobby != gg2wire.GG2LobbyUUID {
+			t.Fatalf("kept %+v for %+v", e, r)
 		}
 	})
 }

@@ -1,24 +1,37 @@
 // Package gg2 is Foyer's GG2-style lobby front-end: game servers register
 // themselves over UDP and become rooms in the one room table, and browsers
-// ask over TCP, on the same port, for the list of every room.
+// ask over TCP, on the same port, for the list of every room. A second
+// port speaks the legacy protocol older Gang Garrison 2 versions use, over
+// the same table.
 //
 // UDP datagrams go through, in order:
 //
-//	gg2wire.Classify   neither registration nor unregister: dropped
+//	Classify / magic   neither registration nor unregister: dropped
 //	limit.Sources      per source IP, shared with the other edges
-//	full parse         malformed, no name, other lobby: dropped, counted
-//	the table          keyed by source IP, port and transport; a TCP
+//	full parse         malformed, no name: dropped, counted
+//	the table          keyed by source IP, port and transport; key/values
+//	                   cut to MaxKVBytes, seats to MaxPlayers; a TCP
 //	                   server appears only once a TCP connect to it works
 //
 // A registered server stays listed until TTL after its last registration,
 // or until an unregister carrying the server ID it registered with. The
 // ID is a secret between server and lobby, so a wrong ID removes nothing.
+// Registrations for every lobby ID are kept, as the reference lobby keeps
+// them; each lobby's list holds its own servers, and Foyer's own rooms are
+// listed in Config.Lobby.
 //
-// A list query is a TCP connection that sends 32 bytes and reads the reply
-// until the lobby closes. A query for another lobby ID gets an empty list:
-// the honest answer (this lobby knows no servers of that lobby), and on TCP
-// a reply cannot be aimed at a forged address. Connections are bounded in
-// number and time; beyond the bound they are closed at once and counted.
+// The TCP connect that checks a server is aimed at the registration's
+// source address, which a forged datagram chooses: so the outcome is kept
+// per target for TTL, and checks are limited per target network (/24 or
+// /56), so that forged registrations cannot aim a stream of connects
+// anywhere.
+//
+// A list query is a TCP connection that sends its query and reads the
+// reply until the lobby closes. A query for a lobby with no servers gets an
+// empty list: the honest answer, and on TCP a reply cannot be aimed at a
+// forged address. Connections are bounded in number, per source and in
+// time; when the port is full, the connection idle longest is cut for a
+// newcomer. Replies are cached until a listed field changes.
 package gg2
 
 import (
@@ -28,13 +41,13 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -44,14 +57,22 @@ type Config struct {
 	// Listen is the address served over UDP (registrations) and TCP
 	// (list queries); port 0 picks one free port for both (see Addrs).
 	Listen netip.AddrPort
-	// Lobby is the lobby ID registrations and list queries must carry.
+	// LegacyListen is the legacy protocol's address, UDP and TCP alike;
+	// the zero AddrPort turns it off.
+	LegacyListen netip.AddrPort
+	// Lobby is the lobby ID Foyer's own rooms are listed in.
 	Lobby gg2wire.UUID
+	// ProtocolID, when not the zero UUID, is the protocol_id of Foyer's
+	// own rooms: they carry it in the list and appear in legacy queries
+	// for it only. With the zero UUID they appear in every legacy query.
+	ProtocolID gg2wire.UUID
 	// PublicAddr is the address listed for Foyer's own rooms; when
 	// invalid, the local address each list connection arrived on.
 	PublicAddr netip.Addr
 	// Game is the "game" value of Foyer's own rooms that name none.
 	Game string
-	// TTL is how long a server stays listed after its last registration.
+	// TTL is how long a server stays listed after its last registration,
+	// and how long the outcome of a TCP check is kept.
 	TTL time.Duration
 	// MaxServers bounds the registered servers (pending ones included),
 	// MaxServersPerIP those from one source IP, so that one host cannot
@@ -59,15 +80,24 @@ type Config struct {
 	// dropped.
 	MaxServers      int
 	MaxServersPerIP int
+	// MaxKVBytes bounds a server's key/value table, counted as on the
+	// wire; keys beyond it are dropped (the name is kept first). A server
+	// keeps at most maxKeys keys.
+	MaxKVBytes int
+	// MaxPlayers caps a registration's slots and players.
+	MaxPlayers int
 	// DialTimeout bounds the TCP connect that checks a TCP server;
 	// MaxChecks bounds the checks running at once (more are dropped, the
 	// server's next registration tries again).
 	DialTimeout time.Duration
 	MaxChecks   int
 	// ListTimeout cuts a list connection that has not been answered in
-	// time; MaxListConns bounds the list connections served at once.
-	ListTimeout  time.Duration
-	MaxListConns int
+	// time; MaxListConns bounds the list connections served at once on
+	// each port, MaxListConnsPerIP those from one source (an IPv4 address
+	// or an IPv6 /64).
+	ListTimeout       time.Duration
+	MaxListConns      int
+	MaxListConnsPerIP int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
 }
@@ -75,19 +105,27 @@ type Config struct {
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          netip.MustParseAddrPort("0.0.0.0:29944"),
-		Lobby:           gg2wire.GG2LobbyUUID,
-		Game:            "foyer",
-		TTL:             70 * time.Second,
-		MaxServers:      4096,
-		MaxServersPerIP: 64,
-		DialTimeout:     2 * time.Second,
-		MaxChecks:       16,
-		ListTimeout:     3 * time.Second,
-		MaxListConns:    64,
-		ReportInterval:  10 * time.Second,
+		Listen:            netip.MustParseAddrPort("0.0.0.0:29944"),
+		LegacyListen:      netip.MustParseAddrPort("0.0.0.0:29942"),
+		Lobby:             gg2wire.GG2LobbyUUID,
+		Game:              "foyer",
+		TTL:               70 * time.Second,
+		MaxServers:        4096,
+		MaxServersPerIP:   64,
+		MaxKVBytes:        1024,
+		MaxPlayers:        64,
+		DialTimeout:       2 * time.Second,
+		MaxChecks:         16,
+		ListTimeout:       3 * time.Second,
+		MaxListConns:      64,
+		MaxListConnsPerIP: 4,
+		ReportInterval:    10 * time.Second,
 	}
 }
+
+// MinKVBytes is the least MaxKVBytes: room for a name a legacy server
+// can send (255 bytes) and its key.
+const MinKVBytes = 1 + len("name") + 2 + gg2wire.MaxLegacyInfo
 
 func (c Config) check() error {
 	switch {
@@ -95,8 +133,11 @@ func (c Config) check() error {
 		return errors.New("gg2: no listen address")
 	case c.TTL <= 0 || c.DialTimeout <= 0 || c.ListTimeout <= 0 || c.ReportInterval <= 0:
 		return errors.New("gg2: ttl, dial timeout, list timeout and report interval must be positive")
-	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxChecks < 1 || c.MaxListConns < 1:
-		return errors.New("gg2: max_servers, max_servers_per_ip, max_checks and max_list_conns must be positive")
+	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxChecks < 1 || c.MaxListConns < 1 ||
+		c.MaxListConnsPerIP < 1 || c.MaxPlayers < 1:
+		return errors.New("gg2: max_servers, max_servers_per_ip, max_checks, max_list_conns, max_list_conns_per_ip and max_players must be positive")
+	case c.MaxKVBytes < MinKVBytes:
+		return fmt.Errorf("gg2: max_kv_bytes must be at least %d", MinKVBytes)
 	}
 	return nil
 }
@@ -104,18 +145,22 @@ func (c Config) check() error {
 // Stats is a snapshot of the front-end's counters.
 type Stats struct {
 	// Requests counts well-formed requests by kind: "register",
-	// "unregister", "list".
+	// "unregister", "list", "legacy_register", "legacy_list".
 	Requests map[string]uint64
 	// Drops counts what was dropped unanswered or unapplied, by reason:
 	// "unknown_message", "rate_limited", the codec's reasons for malformed
-	// datagrams ("truncated", "no_name", …), "wrong_lobby", "table_full", "source_full",
-	// "register_error", "check_busy", "unreachable", "unknown_id",
-	// "conn_limit", "timeout", "short_query", "bad_query", "encode_error",
-	// "write_error", "read_error", "accept_error".
+	// datagrams ("truncated", "no_name", …), "table_full", "source_full",
+	// "name_too_long", "register_error", "check_busy", "check_limited",
+	// "unreachable", "unreachable_cached", "unknown_id", "conn_limit",
+	// "source_conn_limit", "timeout", "short_query", "bad_query",
+	// "encode_error", "write_error", "read_error", "accept_error";
+	// "idle_cut" counts idle connections cut for a newcomer, "kv_dropped"
+	// keys beyond MaxKVBytes. Reasons of the legacy port carry the prefix
+	// "legacy_".
 	Drops map[string]uint64
 	// Registered is the servers in the room table now; Pending those
 	// waiting for (or having failed) their TCP check; ListConns the list
-	// connections being served.
+	// connections being served on both ports.
 	Registered, Pending, ListConns int
 }
 
@@ -125,34 +170,56 @@ type Server struct {
 	rooms room.Table
 	reg   room.Registry
 	log   zerolog.Logger
-	udp   *net.UDPConn
-	tcp   *net.TCPListener
 	guard *limit.Guard
+	ports []*port // the new-style port, then the legacy one if on
 
-	requests, drops frontend.Counters
-	listConns       atomic.Int64
+	requests, drops tally.Set
 	table           table
-	lists           listCache
-	work            sync.WaitGroup // list connections and TCP checks
+	lists           replyCache
+	work            sync.WaitGroup    // list connections and TCP checks
+	legacyKV        gg2wire.KeyValues // the legacy read loop's table, reused
 }
 
-// New binds cfg.Listen over UDP and TCP. Registered servers go to reg;
-// list queries list rooms.List(). UDP datagrams and TCP connections alike
-// draw from guard's per-source buckets, shared with the other edges; a nil
-// guard is one of the front-end's own with limit.DefaultConfig.
+// port is one address the front-end serves: registrations over UDP,
+// queries over TCP, each with its own connection limits.
+type port struct {
+	prefix string // of its counters: "" or "legacy_"
+	udp    *net.UDPConn
+	tcp    *net.TCPListener
+	conns  *connlimit.Limiter
+	// datagram handles one registration datagram.
+	datagram func(ctx context.Context, b []byte, ip netip.Addr, now time.Time)
+	// query reads a query from c and returns the reply; false when there
+	// is none to give (the reason is counted).
+	query func(c *net.TCPConn, place *connlimit.Conn) ([]byte, bool)
+}
+
+// New binds cfg.Listen, and cfg.LegacyListen when valid, over UDP and TCP.
+// Registered servers go to reg; list queries list rooms.List(). UDP
+// datagrams and TCP connections alike draw from guard's per-source
+// buckets, shared with the other edges; a nil guard is one of the
+// front-end's own with limit.DefaultConfig.
 func New(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, log zerolog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	s := newServer(cfg, rooms, reg, guard, log)
-	var err error
-	if s.udp, s.tcp, err = listenBoth(cfg.Listen); err != nil {
-		return nil, fmt.Errorf("gg2: listen %v: %w", cfg.Listen, err)
+	addrs := []netip.AddrPort{cfg.Listen}
+	if cfg.LegacyListen.IsValid() {
+		addrs = append(addrs, cfg.LegacyListen)
 	}
+	for i, ap := range addrs {
+		var err error
+		if s.ports[i].udp, s.ports[i].tcp, err = listenBoth(ap); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("gg2: listen %v: %w", ap, err)
+		}
+	}
+	s.ports = s.ports[:len(addrs)]
 	return s, nil
 }
 
-// newServer builds a front-end without sockets.
+// newServer builds a front-end without sockets, with both ports' handlers.
 func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, log zerolog.Logger) *Server {
 	if guard == nil {
 		guard = limit.NewGuard(limit.DefaultConfig())
@@ -160,19 +227,33 @@ func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Gua
 	s := &Server{cfg: cfg, rooms: rooms, reg: reg, guard: guard,
 		log: log.With().Str("component", "gg2").Logger()}
 	s.table.init(s)
+	s.ports = []*port{
+		{datagram: s.handleDatagram, query: s.listQuery},
+		{prefix: "legacy_", datagram: s.handleLegacyDatagram, query: s.legacyQuery},
+	}
+	for _, p := range s.ports {
+		p.conns = connlimit.New(cfg.MaxListConns, cfg.MaxListConnsPerIP)
+	}
 	return s
 }
 
-// listenBoth binds UDP and TCP on one port. With port 0 the UDP socket
-// picks it, and another try is made if TCP finds it taken.
+// listenBoth binds UDP and TCP on one port, of the address's own family
+// only: Go would make "0.0.0.0" a dual-stack socket, answering IPv6 the
+// operator did not ask for. With port 0 the UDP socket picks the port,
+// and another try is made if TCP finds it taken.
 func listenBoth(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	family := "6"
+	if ap.Addr().Is4() {
+		family = "4"
+	}
 	for tries := 0; ; tries++ {
-		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		u, err := net.ListenUDP("udp"+family, net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			return nil, nil, err
 		}
 		port := u.LocalAddr().(*net.UDPAddr).AddrPort().Port()
-		t, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
+		t, err := net.ListenTCP("tcp"+family, net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
 		if err == nil {
 			return u, t, nil
 		}
@@ -183,50 +264,72 @@ func listenBoth(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
 	}
 }
 
-// Addrs returns the bound address; UDP and TCP share it.
+// Addrs returns the bound addresses, UDP and TCP alike: the new-style
+// port, then the legacy port when it is on.
 func (s *Server) Addrs() []netip.AddrPort {
-	return []netip.AddrPort{s.udp.LocalAddr().(*net.UDPAddr).AddrPort()}
+	out := make([]netip.AddrPort, len(s.ports))
+	for i, p := range s.ports {
+		out[i] = p.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	return out
 }
 
 // Close releases the sockets of a Server that will not Serve (Serve
 // closes them itself when it ends).
 func (s *Server) Close() error {
-	return errors.Join(s.udp.Close(), s.tcp.Close())
+	var errs []error
+	for _, p := range s.ports {
+		if p.udp != nil {
+			errs = append(errs, p.udp.Close())
+		}
+		if p.tcp != nil {
+			errs = append(errs, p.tcp.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Stats returns the front-end's counters.
 func (s *Server) Stats() Stats {
-	st := Stats{Requests: s.requests.Snapshot(), Drops: s.drops.Snapshot(), ListConns: int(s.listConns.Load())}
+	st := Stats{Requests: s.requests.Snapshot(), Drops: s.drops.Snapshot()}
+	for _, p := range s.ports {
+		st.ListConns += p.conns.Len()
+	}
 	st.Registered, st.Pending = s.table.counts()
 	return st
 }
 
-// Serve answers until ctx is done or the UDP socket fails, then closes the
+// Serve answers until ctx is done or a UDP socket fails, then closes the
 // sockets, cuts the list connections, waits for them and the TCP checks,
 // and unregisters every server it registered. It returns the socket's
 // error, if one failed. Serve runs once per Server.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.log.Info().Stringer("listen", s.Addrs()[0]).Stringer("lobby", s.cfg.Lobby).Msg("gg2 front-end serving")
-	failed := make(chan error, 1)
+	ev := s.log.Info().Stringer("listen", s.Addrs()[0]).Stringer("lobby", s.cfg.Lobby)
+	if len(s.ports) > 1 {
+		ev = ev.Stringer("legacy_listen", s.Addrs()[1])
+	}
+	ev.Msg("gg2 front-end serving")
+	failed := make(chan error, len(s.ports))
 	var loops sync.WaitGroup
-	loops.Go(func() {
-		if err := s.readLoop(ctx); err != nil {
-			failed <- err
-		}
-	})
-	loops.Go(func() { s.acceptLoop(ctx) })
+	for _, p := range s.ports {
+		loops.Go(func() {
+			if err := s.readLoop(ctx, p); err != nil {
+				failed <- err
+			}
+		})
+		loops.Go(func() { s.acceptLoop(ctx, p) })
+	}
 	loops.Go(func() { s.table.expireLoop(ctx) })
-	loops.Go(func() { frontend.Report(ctx, s.log, s.cfg.ReportInterval, &s.drops) })
+	loops.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-failed:
 		cancel()
 	}
-	s.udp.Close()
-	s.tcp.Close()
+	s.Close()
 	loops.Wait()
 	s.work.Wait()
 	n := s.table.clear()
@@ -234,20 +337,16 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-func (s *Server) readLoop(ctx context.Context) error {
+func (s *Server) readLoop(ctx context.Context, p *port) error {
 	buf := make([]byte, 1<<16)
-	errs := 0
-	for {
-		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
+	return tally.ReadLoop(s.drops.Counter("read_error"), func() error {
+		n, from, err := p.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if stop, err := frontend.ReadError(err, &errs, &s.drops); stop {
-				return err
-			}
-			continue
+			return err
 		}
-		errs = 0
-		s.handleDatagram(ctx, buf[:n], from.Addr().Unmap(), time.Now())
-	}
+		p.datagram(ctx, buf[:n], from.Addr().Unmap(), time.Now())
+		return nil
+	})
 }
 
 func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, now time.Time) {
@@ -277,11 +376,10 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 		s.drops.Add(reason(err))
 		return
 	}
-	if r.LobbyID != s.cfg.Lobby {
-		s.drops.Add("wrong_lobby")
-		return
-	}
-	s.table.register(ctx, ip, &r, now)
+	s.table.apply(ctx, ip, &update{
+		lobby: r.LobbyID, id: r.ServerID, hasID: true, transport: r.Transport, port: r.Port,
+		slots: r.Slots, players: r.Players, bots: r.Bots, flags: r.Flags, kv: r.KeyValues,
+	}, now)
 	s.requests.Add("register")
 }
 

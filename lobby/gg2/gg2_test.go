@@ -44,6 +44,7 @@ func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture 
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.LegacyListen = netip.AddrPort{} // tests that speak it turn it on
 	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Server, error) {
 		return New(c, table, table, limit.NewGuard(lim), zerolog.Nop())
 	})
@@ -304,9 +305,13 @@ func TestTCPReachability(t *testing.T) {
 	if st := f.srv.Stats(); st.Pending != 1 || st.Registered != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	// A second registration checks again, and fails again.
+	// A second registration within ttl is refused on the outcome kept: no
+	// second connect.
 	f.send(registration(1, refused, gg2wire.TCP, gg2wire.Counted, "name", "nobody home"))
-	f.waitDrop("unreachable", 2)
+	f.waitDrop("unreachable_cached", 1)
+	if n := f.srv.Stats().Drops["unreachable"]; n != 1 {
+		t.Errorf("%d connects failed, want 1", n)
+	}
 
 	open := listenTCP(t)
 	f.send(registration(2, open.Port(), gg2wire.TCP, gg2wire.Counted, "name", "listening"))
@@ -324,11 +329,6 @@ func TestIgnored(t *testing.T) {
 	copy(noName[bytes.Index(noName, []byte("name")):], "nome")
 	f.send(noName)
 	f.waitDrop("no_name", 1)
-	other := registration(2, 8191, gg2wire.UDP, gg2wire.Counted, "name", "elsewhere")
-	lobby := gg2wire.MustParseUUID("00000000-0000-0000-0000-000000000001")
-	copy(other[32:48], lobby[:])
-	f.send(other)
-	f.waitDrop("wrong_lobby", 1)
 	f.send([]byte("garbage that is no GG2 message at all"))
 	f.waitDrop("unknown_message", 1)
 	good := registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "ok")
@@ -345,7 +345,7 @@ func TestIgnored(t *testing.T) {
 	for _, n := range st.Drops {
 		drops += n
 	}
-	if st.Requests["register"] != 1 || drops != 4 {
+	if st.Requests["register"] != 1 || drops != 3 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -353,7 +353,14 @@ func TestIgnored(t *testing.T) {
 // dial opens a list connection that sends nothing yet.
 func dial(t *testing.T, addr netip.AddrPort) *net.TCPConn {
 	t.Helper()
-	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
+	return dialFrom(t, "127.0.0.1", addr)
+}
+
+// dialFrom is dial from the local address ip.
+func dialFrom(t *testing.T, ip string, addr netip.AddrPort) *net.TCPConn {
+	t.Helper()
+	local := net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0))
+	c, err := net.DialTCP("tcp", local, net.TCPAddrFromAddrPort(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,9 +398,27 @@ func TestSilentClientCut(t *testing.T) {
 	}
 }
 
-func TestConnectionLimit(t *testing.T) {
-	// Held connections are cut by the shutdown, not by a timeout.
+// A full port cuts the connection idle longest for a newcomer.
+func TestIdleCutWhenFull(t *testing.T) {
+	// Held connections are cut by the shutdown or a newcomer, not by a
+	// timeout.
 	f := start(t, func(c *Config) { c.MaxListConns, c.ListTimeout = 2, time.Hour })
+	first := dial(t, f.addr)
+	dial(t, f.addr)
+	edgetest.Eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
+	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+		t.Errorf("listed %+v", r.Servers)
+	}
+	if b := closedByServer(t, first); len(b) != 0 {
+		t.Errorf("the cut connection got %x, want nothing", b)
+	}
+	f.waitDrop("idle_cut", 1)
+}
+
+// One source holds at most MaxListConnsPerIP connections; others are
+// served.
+func TestListConnsPerSource(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxListConnsPerIP, c.ListTimeout = 2, time.Hour })
 	dial(t, f.addr)
 	dial(t, f.addr)
 	edgetest.Eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
@@ -402,7 +427,12 @@ func TestConnectionLimit(t *testing.T) {
 	if b := closedByServer(t, c); len(b) != 0 {
 		t.Errorf("third connection got %x, want nothing", b)
 	}
-	f.waitDrop("conn_limit", 1)
+	f.waitDrop("source_conn_limit", 1)
+	other := dialFrom(t, "127.0.0.2", f.addr)
+	_, _ = other.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	if b := closedByServer(t, other); !bytes.Equal(b, emptyList) {
+		t.Errorf("another source got %x, want the empty list", b)
+	}
 }
 
 func TestRateLimit(t *testing.T) {
@@ -427,6 +457,7 @@ func TestShutdownUnregisters(t *testing.T) {
 	table := memrooms.New()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.LegacyListen = netip.AddrPort{}
 	srv, err := New(cfg, table, table, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

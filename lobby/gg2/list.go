@@ -10,24 +10,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
-// acceptLoop hands list connections to their own goroutines, within the
-// per-source limit and MaxListConns; others are closed at once. It ends
-// when the listener is closed. Accept errors (out of file descriptors)
-// are waited out with a growing pause rather than spun on.
-func (s *Server) acceptLoop(ctx context.Context) {
+// acceptLoop hands p's query connections to their own goroutines, within
+// the per-source rate limit and p's connection limits; others are closed
+// at once. It ends when the listener is closed. Accept errors (out of file
+// descriptors) are waited out with a growing pause rather than spun on.
+func (s *Server) acceptLoop(ctx context.Context, p *port) {
 	pause := time.Duration(0)
 	for {
-		c, err := s.tcp.AcceptTCP()
+		c, err := p.tcp.AcceptTCP()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.drops.Add("accept_error")
+			s.drops.Add(p.prefix + "accept_error")
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
 			select {
 			case <-ctx.Done():
@@ -42,107 +43,188 @@ func (s *Server) acceptLoop(ctx context.Context) {
 			c.Close()
 			continue
 		}
-		if s.listConns.Add(1) > int64(s.cfg.MaxListConns) {
-			s.listConns.Add(-1)
-			s.drops.Add("conn_limit")
+		place, v := p.conns.Admit(c, ip)
+		switch v {
+		case connlimit.SourceFull:
+			s.drops.Add(p.prefix + "source_conn_limit")
 			c.Close()
 			continue
+		case connlimit.Full:
+			s.drops.Add(p.prefix + "conn_limit")
+			c.Close()
+			continue
+		case connlimit.AdmittedCut:
+			s.drops.Add(p.prefix + "idle_cut")
 		}
-		s.work.Go(func() {
-			defer s.listConns.Add(-1)
-			s.serveList(ctx, c)
-		})
+		s.work.Go(func() { s.serveConn(ctx, p, c, place) })
 	}
 }
 
-// serveList reads one query and writes the reply, all within ListTimeout;
+// serveConn reads one query and writes the reply, all within ListTimeout;
 // shutdown cuts it short.
-func (s *Server) serveList(ctx context.Context, c *net.TCPConn) {
+func (s *Server) serveConn(ctx context.Context, p *port, c *net.TCPConn, place *connlimit.Conn) {
+	defer place.Release()
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.ListTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
 	defer stop()
-	var q [gg2wire.ListQueryLen]byte
-	if _, err := io.ReadFull(c, q[:]); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			s.drops.Add("timeout")
-		} else {
-			s.drops.Add("short_query")
-		}
+	reply, ok := p.query(c, place)
+	if !ok {
 		return
 	}
+	if _, err := c.Write(reply); err != nil {
+		s.drops.Add(p.prefix + "write_error")
+	}
+}
+
+// readQuery reads len(b) bytes of a query from c; it counts why not.
+func (s *Server) readQuery(p *port, c *net.TCPConn, b []byte) bool {
+	_, err := io.ReadFull(c, b)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, net.ErrClosed): // cut for a newcomer: counted then
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.drops.Add(p.prefix + "timeout")
+	default:
+		s.drops.Add(p.prefix + "short_query")
+	}
+	return false
+}
+
+// listQuery answers a new-style list query.
+func (s *Server) listQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, bool) {
+	p := s.ports[0]
+	var q [gg2wire.ListQueryLen]byte
+	if !s.readQuery(p, c, q[:]) {
+		return nil, false
+	}
+	place.Busy()
 	query, err := gg2wire.ParseListQuery(q[:])
 	if err != nil {
 		s.drops.Add("bad_query")
-		return
+		return nil, false
 	}
 	s.requests.Add("list")
-	reply := emptyList
-	if query.Lobby == s.cfg.Lobby {
-		host := s.cfg.PublicAddr
-		if !host.IsValid() {
-			host = c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		}
-		if reply, err = s.listReply(host); err != nil {
-			s.drops.Add("encode_error")
-			s.log.Error().Err(err).Msg("list reply not encoded")
-			return
-		}
+	reply, err := s.listReply(query.Lobby, s.host(c))
+	if err != nil {
+		s.drops.Add("encode_error")
+		s.log.Error().Err(err).Msg("list reply not encoded")
+		return nil, false
 	}
-	if _, err := c.Write(reply); err != nil {
-		s.drops.Add("write_error")
-	}
+	return reply, true
 }
 
-// emptyList is the reply to a query for another lobby: zero servers.
+// host is the address listed for Foyer's own rooms in answer to a query
+// on c.
+func (s *Server) host(c *net.TCPConn) netip.Addr {
+	if s.cfg.PublicAddr.IsValid() {
+		return s.cfg.PublicAddr
+	}
+	return c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+}
+
+// emptyList is the reply to a query for a lobby with no servers.
 var emptyList = []byte{0, 0, 0, 0}
 
-// listCache keeps the last encoded reply: browsers ask far more often than
-// the table changes.
-type listCache struct {
+// replyKey names one cached reply: a new-style list of a lobby, or a
+// legacy list of a protocol id, with own rooms at host.
+type replyKey struct {
+	legacy bool
+	id     gg2wire.UUID
+	host   netip.Addr
+}
+
+// replyCache keeps the last encoded replies: browsers ask far more often
+// than the table changes. A reply stays valid while the room table's
+// version and the front-end table's generation are those it was built
+// from. It keeps a few replies, replaced in turn, so that queries for
+// several lobbies or versions do not evict each other's reply on every
+// query; replies without servers are not kept, so that queries naming
+// random ids evict nothing.
+type replyCache struct {
 	mu      sync.Mutex
-	version uint64
-	gen     uint64
-	host    netip.Addr
-	b       []byte
+	entries [8]cachedReply
+	next    int
 }
 
-// fresh reports whether the cached reply lists this table for host;
-// lc.mu is held.
-func (lc *listCache) fresh(version, gen uint64, host netip.Addr) bool {
-	return lc.b != nil && lc.version == version && lc.gen == gen && lc.host == host
+type cachedReply struct {
+	key          replyKey
+	version, gen uint64
+	b            []byte
 }
 
-// listReply returns the encoded list of every room, Foyer's own at host.
-// The bytes are shared and must not be modified.
-func (s *Server) listReply(host netip.Addr) ([]byte, error) {
+// reply returns the reply for k, built by build (under the table's lock)
+// unless the cached one is fresh. The bytes are shared and must not be
+// modified.
+func (s *Server) reply(k replyKey, build func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error)) ([]byte, error) {
 	snap := s.rooms.List()
-	lc := &s.lists
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
+	c := &s.lists
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var (
-		reply gg2wire.ListReply
-		gen   uint64
+		b    []byte
+		n    int
+		gen  uint64
+		hit  = -1
+		err  error
+		took time.Duration
 	)
 	s.table.view(func(byRoom map[uint32]*entry, g uint64) {
 		gen = g
-		if lc.fresh(snap.Version, g, host) {
-			return
+		for i := range c.entries {
+			if e := &c.entries[i]; e.b != nil && e.key == k && e.version == snap.Version && e.gen == g {
+				hit = i
+				return
+			}
 		}
-		reply.Servers = make([]gg2wire.ListServer, 0, len(snap.Rooms))
-		for _, r := range snap.Rooms {
-			reply.Servers = append(reply.Servers, s.listServer(r, byRoom[r.ID], host))
-		}
+		start := time.Now()
+		b, n, err = build(snap, byRoom)
+		took = time.Since(start)
 	})
-	if lc.fresh(snap.Version, gen, host) {
-		return lc.b, nil
+	if hit >= 0 {
+		return c.entries[hit].b, nil
 	}
-	b, err := reply.Append(nil)
-	if err != nil {
-		return nil, err
+	if err != nil || n == 0 {
+		return b, err
 	}
-	lc.version, lc.gen, lc.host, lc.b = snap.Version, gen, host, b
+	// One line per rebuild, which happens at most once per change of the
+	// tables: at debug, the cache's work can be watched.
+	s.log.Debug().Bool("legacy", k.legacy).Stringer("id", k.id).Int("servers", n).Int("bytes", len(b)).
+		Dur("took", took).Msg("list encoded")
+	for i := range c.entries { // a stale reply of the same key goes first
+		if c.entries[i].key == k {
+			c.next = i
+			break
+		}
+	}
+	c.entries[c.next] = cachedReply{key: k, version: snap.Version, gen: gen, b: b}
+	c.next = (c.next + 1) % len(c.entries)
 	return b, nil
+}
+
+// listReply returns the encoded list of lobby's servers, with Foyer's own
+// rooms at host when lobby is Config.Lobby.
+func (s *Server) listReply(lobby gg2wire.UUID, host netip.Addr) ([]byte, error) {
+	return s.reply(replyKey{id: lobby, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
+		var reply gg2wire.ListReply
+		own := lobby == s.cfg.Lobby
+		for _, r := range snap.Rooms {
+			e := byRoom[r.ID]
+			switch {
+			case e != nil && e.lobby == lobby:
+			case e == nil && own && r.Source.Own():
+			default:
+				continue
+			}
+			reply.Servers = append(reply.Servers, s.listServer(r, e, host))
+		}
+		if len(reply.Servers) == 0 {
+			return emptyList, 0, nil
+		}
+		b, err := reply.Append(nil)
+		return b, len(reply.Servers), err
+	})
 }
 
 // listServer describes room r: e is its registration when this front-end
@@ -170,5 +252,8 @@ func (s *Server) listServer(r room.Room, e *entry, host netip.Addr) gg2wire.List
 		return ls
 	}
 	ls.KeyValues = frontend.RoomKeys(r, s.cfg.Game)
+	if s.cfg.ProtocolID != (gg2wire.UUID{}) {
+		ls.KeyValues = append(ls.KeyValues, gg2wire.KeyValue{Key: "protocol_id", Value: s.cfg.ProtocolID[:]})
+	}
 	return ls
 }

@@ -2,7 +2,6 @@ package gg2
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -11,32 +10,57 @@ import (
 	"github.com/foyerlobby/foyer/room"
 )
 
+// maxKeys bounds the keys kept per server besides MaxKVBytes: a key's
+// bookkeeping costs more than its bytes on the wire, so many tiny keys
+// would otherwise cost far more memory than the byte cap suggests.
+const maxKeys = 32
+
 // table holds the registered servers. Its lock is held around calls to
 // the Registry, which never calls back into the front-end.
 type table struct {
-	s      *Server
-	mu     sync.Mutex
-	byKey  map[string]*entry
-	byID   map[gg2wire.UUID]*entry
-	byRoom map[uint32]*entry // servers in the room table, by room id
-	perIP  map[netip.Addr]int
-	checks chan struct{} // semaphore of running TCP checks
-	gen    uint64        // bumped on every change the list shows
+	s       *Server
+	mu      sync.Mutex
+	byKey   map[string]*entry
+	byID    map[gg2wire.UUID]*entry
+	byRoom  map[uint32]*entry // servers in the room table, by room id
+	perIP   map[netip.Addr]int
+	reach   reach
+	gen     uint64            // bumped on every change a list shows
+	scratch gg2wire.KeyValues // the table being applied, cut to size
 }
 
-// entry is one registered server.
+// entry is one registered server. Its key/values and the strings derived
+// from them are replaced, never modified, so readers may keep them.
 type entry struct {
 	key       string
 	id        gg2wire.UUID
+	hasID     bool // legacy servers have none and cannot be unregistered
+	lobby     gg2wire.UUID
 	addr      netip.AddrPort
 	transport gg2wire.Transport
 	bots      uint16
 	flags     uint16
 	kv        gg2wire.KeyValues // owned copy: the datagram's buffer is reused
 	listing   room.Listing
-	expires   time.Time
-	room      uint32 // 0 until the server is in the room table
-	checking  bool
+	// gameVersion and gameURL are the game_ver and game_url values.
+	gameVersion, gameURL string
+	// protocol is the protocol_id value, when it is a 16-byte UUID.
+	protocol    gg2wire.UUID
+	hasProtocol bool
+	expires     time.Time
+	room        uint32 // 0 until the server is in the room table
+	checking    bool
+}
+
+// update is what one registration says, in either protocol.
+type update struct {
+	lobby                       gg2wire.UUID
+	id                          gg2wire.UUID
+	hasID                       bool
+	transport                   gg2wire.Transport
+	port                        uint16
+	slots, players, bots, flags uint16
+	kv                          gg2wire.KeyValues // may alias a reused buffer
 }
 
 func (t *table) init(s *Server) {
@@ -45,20 +69,64 @@ func (t *table) init(s *Server) {
 	t.byID = make(map[gg2wire.UUID]*entry)
 	t.byRoom = make(map[uint32]*entry)
 	t.perIP = make(map[netip.Addr]int)
-	t.checks = make(chan struct{}, s.cfg.MaxChecks)
+	t.reach.init(s.cfg)
 }
 
 // key is the Registry key of a server: its source IP, port and transport,
-// so that a server that restarts (new ID) replaces its old entry.
+// so that a server that restarts (new ID) replaces its old entry, and a
+// legacy registration and a new-style TCP one of one server are one entry.
 func key(addr netip.AddrPort, tr gg2wire.Transport) string {
 	return "gg2 " + addr.String() + "/" + tr.String()
 }
 
-// copyKV copies a table out of the datagram buffer.
-func copyKV(kv gg2wire.KeyValues) gg2wire.KeyValues {
+// wireLen is an entry's size on the wire.
+func wireLen(e gg2wire.KeyValue) int { return 1 + len(e.Key) + 2 + len(e.Value) }
+
+// fit returns kv cut to MaxKVBytes and maxKeys, in t.scratch (aliasing
+// kv's values): the name first, then the other keys in order while they
+// fit. It returns how many keys were dropped, and false when the name
+// alone does not fit. t.mu is held.
+func (t *table) fit(kv gg2wire.KeyValues) (gg2wire.KeyValues, int, bool) {
+	budget, keys := t.s.cfg.MaxKVBytes, maxKeys
+	for _, e := range kv {
+		if e.Key == "name" {
+			budget -= wireLen(e)
+			keys--
+		}
+	}
+	if budget < 0 {
+		return nil, 0, false
+	}
+	out, dropped := t.scratch[:0], 0
+	for _, e := range kv {
+		switch n := wireLen(e); {
+		case e.Key == "name":
+		case n <= budget && keys > 0:
+			budget -= n
+			keys--
+		default:
+			dropped++
+			continue
+		}
+		out = append(out, e)
+	}
+	t.scratch = out
+	return out, dropped, true
+}
+
+// own copies a table out of the datagram buffer: one allocation for the
+// entries, one for the values.
+func own(kv gg2wire.KeyValues) gg2wire.KeyValues {
+	n := 0
+	for _, e := range kv {
+		n += len(e.Value)
+	}
+	buf := make([]byte, 0, n)
 	out := make(gg2wire.KeyValues, len(kv))
 	for i, e := range kv {
-		out[i] = gg2wire.KeyValue{Key: e.Key, Value: append([]byte(nil), e.Value...)}
+		start := len(buf)
+		buf = append(buf, e.Value...)
+		out[i] = gg2wire.KeyValue{Key: e.Key, Value: buf[start:len(buf):len(buf)]}
 	}
 	return out
 }
@@ -68,16 +136,38 @@ func str(kv gg2wire.KeyValues, k string) string {
 	return string(v)
 }
 
-// register adds or refreshes the server r describes. A UDP server, or a
-// TCP server that already passed its check, goes to the room table at
-// once; a new TCP server waits for a check.
-func (t *table) register(ctx context.Context, ip netip.Addr, r *gg2wire.Registration, now time.Time) {
-	addr := netip.AddrPortFrom(ip, r.Port)
-	k := key(addr, r.Transport)
+// setKV gives e a new table and what is derived from it.
+func (e *entry) setKV(kv gg2wire.KeyValues) {
+	e.kv = own(kv)
+	e.listing.Name, e.listing.Game, e.listing.Map = str(e.kv, "name"), str(e.kv, "game"), str(e.kv, "map")
+	e.gameVersion, e.gameURL = str(e.kv, "game_ver"), str(e.kv, "game_url")
+	p, ok := e.kv.Get("protocol_id")
+	e.hasProtocol = ok && len(p) == len(e.protocol)
+	e.protocol = gg2wire.UUID{}
+	if e.hasProtocol {
+		e.protocol = gg2wire.UUID(p)
+	}
+}
+
+// apply adds or refreshes the server u describes, from ip. A UDP server,
+// or a TCP server that already passed its check, goes to the room table
+// at once; a new TCP server waits for a check. The list caches are
+// invalidated only when something a list shows changed.
+func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Time) {
+	addr := netip.AddrPortFrom(ip, u.port)
+	k := key(addr, u.transport)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.byKey[k]
+	kv, dropped, ok := t.fit(u.kv)
 	if !ok {
+		t.s.drops.Add("name_too_long")
+		return
+	}
+	if dropped > 0 {
+		t.s.drops.Counter("kv_dropped").Add(uint64(dropped))
+	}
+	e, found := t.byKey[k]
+	if !found {
 		switch {
 		case len(t.byKey) >= t.s.cfg.MaxServers:
 			t.s.drops.Add("table_full")
@@ -86,36 +176,49 @@ func (t *table) register(ctx context.Context, ip netip.Addr, r *gg2wire.Registra
 			t.s.drops.Add("source_full")
 			return
 		}
-		e = &entry{key: k, addr: addr, transport: r.Transport}
+		e = &entry{key: k, addr: addr, transport: u.transport}
 		t.byKey[k] = e
 		t.perIP[ip]++
 	}
-	if e.id != r.ServerID || !ok {
-		if t.byID[e.id] == e {
-			delete(t.byID, e.id)
-		}
-		e.id = r.ServerID
-		t.byID[e.id] = e
+	t.setID(e, u)
+	changed := !found || !kv.Equal(e.kv)
+	if changed {
+		e.setKV(kv)
 	}
-	e.bots, e.flags, e.kv = r.Bots, r.Flags, copyKV(r.KeyValues)
-	e.listing = room.Listing{
-		Addr: addr, Players: int(r.Players), MaxPlayers: int(r.Slots),
-		Name: str(e.kv, "name"), Game: str(e.kv, "game"), Map: str(e.kv, "map"),
-		Password: r.Password(),
+	listing := e.listing
+	listing.Addr = addr
+	listing.MaxPlayers = min(int(u.slots), t.s.cfg.MaxPlayers)
+	listing.Players = min(int(u.players), t.s.cfg.MaxPlayers)
+	listing.Password = u.flags&gg2wire.FlagPassword != 0
+	if listing != e.listing || e.lobby != u.lobby || e.bots != u.bots || e.flags != u.flags {
+		changed = true
+	}
+	e.listing, e.lobby, e.bots, e.flags = listing, u.lobby, u.bots, u.flags
+	if changed && e.room != 0 {
+		t.gen++
 	}
 	e.expires = now.Add(t.s.cfg.TTL)
-	t.gen++
 	switch {
-	case r.Transport == gg2wire.UDP || e.room != 0:
-		t.publish(e)
-	case !e.checking:
-		select {
-		case t.checks <- struct{}{}:
-			e.checking = true
-			t.s.work.Go(func() { t.check(ctx, e) })
-		default:
-			t.s.drops.Add("check_busy")
+	case e.room != 0:
+		if changed {
+			t.publish(e)
 		}
+	case u.transport == gg2wire.UDP:
+		t.publish(e)
+	default:
+		t.startCheck(ctx, e, now)
+	}
+}
+
+// setID records the server ID u carries (legacy registrations carry none);
+// t.mu is held.
+func (t *table) setID(e *entry, u *update) {
+	if e.hasID && (!u.hasID || e.id != u.id) && t.byID[e.id] == e {
+		delete(t.byID, e.id)
+	}
+	e.id, e.hasID = u.id, u.hasID
+	if u.hasID {
+		t.byID[u.id] = e
 	}
 }
 
@@ -129,32 +232,10 @@ func (t *table) publish(e *entry) {
 	}
 	if e.room == 0 {
 		t.s.log.Info().Str("key", e.key).Uint32("room", room.ID).Str("name", e.listing.Name).Msg("server registered")
+		t.gen++
 	}
 	e.room = room.ID
 	t.byRoom[room.ID] = e
-}
-
-// check lists a TCP server once a TCP connect to it works; until then it
-// is kept (and expires) unlisted, and its next registration checks again.
-func (t *table) check(ctx context.Context, e *entry) {
-	d := net.Dialer{Timeout: t.s.cfg.DialTimeout}
-	c, err := d.DialContext(ctx, "tcp", e.addr.String())
-	if err == nil {
-		c.Close()
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	<-t.checks
-	e.checking = false
-	switch {
-	case t.byKey[e.key] != e: // expired or unregistered meanwhile
-	case err != nil:
-		t.s.drops.Add("unreachable")
-		t.s.log.Debug().Str("key", e.key).Err(err).Msg("server unreachable")
-	default:
-		t.gen++
-		t.publish(e)
-	}
 }
 
 // unregister removes the server registered with id, if any.
@@ -174,7 +255,7 @@ func (t *table) remove(e *entry, why string) {
 	if t.perIP[e.addr.Addr()]--; t.perIP[e.addr.Addr()] == 0 {
 		delete(t.perIP, e.addr.Addr())
 	}
-	if t.byID[e.id] == e {
+	if e.hasID && t.byID[e.id] == e {
 		delete(t.byID, e.id)
 	}
 	if e.room != 0 {
@@ -185,8 +266,8 @@ func (t *table) remove(e *entry, why string) {
 			ev = t.s.log.Debug()
 		}
 		ev.Str("key", e.key).Uint32("room", e.room).Str("cause", why).Msg("server removed")
+		t.gen++
 	}
-	t.gen++
 }
 
 // expireLoop removes servers TTL after their last registration. It looks
@@ -213,6 +294,7 @@ func (t *table) expire(now time.Time) {
 			t.remove(e, "expired")
 		}
 	}
+	t.reach.expire(now)
 }
 
 // clear removes every server, at shutdown, and says how many were listed.

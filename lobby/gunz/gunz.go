@@ -38,6 +38,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -99,7 +100,7 @@ type Locator struct {
 	// the address it asked).
 	wantDst bool
 
-	requests, replies, drops frontend.Counters
+	requests, replies, drops tally.Set
 }
 
 // New binds cfg.Listen; Serve answers on it. Requests draw from guard's
@@ -155,7 +156,7 @@ func (l *Locator) Serve(ctx context.Context) error {
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		frontend.Report(ctx, l.log, l.cfg.ReportInterval, &l.drops)
+		tally.Report(ctx, l.log, l.cfg.ReportInterval, "drops", tally.Names("dropped", &l.drops))
 	}()
 	err := l.readLoop()
 	cancel()
@@ -169,22 +170,18 @@ func (l *Locator) readLoop() error {
 	buf := make([]byte, 1<<16)
 	oob := ipv4.NewControlMessage(ipv4.FlagDst)
 	r := responder{l: l}
-	errs := 0
-	for {
+	return tally.ReadLoop(l.drops.Counter("read_error"), func() error {
 		n, oobn, _, from, err := l.conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
-			if stop, err := frontend.ReadError(err, &errs, &l.drops); stop {
-				return err
-			}
-			continue
+			return err
 		}
-		errs = 0
 		arrived := l.cfg.Listen.Addr()
 		if l.wantDst {
 			arrived = dst(oob[:oobn])
 		}
 		r.handle(buf[:n], from, arrived)
-	}
+		return nil
+	})
 }
 
 // dst reads the address a datagram arrived on from its control message;

@@ -1,10 +1,12 @@
 // Package gg2 encodes and decodes the GG2-style lobby protocol: UDP
 // registrations and unregistrations sent by game servers, and the TCP list
-// query a client sends and the list the lobby writes back. Every function is
-// pure: no I/O, no clock.
+// query a client sends and the list the lobby writes back; and the legacy
+// protocol older Gang Garrison 2 versions speak (see Legacy protocol below).
+// Every function is pure: no I/O, no clock.
 //
-// All integers are big-endian. A UUID is 16 raw bytes in the order it is
-// written (b5dae2e8-… goes on the wire as b5 da e2 e8 …).
+// All integers of the new-style protocol are big-endian. A UUID is 16 raw
+// bytes in the order it is written (b5dae2e8-… goes on the wire as
+// b5 da e2 e8 …).
 //
 // Registration (UDP), two forms. Both share the first 59 bytes:
 //
@@ -58,6 +60,34 @@
 //	   35  flags           2
 //	   37  entry count     2
 //	   39  key/value table
+//
+// # Legacy protocol
+//
+// Older Gang Garrison 2 versions and mods speak an older protocol on a
+// port of its own (29942). Its integers are little-endian. A version names
+// a protocol id: one byte v (not 128) means [LegacyBaseUUID] + v, the
+// byte 128 is followed by the protocol id itself.
+//
+// Registration (UDP, server to lobby):
+//
+//	0  magic              6  04 08 0f 10 17 2a
+//	6  version            1 or 17
+//	   port               2  little-endian; 0 is invalid
+//	   info length        1
+//	   info               the info string, exactly info length bytes
+//
+// The info string reads [!private!][[map]] name [players/slots][ - mod]
+// (see [ParseLegacyInfo]).
+//
+// Query (TCP, client to lobby): the version alone, 1 or 17 bytes. The
+// lobby answers and closes:
+//
+//	0  server count       1  at most 255
+//	1  per server:
+//	    0  info length     1
+//	    1  info            the info string rebuilt by the lobby
+//	       IPv4 address    4
+//	       port            2  little-endian
 //
 // Counts and lengths come from the sender: decoders never allocate from them,
 // and every length is checked against the bytes present before slicing.

@@ -1,15 +1,21 @@
 // Package admin is Foyer's admin HTTP listener, for the people and
 // machines that run a lobby:
 //
-//	GET /metrics   counters and gauges in the Prometheus text format
+//	GET /          the board: a live page of the rooms, the request and
+//	               drop rates and the spawn latencies (see board.go)
+//	GET /metrics   Foyer's counters and gauges, and the Go runtime's and
+//	               the process's, for Prometheus
 //	GET /healthz   200 "ok" while serving ("degraded: ..." while cut off from
 //	               the cluster), 503 "shutting down" after Drain
 //	GET /rooms     the room table as JSON
 //
 // It reads what it shows through Sources, plain functions, so it depends
 // on the lobby and the supervisor only through their Stats and room-table
-// types. It has no authentication: bind it to loopback or a management
-// network (the default is 127.0.0.1:9477).
+// types. On loopback it needs no authentication; on any other address it
+// answers only requests carrying the configured bearer token, since
+// /rooms shows every player's address. The board also takes a cookie
+// that the token buys once (see auth.go), since a browser's event stream
+// cannot carry the token.
 package admin
 
 import (
@@ -21,9 +27,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cluster"
@@ -39,6 +47,10 @@ type Config struct {
 	// Listen is the TCP address of the listener, e.g. "127.0.0.1:9477";
 	// empty disables it.
 	Listen string
+	// Token, when set, is the bearer token every request must carry
+	// ("Authorization: Bearer TOKEN"). An address other than loopback
+	// needs one.
+	Token string
 }
 
 // Sources are where the admin pages read from; a nil source leaves its
@@ -52,6 +64,12 @@ type Sources struct {
 	Gunz func() gunz.Stats
 	// Cluster is the cluster this host is part of; nil when standalone.
 	Cluster func() cluster.Stats
+	// Guard is the rate limiting every edge shares.
+	Guard func() GuardStats
+	// Watch, when set, follows the room table's changes: the board then
+	// shows them as they happen, and the rooms that ended lately with
+	// why. Without it the board shows the table once a second.
+	Watch func(context.Context) <-chan room.Event
 }
 
 // Timeouts of the HTTP server: every page is small and made at once, so
@@ -71,6 +89,7 @@ type Server struct {
 	ln       net.Listener
 	http     *http.Server
 	src      Sources
+	board    *board
 	log      zerolog.Logger
 	draining atomic.Bool
 }
@@ -81,23 +100,47 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
+	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
+		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
+	s.board = newBoard(src, s.log)
+	errLog := stdlog.New(s.log, "", 0)
+	pages := http.NewServeMux()
+	pages.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
+		// A series that fails to collect is logged and left out; the
+		// rest of the page still answers.
+		ErrorLog:      errLog,
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	pages.HandleFunc("GET /healthz", s.healthz)
+	pages.HandleFunc("GET /rooms", s.rooms)
+	board := http.NewServeMux()
+	board.Handle("GET /{$}", boardPage)
+	board.Handle("GET /board.css", boardStyle)
+	board.Handle("GET /board.js", boardScript)
+	board.HandleFunc("GET /board/events", s.board.stream)
+	var pagesHandler, boardHandler http.Handler = pages, board
+	if cfg.Token != "" {
+		pagesHandler, boardHandler = bearer(cfg.Token, pages), newBoardGate(cfg.Token, board)
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", s.metrics)
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /rooms", s.rooms)
+	for _, path := range []string{"/metrics", "/healthz", "/rooms"} {
+		mux.Handle(path, pagesHandler)
+	}
+	mux.Handle("/", boardHandler)
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           noStore(mux), // every page is of now
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          stdlog.New(s.log, "", 0),
+		ErrorLog:          errLog,
 	}
 	return s, nil
 }
@@ -137,6 +180,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	})
 	defer stop()
+	// The board's sampler ends with the listener, so that its streams do
+	// not hold up the shutdown.
+	boardCtx, stopBoard := context.WithCancel(ctx)
+	var board sync.WaitGroup
+	board.Go(func() { s.board.run(boardCtx) })
+	defer func() {
+		stopBoard()
+		board.Wait()
+	}()
 	err := s.http.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -146,7 +198,6 @@ func (s *Server) Serve(ctx context.Context) error {
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
 	if s.draining.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "shutting down")
@@ -161,33 +212,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(s.appendMetrics(nil))
-}
-
-// appendMetrics renders every source's metrics.
-func (s *Server) appendMetrics(b []byte) []byte {
-	if s.src.Lobby != nil {
-		b = appendLobby(b, s.src.Lobby())
-	}
-	if s.src.Supervisor != nil {
-		b = appendSupervisor(b, s.src.Supervisor())
-	}
-	if s.src.Rooms != nil {
-		b = appendRooms(b, s.src.Rooms())
-	}
-	if s.src.GG2 != nil {
-		b = appendGG2(b, s.src.GG2())
-	}
-	if s.src.Gunz != nil {
-		b = appendGunz(b, s.src.Gunz())
-	}
-	if s.src.Cluster != nil {
-		b = appendCluster(b, s.src.Cluster())
-	}
-	return b
+// noStore has h's answers kept by no cache.
+func noStore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // roomJSON is one row of /rooms.
@@ -222,7 +252,6 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 		snap = s.src.Rooms()
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(roomTable(snap, time.Now())) // a write error means the client left
@@ -231,15 +260,35 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 func roomTable(snap room.Snapshot, now time.Time) tableJSON {
 	out := tableJSON{Version: snap.Version, Rooms: make([]roomJSON, 0, len(snap.Rooms))} // "[]", never null
 	for _, r := range snap.Rooms {
-		row := roomJSON{
-			ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
-			Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
-			Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
-		}
-		if r.Host.IsValid() {
-			row.Host = r.Host.String()
-		}
-		out.Rooms = append(out.Rooms, row)
+		out.Rooms = append(out.Rooms, roomRow(r, now))
 	}
 	return out
+}
+
+// roomRow is r as /rooms and the board show it: a field added here shows
+// on both.
+func roomRow(r room.Room, now time.Time) roomJSON {
+	row := roomJSON{
+		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
+		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
+		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
+	}
+	if r.Host.IsValid() {
+		row.Host = r.Host.String()
+	}
+	return row
+}
+
+// bearer lets through the requests that carry token as their bearer
+// token, compared in constant time; the others get 401.
+func bearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasBearer(r, want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="foyer admin"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

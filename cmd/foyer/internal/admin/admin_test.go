@@ -3,13 +3,18 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/foyertest"
@@ -21,14 +26,28 @@ import (
 // port until the end of the test, and checks that Serve then returns nil.
 func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 	t.Helper()
-	s, err := New(Config{Listen: "127.0.0.1:0"}, Sources{
-		Lobby:      l.Lobby().Stats,
-		Supervisor: l.Supervisor().Stats,
-		Rooms:      l.Supervisor().List,
-	}, zerolog.Nop())
+	s, err := New(Config{Listen: "127.0.0.1:0"}, sourcesOf(l), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	serve(t, s)
+	return s
+}
+
+// sourcesOf are the sources of a real lobby.
+func sourcesOf(l *foyertest.Lobby) Sources {
+	return Sources{
+		Lobby:      l.Lobby().Stats,
+		Supervisor: l.Supervisor().Stats,
+		Rooms:      l.Supervisor().List,
+		Watch:      l.Supervisor().Watch,
+	}
+}
+
+// serve runs s until the end of the test, and checks that Serve then
+// returns nil.
+func serve(t *testing.T, s *Server) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
@@ -38,7 +57,6 @@ func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s
 }
 
 // get fetches path and returns the status and body.
@@ -60,17 +78,59 @@ func get(t *testing.T, s *Server, method, path string) (int, http.Header, string
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-func scrape(t *testing.T, s *Server) exposition {
+// scrape fetches /metrics, parses it with Prometheus's own parser and
+// returns its samples by series, written as in the text format:
+// name{label="value"}, and a histogram's name_bucket{le="bound"},
+// name_sum and name_count.
+func scrape(t *testing.T, s *Server) map[string]float64 {
 	t.Helper()
 	code, h, body := get(t, s, "GET", "/metrics")
-	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") {
-		t.Fatalf("/metrics: %d %q", code, h.Get("Content-Type"))
+	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") || h.Get("Cache-Control") != "no-store" {
+		t.Fatalf("/metrics: %d %q %q", code, h.Get("Content-Type"), h.Get("Cache-Control"))
 	}
-	e, err := parseExposition(body)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
 	}
-	return e
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			var labels []string
+			for _, l := range m.Label {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			series := name
+			if len(labels) > 0 {
+				series += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[series] = m.Counter.GetValue()
+			case dto.MetricType_GAUGE:
+				out[series] = m.Gauge.GetValue()
+			case dto.MetricType_HISTOGRAM:
+				hist := m.Histogram
+				for _, b := range hist.Bucket {
+					out[fmt.Sprintf("%s_bucket{le=%q}", name, strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))] = float64(b.GetCumulativeCount())
+				}
+				out[name+`_bucket{le="+Inf"}`] = float64(hist.GetSampleCount())
+				out[name+"_count"] = float64(hist.GetSampleCount())
+				out[name+"_sum"] = hist.GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+// value returns the value of series, failing the test if there is none.
+func value(t *testing.T, samples map[string]float64, series string) float64 {
+	t.Helper()
+	v, ok := samples[series]
+	if !ok {
+		t.Fatalf("no series %s", series)
+	}
+	return v
 }
 
 var garbageBytes = []byte("GET / HTTP/1.0\r\n\r\n")
@@ -87,7 +147,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 		`foyer_supervisor_ports{state="in_use"}`:           0,
 		`foyer_supervisor_spawn_seconds_bucket{le="+Inf"}`: 0,
 	} {
-		if got := before.value(t, series); got != want {
+		if got := value(t, before, series); got != want {
 			t.Errorf("before any traffic: %s = %v, want %v", series, got, want)
 		}
 	}
@@ -131,15 +191,15 @@ func TestMetricsFollowTraffic(t *testing.T) {
 		`foyer_supervisor_rooms_created_total`:         1,
 		`foyer_supervisor_ports{state="in_use"}`:       1,
 	} {
-		if got := after.value(t, series); got != want {
+		if got := value(t, after, series); got != want {
 			t.Errorf("after traffic: %s = %v, want %v", series, got, want)
 		}
 	}
 	_, perr := packet.Parse(garbageBytes)
-	if got := after.value(t, `foyer_lobby_drops_total{reason="`+packet.Reason(perr)+`"}`); got != 1 {
+	if got := value(t, after, `foyer_lobby_drops_total{reason="`+packet.Reason(perr)+`"}`); got != 1 {
 		t.Errorf("drops for the reason %q after one garbage datagram: %v, want 1", packet.Reason(perr), got)
 	}
-	if sum := after.value(t, "foyer_supervisor_spawn_seconds_sum"); sum <= 0 {
+	if sum := value(t, after, "foyer_supervisor_spawn_seconds_sum"); sum <= 0 {
 		t.Errorf("spawn latency sum %v after a spawn", sum)
 	}
 }
@@ -153,11 +213,16 @@ func TestRoomsPage(t *testing.T) {
 		empty.Rooms == nil || len(empty.Rooms) != 0 || !strings.Contains(body, `"rooms": []`) {
 		t.Fatalf("/rooms of no rooms: %d %q\n%s", code, h.Get("Content-Type"), body)
 	}
+	// The room starts between these two moments: its start time must say
+	// so, and its age can be no more than the time since the first.
+	beforeCreate := time.Now()
 	seat, err := l.Client().Create(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, body = get(t, s, "GET", "/rooms")
+	sincePage := time.Since(beforeCreate)
+	afterPage := time.Now()
 	var table tableJSON
 	if err := json.Unmarshal([]byte(body), &table); err != nil {
 		t.Fatalf("%v\n%s", err, body)
@@ -167,8 +232,8 @@ func TestRoomsPage(t *testing.T) {
 	}
 	r := table.Rooms[0]
 	if r.ID != seat.Room || r.Port != seat.Port || r.State != "waiting" || r.MaxPlayers != 3 ||
-		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 ||
-		time.Since(r.StartedAt) > time.Minute || table.Version <= empty.Version {
+		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 || r.AgeSeconds > sincePage.Seconds() ||
+		r.StartedAt.Before(beforeCreate.Round(0)) || r.StartedAt.After(afterPage.Round(0)) || table.Version <= empty.Version {
 		t.Errorf("/rooms row %+v (version %d after %d) for room %d port %d", r, table.Version, empty.Version, seat.Room, seat.Port)
 	}
 }

@@ -33,7 +33,7 @@ func TestClusterHealthAndMetrics(t *testing.T) {
 		`foyer_cluster_placed_total{on="remote"}`:                2,
 		`foyer_cluster_joins_forwarded_total{outcome="granted"}`: 4,
 	} {
-		if got := e.value(t, series); got != want {
+		if got, ok := e[series]; !ok || got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
@@ -41,7 +41,7 @@ func TestClusterHealthAndMetrics(t *testing.T) {
 	if code, _, body := get(t, s, "GET", "/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz connected: %d %q; want 200 ok", code, body)
 	}
-	if got := scrape(t, s).value(t, "foyer_cluster_up"); got != 1 {
+	if got := scrape(t, s)["foyer_cluster_up"]; got != 1 {
 		t.Errorf("foyer_cluster_up = %v connected, want 1", got)
 	}
 }

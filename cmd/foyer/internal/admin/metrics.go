@@ -1,11 +1,12 @@
 package admin
 
 import (
-	"maps"
-	"math"
-	"slices"
-	"strconv"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/foyerlobby/foyer/internal/limit"
+
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -14,171 +15,257 @@ import (
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
-// The Prometheus text exposition format (version 0.0.4): per metric a
-// "# HELP" and a "# TYPE" line, then one "name{label="value"} number" line
-// per series. Labels come from fixed sets or from the lobby's and the
-// supervisor's own reason names, never from anything a client sends, so
-// the number of series stays bounded.
+// The edges count with plain atomics (see lobby/internal/tally): on the
+// packet path an atomic add is cheaper than a client_golang vector's
+// label lookup, and their Stats are what the tests and this page share.
+// So Foyer's metrics are not client_golang counters but collectors that
+// turn a fresh Stats into constant metrics at each scrape. Labels come
+// from fixed sets or from the lobby's and the supervisor's own reason
+// names, never from anything a client sends, so the number of series
+// stays bounded.
 
-// family starts a metric: its HELP and TYPE lines.
-func family(b []byte, name, typ, help string) []byte {
-	b = append(b, "# HELP "...)
-	b = append(b, name...)
-	b = append(b, ' ')
-	b = append(b, help...)
-	b = append(b, "\n# TYPE "...)
-	b = append(b, name...)
-	b = append(b, ' ')
-	b = append(b, typ...)
-	return append(b, '\n')
+// newRegistry is the registry /metrics shows: the Go runtime's and the
+// process's standard metrics and those of every source that is set. It
+// is the admin listener's own, not client_golang's global one, so that
+// nothing else registered in the process shows up on the page.
+func newRegistry(src Sources) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(foyerCollectors(src)...)
+	return reg
 }
 
-// sample writes one series; label and value may be empty for a metric
-// without labels.
-func sample(b []byte, name, label, value string, v float64) []byte {
-	b = append(b, name...)
+// foyerCollectors are the collectors of the sources that are set.
+func foyerCollectors(src Sources) []prometheus.Collector {
+	var cs []prometheus.Collector
+	if src.Lobby != nil {
+		cs = append(cs, stats[lobby.Stats]{src.Lobby, lobbyDescs, collectLobby})
+	}
+	if src.Supervisor != nil {
+		cs = append(cs, stats[supervisor.Stats]{src.Supervisor, supervisorDescs, collectSupervisor})
+	}
+	if src.Rooms != nil {
+		cs = append(cs, stats[room.Snapshot]{src.Rooms, roomsDescs, collectRooms})
+	}
+	if src.GG2 != nil {
+		cs = append(cs, stats[gg2.Stats]{src.GG2, gg2Descs, collectGG2})
+	}
+	if src.Gunz != nil {
+		cs = append(cs, stats[gunz.Stats]{src.Gunz, gunzDescs, collectGunz})
+	}
+	if src.Guard != nil {
+		cs = append(cs, stats[GuardStats]{src.Guard, guardDescs, collectGuard})
+	}
+	if src.Cluster != nil {
+		cs = append(cs, stats[cluster.Stats]{src.Cluster, clusterDescs, collectCluster})
+	}
+	return cs
+}
+
+// stats is a prometheus.Collector of one source: at each scrape it reads
+// the source once and collect turns that snapshot into samples of descs.
+type stats[S any] struct {
+	read    func() S
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric, s S)
+}
+
+func (c stats[S]) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c stats[S]) Collect(ch chan<- prometheus.Metric) { c.collect(ch, c.read()) }
+
+// desc describes a family of Foyer's, labelled by label if it is not "".
+func desc(name, help, label string) *prometheus.Desc {
+	var labels []string
 	if label != "" {
-		b = append(b, '{')
-		b = append(b, label...)
-		b = append(b, `="`...)
-		b = appendLabelValue(b, value)
-		b = append(b, `"}`...)
+		labels = []string{label}
 	}
-	b = append(b, ' ')
-	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-		// Counts as integers: 'g' would write a million as 1e+06.
-		b = strconv.AppendInt(b, int64(v), 10)
-	} else {
-		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// byName sends one sample of d per name in m, labelled with the name.
+func byName(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, m map[string]uint64) {
+	for name, v := range m {
+		ch <- prometheus.MustNewConstMetric(d, t, float64(v), name)
 	}
-	return append(b, '\n')
 }
 
-// appendLabelValue escapes a label value as the format asks: backslash,
-// double quote and line feed.
-func appendLabelValue(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\':
-			b = append(b, `\\`...)
-		case '"':
-			b = append(b, `\"`...)
-		case '\n':
-			b = append(b, `\n`...)
-		default:
-			b = append(b, c)
-		}
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+}
+
+var (
+	lobbyRequests        = desc("foyer_lobby_requests_total", "Well-formed requests received, by type.", "type")
+	lobbyReplies         = desc("foyer_lobby_replies_total", "Replies sent, by type.", "type")
+	lobbyDrops           = desc("foyer_lobby_drops_total", "Datagrams dropped unanswered, by reason.", "reason")
+	lobbyRefusals        = desc("foyer_lobby_refusals_total", "CREATE and JOIN answered JOIN_FAILED, by reason.", "reason")
+	lobbyGranted         = desc("foyer_lobby_granted_total", "CREATE and JOIN answered with a room.", "type")
+	lobbyLimitedSources  = desc("foyer_lobby_rate_limited_sources_total", "Times a source IP went from served to rate limited.", "")
+	lobbyRetries         = desc("foyer_lobby_retries_total", "Requests answered from the retry cache.", "")
+	lobbySources         = desc("foyer_lobby_sources", "Source IPs in the rate-limit table.", "")
+	lobbyPrefixes        = desc("foyer_lobby_prefixes", "Networks in the reflection-guard table.", "")
+	lobbyCreatesInFlight = desc("foyer_lobby_creates_in_flight", "CREATEs being run.", "")
+
+	lobbyDescs = []*prometheus.Desc{lobbyRequests, lobbyReplies, lobbyDrops, lobbyRefusals, lobbyGranted,
+		lobbyLimitedSources, lobbyRetries, lobbySources, lobbyPrefixes, lobbyCreatesInFlight}
+)
+
+func collectLobby(ch chan<- prometheus.Metric, s lobby.Stats) {
+	byName(ch, lobbyRequests, prometheus.CounterValue, s.Requests)
+	byName(ch, lobbyReplies, prometheus.CounterValue, s.Replies)
+	byName(ch, lobbyDrops, prometheus.CounterValue, s.Drops)
+	byName(ch, lobbyRefusals, prometheus.CounterValue, s.Failures)
+	byName(ch, lobbyGranted, prometheus.CounterValue, s.Granted)
+	counter(ch, lobbyLimitedSources, s.LimitedSources)
+	counter(ch, lobbyRetries, s.Retries)
+	gauge(ch, lobbySources, s.Sources)
+	gauge(ch, lobbyPrefixes, s.Prefixes)
+	gauge(ch, lobbyCreatesInFlight, s.CreatesInFlight)
+}
+
+var (
+	supervisorSpawnSeconds  = desc("foyer_supervisor_spawn_seconds", "Time from launching an instance to its game being ready, successful spawns.", "")
+	supervisorExits         = desc("foyer_supervisor_instance_exits_total", "Instances reaped, by cause.", "cause")
+	supervisorCreated       = desc("foyer_supervisor_rooms_created_total", "Rooms handed out, warm or cold.", "")
+	supervisorWarmHits      = desc("foyer_supervisor_warm_hits_total", "Creates answered from the warm pool.", "")
+	supervisorSpawnFailures = desc("foyer_supervisor_spawn_failures_total", "Spawns that produced no instance.", "")
+	supervisorQuarantines   = desc("foyer_supervisor_port_quarantines_total", "Ports quarantined because something else held them.", "")
+	supervisorWatchDrops    = desc("foyer_supervisor_watch_drops_total", "Room-table events a slow watcher missed.", "")
+	supervisorWarm          = desc("foyer_supervisor_warm_instances", "Ready instances not handed out.", "")
+	supervisorSpawning      = desc("foyer_supervisor_spawning", "Spawns in flight.", "")
+	supervisorPorts         = desc("foyer_supervisor_ports", "Ports of the pool, by state.", "state")
+
+	supervisorDescs = []*prometheus.Desc{supervisorSpawnSeconds, supervisorExits, supervisorCreated, supervisorWarmHits,
+		supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
+)
+
+func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
+	ch <- spawnLatency(s.SpawnLatency)
+	for cause, n := range s.Reaped {
+		ch <- prometheus.MustNewConstMetric(supervisorExits, prometheus.CounterValue, float64(n), string(cause))
 	}
-	return b
-}
-
-// counts writes a family with one series per key of m, in key order.
-func counts(b []byte, name, typ, help, label string, m map[string]uint64) []byte {
-	b = family(b, name, typ, help)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		b = sample(b, name, label, k, float64(m[k]))
+	counter(ch, supervisorCreated, s.Created)
+	counter(ch, supervisorWarmHits, s.WarmHits)
+	counter(ch, supervisorSpawnFailures, s.SpawnFailures)
+	counter(ch, supervisorQuarantines, s.Quarantines)
+	counter(ch, supervisorWatchDrops, s.WatchDrops)
+	gauge(ch, supervisorWarm, s.Warm)
+	gauge(ch, supervisorSpawning, s.Spawning)
+	for state, n := range map[string]int{
+		"ready": s.PortsReady, "cooling": s.PortsCooling, "quarantined": s.PortsQuarantined, "in_use": s.PortsInUse,
+	} {
+		ch <- prometheus.MustNewConstMetric(supervisorPorts, prometheus.GaugeValue, float64(n), state)
 	}
-	return b
 }
 
-// single writes a family of one series without labels.
-func single(b []byte, name, typ, help string, v float64) []byte {
-	return sample(family(b, name, typ, help), name, "", "", v)
-}
-
-func appendLobby(b []byte, s lobby.Stats) []byte {
-	b = counts(b, "foyer_lobby_requests_total", "counter", "Well-formed requests received, by type.", "type", s.Requests)
-	b = counts(b, "foyer_lobby_replies_total", "counter", "Replies sent, by type.", "type", s.Replies)
-	b = counts(b, "foyer_lobby_drops_total", "counter", "Datagrams dropped unanswered, by reason.", "reason", s.Drops)
-	b = counts(b, "foyer_lobby_refusals_total", "counter", "CREATE and JOIN answered JOIN_FAILED, by reason.", "reason", s.Failures)
-	b = counts(b, "foyer_lobby_granted_total", "counter", "CREATE and JOIN answered with a room.", "type", s.Granted)
-	b = single(b, "foyer_lobby_rate_limited_sources_total", "counter", "Times a source IP went from served to rate limited.", float64(s.LimitedSources))
-	b = single(b, "foyer_lobby_retries_total", "counter", "Requests answered from the retry cache.", float64(s.Retries))
-	b = single(b, "foyer_lobby_sources", "gauge", "Source IPs in the rate-limit table.", float64(s.Sources))
-	b = single(b, "foyer_lobby_prefixes", "gauge", "Networks in the reflection-guard table.", float64(s.Prefixes))
-	b = single(b, "foyer_lobby_creates_in_flight", "gauge", "CREATEs being run.", float64(s.CreatesInFlight))
-	return b
-}
-
-func appendGG2(b []byte, s gg2.Stats) []byte {
-	b = counts(b, "foyer_gg2_requests_total", "counter", "GG2-style registrations, unregistrations and list queries.", "kind", s.Requests)
-	b = counts(b, "foyer_gg2_drops_total", "counter", "GG2-style datagrams and queries dropped, by reason.", "reason", s.Drops)
-	b = single(b, "foyer_gg2_registered", "gauge", "Registered servers in the room table.", float64(s.Registered))
-	b = single(b, "foyer_gg2_pending", "gauge", "Registrations waiting for their TCP check.", float64(s.Pending))
-	b = single(b, "foyer_gg2_list_connections", "gauge", "List queries being served.", float64(s.ListConns))
-	return b
-}
-
-func appendGunz(b []byte, s gunz.Stats) []byte {
-	b = counts(b, "foyer_gunz_requests_total", "counter", "GunZ locator requests received.", "kind", s.Requests)
-	b = counts(b, "foyer_gunz_replies_total", "counter", "GunZ locator responses sent.", "kind", s.Replies)
-	b = counts(b, "foyer_gunz_drops_total", "counter", "GunZ datagrams dropped unanswered, by reason.", "reason", s.Drops)
-	return b
-}
-
-func appendSupervisor(b []byte, s supervisor.Stats) []byte {
-	b = appendSpawnLatency(b, s.SpawnLatency)
-	b = counts(b, "foyer_supervisor_instance_exits_total", "counter", "Instances reaped, by cause.", "cause", byCause(s.Reaped))
-	b = single(b, "foyer_supervisor_rooms_created_total", "counter", "Rooms handed out, warm or cold.", float64(s.Created))
-	b = single(b, "foyer_supervisor_warm_hits_total", "counter", "Creates answered from the warm pool.", float64(s.WarmHits))
-	b = single(b, "foyer_supervisor_spawn_failures_total", "counter", "Spawns that produced no instance.", float64(s.SpawnFailures))
-	b = single(b, "foyer_supervisor_port_quarantines_total", "counter", "Ports quarantined because something else held them.", float64(s.Quarantines))
-	b = single(b, "foyer_supervisor_watch_drops_total", "counter", "Room-table events a slow watcher missed.", float64(s.WatchDrops))
-	b = single(b, "foyer_supervisor_warm_instances", "gauge", "Ready instances not handed out.", float64(s.Warm))
-	b = single(b, "foyer_supervisor_spawning", "gauge", "Spawns in flight.", float64(s.Spawning))
-	b = counts(b, "foyer_supervisor_ports", "gauge", "Ports of the pool, by state.", "state", map[string]uint64{
-		"ready": uint64(s.PortsReady), "cooling": uint64(s.PortsCooling),
-		"quarantined": uint64(s.PortsQuarantined), "in_use": uint64(s.PortsInUse),
-	})
-	return b
-}
-
-// appendSpawnLatency writes the spawn-latency histogram: cumulative
-// buckets in seconds, then +Inf, sum and count.
-func appendSpawnLatency(b []byte, h supervisor.Histogram) []byte {
-	const name = "foyer_supervisor_spawn_seconds"
-	b = family(b, name, "histogram", "Time from launching an instance to its game being ready, successful spawns.")
+// spawnLatency is the spawn-latency histogram: the supervisor counts per
+// bucket, Prometheus wants cumulative counts by upper bound in seconds
+// (+Inf is the count).
+func spawnLatency(h supervisor.Histogram) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(supervisor.SpawnBuckets))
 	var total uint64
-	for i, c := range h.Counts {
-		total += c
-		le := "+Inf"
-		if i < len(supervisor.SpawnBuckets) {
-			le = strconv.FormatFloat(supervisor.SpawnBuckets[i].Seconds(), 'g', -1, 64)
+	for i, bound := range supervisor.SpawnBuckets {
+		if i < len(h.Counts) {
+			total += h.Counts[i]
 		}
-		b = sample(b, name+"_bucket", "le", le, float64(total))
+		buckets[bound.Seconds()] = total
 	}
-	if len(h.Counts) == 0 { // no histogram kept: still a well-formed one
-		b = sample(b, name+"_bucket", "le", "+Inf", 0)
+	if len(h.Counts) > len(supervisor.SpawnBuckets) {
+		total += h.Counts[len(supervisor.SpawnBuckets)]
 	}
-	b = sample(b, name+"_sum", "", "", h.Sum.Seconds())
-	return sample(b, name+"_count", "", "", float64(total))
+	return prometheus.MustNewConstHistogram(supervisorSpawnSeconds, total, h.Sum.Seconds(), buckets)
 }
+
+var (
+	rooms       = desc("foyer_rooms", "Listed rooms, by state.", "state")
+	roomPlayers = desc("foyer_room_players", "Players connected to listed rooms.", "")
+	roomSeats   = desc("foyer_room_seats", "Seats held for players still connecting.", "")
+
+	roomsDescs = []*prometheus.Desc{rooms, roomPlayers, roomSeats}
+)
 
 // roomStates are listed even when no room is in them, so a dashboard sees
 // a zero rather than a gap.
 var roomStates = []packet.RoomState{packet.Waiting, packet.Countdown, packet.Playing, packet.Finished}
 
-func appendRooms(b []byte, snap room.Snapshot) []byte {
+func collectRooms(ch chan<- prometheus.Metric, snap room.Snapshot) {
 	byState := make(map[string]uint64, len(roomStates))
 	for _, st := range roomStates {
 		byState[st.String()] = 0
 	}
-	var players, seats uint64
+	var players, seats int
 	for _, r := range snap.Rooms {
 		byState[r.State.String()]++
-		players += uint64(r.Players)
-		seats += uint64(r.Seats)
+		players += r.Players
+		seats += r.Seats
 	}
-	b = counts(b, "foyer_rooms", "gauge", "Listed rooms, by state.", "state", byState)
-	b = single(b, "foyer_room_players", "gauge", "Players connected to listed rooms.", float64(players))
-	b = single(b, "foyer_room_seats", "gauge", "Seats held for players still connecting.", float64(seats))
-	return b
+	byName(ch, rooms, prometheus.GaugeValue, byState)
+	gauge(ch, roomPlayers, players)
+	gauge(ch, roomSeats, seats)
 }
 
-func byCause(m map[room.Cause]uint64) map[string]uint64 {
-	out := make(map[string]uint64, len(m))
-	for k, v := range m {
-		out[string(k)] = v
+var (
+	gg2Requests   = desc("foyer_gg2_requests_total", "GG2-style registrations, unregistrations and list queries.", "kind")
+	gg2Drops      = desc("foyer_gg2_drops_total", "GG2-style datagrams and queries dropped, by reason.", "reason")
+	gg2Registered = desc("foyer_gg2_registered", "Registered servers in the room table.", "")
+	gg2Pending    = desc("foyer_gg2_pending", "Registrations waiting for their TCP check.", "")
+	gg2ListConns  = desc("foyer_gg2_list_connections", "List queries being served.", "")
+
+	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns}
+)
+
+func collectGG2(ch chan<- prometheus.Metric, s gg2.Stats) {
+	byName(ch, gg2Requests, prometheus.CounterValue, s.Requests)
+	byName(ch, gg2Drops, prometheus.CounterValue, s.Drops)
+	gauge(ch, gg2Registered, s.Registered)
+	gauge(ch, gg2Pending, s.Pending)
+	gauge(ch, gg2ListConns, s.ListConns)
+}
+
+var (
+	gunzRequests = desc("foyer_gunz_requests_total", "GunZ locator requests received.", "kind")
+	gunzReplies  = desc("foyer_gunz_replies_total", "GunZ locator responses sent.", "kind")
+	gunzDrops    = desc("foyer_gunz_drops_total", "GunZ datagrams dropped unanswered, by reason.", "reason")
+
+	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops}
+)
+
+func collectGunz(ch chan<- prometheus.Metric, s gunz.Stats) {
+	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
+	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
+	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)
+}
+
+// GuardStats is what the guard every edge shares says of itself.
+type GuardStats struct {
+	limit.Counts
+	UnderPressure bool
+}
+
+var (
+	guardPressure     = desc("foyer_guard_under_pressure", "1 while new sources come faster than they are admitted or a socket drops datagrams.", "")
+	guardUnadmitted   = desc("foyer_guard_unadmitted_total", "Requests of never-seen sources refused past the admission budget, every edge.", "")
+	guardDenied       = desc("foyer_guard_denied_total", "Datagrams, connections and registrations from the deny list, every edge.", "")
+	guardUnverifiedNo = desc("foyer_guard_unverified_replies_dropped_total", "Replies to sources first seen under pressure held back by unverified_reply_limit.", "")
+
+	guardDescs = []*prometheus.Desc{guardPressure, guardUnadmitted, guardDenied, guardUnverifiedNo}
+)
+
+func collectGuard(ch chan<- prometheus.Metric, s GuardStats) {
+	pressure := 0
+	if s.UnderPressure {
+		pressure = 1
 	}
-	return out
+	gauge(ch, guardPressure, pressure)
+	counter(ch, guardUnadmitted, s.Unadmitted)
+	counter(ch, guardDenied, s.Denied)
+	counter(ch, guardUnverifiedNo, s.UnverifiedDropped)
 }

@@ -1,12 +1,15 @@
 package admin
 
 import (
-	"fmt"
-	"regexp"
-	"strconv"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
@@ -16,86 +19,25 @@ import (
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
-// exposition is a parsed /metrics page: each series ("name{label="v"}")
-// with its value, and each family's type.
-type exposition struct {
-	values map[string]float64
-	types  map[string]string
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*\})? (\S+)$`)
-	helpLine   = regexp.MustCompile(`^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) \S.*$`)
-	typeLine   = regexp.MustCompile(`^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$`)
-)
-
-// parseExposition checks text against the Prometheus text format, line
-// by line: a HELP then a TYPE line before the samples of each family,
-// sample names that belong to the family just typed, numbers that parse,
-// and no series twice.
-func parseExposition(text string) (exposition, error) {
-	e := exposition{values: map[string]float64{}, types: map[string]string{}}
-	if !strings.HasSuffix(text, "\n") {
-		return e, fmt.Errorf("does not end in a line feed")
-	}
-	current, helped := "", ""
-	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		at := func(format string, a ...any) error {
-			return fmt.Errorf("line %d %q: %s", i+1, line, fmt.Sprintf(format, a...))
-		}
-		if m := helpLine.FindStringSubmatch(line); m != nil {
-			helped = m[1]
-			continue
-		}
-		if m := typeLine.FindStringSubmatch(line); m != nil {
-			if m[1] != helped {
-				return e, at("TYPE without HELP")
-			}
-			if _, dup := e.types[m[1]]; dup {
-				return e, at("family typed twice")
-			}
-			current = m[1]
-			e.types[current] = m[2]
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			return e, at("not a sample, HELP or TYPE line")
-		}
-		name := m[1]
-		if e.types[current] == "histogram" {
-			name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
-		}
-		if name != current {
-			return e, at("sample of family %q under %q", m[1], current)
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			return e, at("value: %v", err)
-		}
-		key := m[1] + m[2]
-		if _, dup := e.values[key]; dup {
-			return e, at("series twice")
-		}
-		e.values[key] = v
-	}
-	return e, nil
-}
-
-func (e exposition) value(t testing.TB, series string) float64 {
+// foyerRegistry is a pedantic registry of the collectors of src alone:
+// it also checks that every sample belongs to a family its collector
+// described.
+func foyerRegistry(t testing.TB, src Sources) *prometheus.Registry {
 	t.Helper()
-	v, ok := e.values[series]
-	if !ok {
-		t.Fatalf("no series %s", series)
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range foyerCollectors(src) {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return v
+	return reg
 }
 
-// The page for fixed stats, whole: every family, its order, and the
-// number formats.
-func TestMetricsPage(t *testing.T) {
+// fixedSources are stats with a value in every family, a label value
+// that needs escaping, and a room state with no room.
+func fixedSources() Sources {
 	start := time.Unix(1_700_000_000, 0)
-	s := &Server{src: Sources{
+	return Sources{
 		Lobby: func() lobby.Stats {
 			return lobby.Stats{
 				Requests: map[string]uint64{"list": 7, "create": 2, "join": 1},
@@ -123,8 +65,13 @@ func TestMetricsPage(t *testing.T) {
 				{ID: 2, State: packet.Playing, Players: 3, StartedAt: start},
 			}}
 		},
-	}}
-	got := string(s.appendMetrics(nil))
+	}
+}
+
+// Every family of the lobby, the supervisor and the room table, whole:
+// names, help, types, labels and values, as dashboards know them.
+func TestMetricsPage(t *testing.T) {
+	reg := foyerRegistry(t, fixedSources())
 	const want = `# HELP foyer_lobby_requests_total Well-formed requests received, by type.
 # TYPE foyer_lobby_requests_total counter
 foyer_lobby_requests_total{type="create"} 2
@@ -218,17 +165,60 @@ foyer_room_players 4
 # TYPE foyer_room_seats gauge
 foyer_room_seats 1
 `
-	if got != want {
-		t.Errorf("metrics page:\n%s\nwant:\n%s", got, want)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
-	if _, err := parseExposition(got); err != nil {
-		t.Errorf("the page does not parse: %v", err)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
 
-// The neighbour edges' counters appear when their sources are set.
+// A supervisor that kept no histogram still has a well-formed, empty one.
+func TestSpawnLatencyWithoutCounts(t *testing.T) {
+	reg := foyerRegistry(t, Sources{Supervisor: func() supervisor.Stats { return supervisor.Stats{} }})
+	const want = `# HELP foyer_supervisor_spawn_seconds Time from launching an instance to its game being ready, successful spawns.
+# TYPE foyer_supervisor_spawn_seconds histogram
+foyer_supervisor_spawn_seconds_bucket{le="0.005"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.01"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.02"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.03"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.05"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.1"} 0
+foyer_supervisor_spawn_seconds_bucket{le="0.25"} 0
+foyer_supervisor_spawn_seconds_bucket{le="1"} 0
+foyer_supervisor_spawn_seconds_bucket{le="5"} 0
+foyer_supervisor_spawn_seconds_bucket{le="+Inf"} 0
+foyer_supervisor_spawn_seconds_sum 0
+foyer_supervisor_spawn_seconds_count 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foyer_supervisor_spawn_seconds"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Every room state is listed, at zero with no rooms.
+func TestRoomStatesAlwaysListed(t *testing.T) {
+	reg := foyerRegistry(t, Sources{Rooms: func() room.Snapshot { return room.Snapshot{} }})
+	const want = `# HELP foyer_rooms Listed rooms, by state.
+# TYPE foyer_rooms gauge
+foyer_rooms{state="countdown"} 0
+foyer_rooms{state="finished"} 0
+foyer_rooms{state="playing"} 0
+foyer_rooms{state="waiting"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foyer_rooms"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The neighbour edges' families appear when their sources are set, and
+// only theirs.
 func TestMetricsOfNeighbourEdges(t *testing.T) {
-	s := &Server{src: Sources{
+	reg := foyerRegistry(t, Sources{
 		GG2: func() gg2.Stats {
 			return gg2.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
 				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0}
@@ -237,56 +227,67 @@ func TestMetricsOfNeighbourEdges(t *testing.T) {
 			return gunz.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
 				Drops: map[string]uint64{"checksum": 1}}
 		},
-	}}
-	got := string(s.appendMetrics(nil))
-	fams, err := parseExposition(got)
-	if err != nil {
-		t.Fatalf("the page does not parse: %v\n%s", err, got)
+	})
+	const want = `# HELP foyer_gg2_requests_total GG2-style registrations, unregistrations and list queries.
+# TYPE foyer_gg2_requests_total counter
+foyer_gg2_requests_total{kind="list"} 1
+foyer_gg2_requests_total{kind="register"} 3
+# HELP foyer_gg2_drops_total GG2-style datagrams and queries dropped, by reason.
+# TYPE foyer_gg2_drops_total counter
+foyer_gg2_drops_total{reason="no_name"} 2
+# HELP foyer_gg2_registered Registered servers in the room table.
+# TYPE foyer_gg2_registered gauge
+foyer_gg2_registered 1
+# HELP foyer_gg2_pending Registrations waiting for their TCP check.
+# TYPE foyer_gg2_pending gauge
+foyer_gg2_pending 0
+# HELP foyer_gg2_list_connections List queries being served.
+# TYPE foyer_gg2_list_connections gauge
+foyer_gg2_list_connections 0
+# HELP foyer_gunz_requests_total GunZ locator requests received.
+# TYPE foyer_gunz_requests_total counter
+foyer_gunz_requests_total{kind="locator"} 5
+# HELP foyer_gunz_replies_total GunZ locator responses sent.
+# TYPE foyer_gunz_replies_total counter
+foyer_gunz_replies_total{kind="locator"} 4
+# HELP foyer_gunz_drops_total GunZ datagrams dropped unanswered, by reason.
+# TYPE foyer_gunz_drops_total counter
+foyer_gunz_drops_total{reason="checksum"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
-	for _, line := range []string{
-		`foyer_gg2_requests_total{kind="register"} 3`,
-		`foyer_gg2_drops_total{reason="no_name"} 2`,
-		`foyer_gg2_registered 1`,
-		`foyer_gunz_requests_total{kind="locator"} 5`,
-		`foyer_gunz_replies_total{kind="locator"} 4`,
-		`foyer_gunz_drops_total{reason="checksum"} 1`,
-	} {
-		if !strings.Contains(got, line+"\n") {
-			t.Errorf("no line %q in\n%s", line, got)
-		}
-	}
-	if len(fams.types) != 8 {
-		t.Errorf("%d metric families, want 8", len(fams.types))
-	}
-}
-
-// The parser must refuse what is not the format, or the end-to-end
-// checks that use it prove nothing.
-func TestParseExpositionRefuses(t *testing.T) {
-	for name, text := range map[string]string{
-		"no final newline":  "# HELP a x\n# TYPE a counter\na 1",
-		"sample untyped":    "a 1\n",
-		"type without help": "# TYPE a counter\na 1\n",
-		"bad value":         "# HELP a x\n# TYPE a counter\na one\n",
-		"unquoted label":    "# HELP a x\n# TYPE a counter\na{b=c} 1\n",
-		"bad escape":        "# HELP a x\n# TYPE a counter\na{b=\"\\x\"} 1\n",
-		"other family":      "# HELP a x\n# TYPE a counter\nb 1\n",
-		"series twice":      "# HELP a x\n# TYPE a counter\na 1\na 2\n",
-		"unknown type":      "# HELP a x\n# TYPE a meter\na 1\n",
-	} {
-		if _, err := parseExposition(text); err == nil {
-			t.Errorf("%s: parsed %q", name, text)
-		}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
 	}
 }
 
+// The page's registry adds the Go runtime's and the process's standard
+// series to Foyer's.
+func TestRegistryHasRuntimeAndProcess(t *testing.T) {
+	reg := newRegistry(Sources{Rooms: func() room.Snapshot { return room.Snapshot{} }})
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds",
+		"process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "foyer_room_players"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
+			t.Errorf("%s: %d series, %v", name, n, err)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg, "foyer_lobby_requests_total", "foyer_gg2_registered"); err != nil || n != 0 {
+		t.Errorf("families of unset sources: %d series, %v", n, err)
+	}
+}
+
+// BenchmarkMetricsPage renders /metrics: "foyer" is Foyer's own families
+// (what the page held before the Go and process collectors), "page" the
+// whole answer as a scraper gets it.
 func BenchmarkMetricsPage(b *testing.B) {
 	counts := make([]uint64, len(supervisor.SpawnBuckets)+1)
 	rooms := make([]room.Room, 64)
 	for i := range rooms {
 		rooms[i] = room.Room{ID: uint32(i + 1), State: packet.RoomState(i % 4), Players: 2}
 	}
-	s := &Server{src: Sources{
+	src := Sources{
 		Lobby: func() lobby.Stats {
 			return lobby.Stats{Requests: map[string]uint64{"list": 1, "create": 2, "join": 3},
 				Drops: map[string]uint64{"rate_limited": 1, "bad_checksum": 2}}
@@ -295,11 +296,48 @@ func BenchmarkMetricsPage(b *testing.B) {
 			return supervisor.Stats{Reaped: map[room.Cause]uint64{"finished": 1}, SpawnLatency: supervisor.Histogram{Counts: counts}}
 		},
 		Rooms: func() room.Snapshot { return room.Snapshot{Rooms: rooms} },
-	}}
-	b.ReportAllocs()
-	buf := make([]byte, 0, 8<<10)
-	for b.Loop() {
-		buf = s.appendMetrics(buf[:0])
 	}
-	b.ReportMetric(float64(len(buf)), "page-bytes")
+	for _, row := range []struct {
+		name string
+		reg  prometheus.Gatherer
+	}{
+		{"foyer", foyerOnly(src)},
+		{"page", newRegistry(src)},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			h := promhttp.HandlerFor(row.reg, promhttp.HandlerOpts{})
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			var w countingWriter
+			b.ReportAllocs()
+			for b.Loop() {
+				w.n = 0
+				h.ServeHTTP(&w, req)
+			}
+			b.ReportMetric(float64(w.n), "page-bytes")
+		})
+	}
 }
+
+// foyerOnly is a plain registry of Foyer's families alone.
+func foyerOnly(src Sources) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(foyerCollectors(src)...)
+	return reg
+}
+
+// countingWriter is a ResponseWriter that keeps only the body's length.
+type countingWriter struct {
+	h http.Header
+	n int
+}
+
+func (w *countingWriter) Header() http.Header {
+	if w.h == nil {
+		w.h = http.Header{}
+	}
+	return w.h
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) { w.n += len(b); return len(b), nil }
+
+func (w *countingWriter) WriteHeader(int) {}

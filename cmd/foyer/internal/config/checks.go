@@ -46,10 +46,10 @@ func (k *keys) check(r *reader, c *Config) {
 			r.warn(why, ks.Ports, ks.Warm)
 		}
 	}
-	// The admin pages have no authentication; on purpose on a management
-	// network, so only a warning.
-	if ap, err := netip.ParseAddrPort(c.Admin.Listen); err == nil && ap.Addr().IsUnspecified() {
-		r.warn("the admin pages have no authentication and listen on every address", k.Admin.Listen)
+	// The admin pages show every player's address: off loopback, only to
+	// who holds the token.
+	if ap, err := netip.ParseAddrPort(c.Admin.Listen); err == nil && !ap.Addr().Unmap().IsLoopback() && c.Admin.Token == "" {
+		r.refuse("an admin address other than loopback needs token or token_file: the pages show every player's address", k.Admin.Listen)
 	}
 	sockets := k.sockets(c)
 	for i, a := range sockets {

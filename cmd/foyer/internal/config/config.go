@@ -26,6 +26,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -36,6 +37,7 @@ type Config struct {
 	Limits     limit.Config // the rate limits of [lobby], shared by every edge
 	GG2        GG2
 	Gunz       Gunz
+	Web        web.Config        // [web]; the command gives it [gg2]'s lobby, game and public_addr
 	Supervisor supervisor.Config // Room holds the [room] settings
 	Room       refroom.Config
 	Admin      Admin
@@ -66,6 +68,10 @@ type Gunz struct {
 // Admin is the [admin] section: the admin HTTP listener.
 type Admin struct {
 	Listen string // "IP:port"; empty disables the listener
+	// Token is the bearer token every request must carry, read from the
+	// file token_file names or given as token; empty: none (loopback
+	// only).
+	Token string
 }
 
 // Log is the [log] section.
@@ -82,6 +88,7 @@ func Default() Config {
 		Limits:     limit.DefaultConfig(),
 		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
 		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
+		Web:        web.DefaultConfig(),
 		Supervisor: supervisor.Defaults(),
 		Room:       refroom.DefaultConfig,
 		Admin:      Admin{Listen: "127.0.0.1:9477"},
@@ -108,6 +115,7 @@ type file struct {
 	Lobby      toml.Primitive `toml:"lobby"`
 	GG2        toml.Primitive `toml:"gg2"`
 	Gunz       toml.Primitive `toml:"gunz"`
+	Web        toml.Primitive `toml:"web"`
 	Supervisor toml.Primitive `toml:"supervisor"`
 	Room       toml.Primitive `toml:"room"`
 	Admin      toml.Primitive `toml:"admin"`
@@ -133,7 +141,7 @@ func Parse(name, text string) (Config, error) {
 		raw  toml.Primitive
 		keys section
 	}{
-		{f.Lobby, &k.Lobby}, {f.GG2, &k.GG2}, {f.Gunz, &k.Gunz}, {f.Supervisor, &k.Supervisor},
+		{f.Lobby, &k.Lobby}, {f.GG2, &k.GG2}, {f.Gunz, &k.Gunz}, {f.Web, &k.Web}, {f.Supervisor, &k.Supervisor},
 		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log}, {f.Cluster, &k.Cluster},
 	} {
 		if r.table(s.raw, s.keys) {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -83,6 +85,17 @@ func TestDenyList(t *testing.T) {
 	}
 }
 
+func TestAdminToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("  0123456789abcdef-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("x.toml", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken_file = \""+file+"\"\n")
+	if err != nil || c.Admin.Token != "0123456789abcdef-from-file" {
+		t.Fatalf("token from file: %q, %v", c.Admin.Token, err)
+	}
+}
+
 func TestSinglePort(t *testing.T) {
 	c, err := Parse("x.toml", "[supervisor]\nports = \"40000\"\nmax_instances = 1\n")
 	if err != nil {
@@ -105,6 +118,13 @@ ttl = "2s"
 max_servers_per_ip = 3
 announce = "localhost:29944"
 announce_interval = "200ms"
+legacy_listen = ""
+protocol_id = "dea41970-4cea-a588-df40-62faef6f1739"
+max_kv_bytes = "2KiB"
+max_players = 16
+max_list_conns_per_ip = 2
+[web]
+listen = "[::]:29950"
 [gunz]
 enabled = true
 listen = "127.0.0.1:8901"
@@ -117,8 +137,13 @@ public_addr = "::ffff:192.0.2.8"
 	lobbyID := gg2wire.MustParseUUID("0ad2e3a4-0000-1111-2222-333344445555")
 	if !g.Enabled || g.Server.Listen != netip.MustParseAddrPort("[::1]:29945") || g.Server.Lobby != lobbyID ||
 		g.Server.PublicAddr != netip.MustParseAddr("192.0.2.7") || g.Server.Game != "gg2" ||
-		g.Server.TTL != 2*time.Second || g.Server.MaxServersPerIP != 3 || g.Server.MaxServers != 4096 {
+		g.Server.TTL != 2*time.Second || g.Server.MaxServersPerIP != 3 || g.Server.MaxServers != 4096 ||
+		g.Server.LegacyListen.IsValid() || g.Server.ProtocolID != gg2wire.ShortLegacyVersion(1).ID ||
+		g.Server.MaxKVBytes != 2048 || g.Server.MaxPlayers != 16 || g.Server.MaxListConnsPerIP != 2 {
 		t.Errorf("gg2 server = %+v", g.Server)
+	}
+	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") {
+		t.Errorf("web = %+v", c.Web)
 	}
 	// The lobby ID and game are the announcer's too.
 	if a := g.Announce; a.Upstream != "localhost:29944" || a.Interval != 200*time.Millisecond || a.Lobby != lobbyID || a.Game != "gg2" {
@@ -129,7 +154,7 @@ public_addr = "::ffff:192.0.2.8"
 		t.Errorf("gunz = %+v", z)
 	}
 	// Off by default: an operator opens these ports on purpose.
-	if d := Default(); d.GG2.Enabled || d.Gunz.Enabled || d.GG2.Announce.Upstream != "" {
+	if d := Default(); d.GG2.Enabled || d.Gunz.Enabled || d.GG2.Announce.Upstream != "" || d.Web.Listen.IsValid() {
 		t.Errorf("defaults open ports: %+v %+v", d.GG2, d.Gunz)
 	}
 }
@@ -163,6 +188,9 @@ func TestRefusals(t *testing.T) {
 		{"listen empty", "[lobby]\nlisten = []\n", `bad.toml:2: [lobby] listen []: want at least one address`},
 		{"listen wrong type", "[lobby]\nlisten = 7777\n", `bad.toml:2: [lobby] listen 7777: want a string or an array of strings`},
 		{"rate zero", "[lobby]\nrate = 0\n", `bad.toml:2: [lobby] rate 0: must be above 0`},
+		{"admin off loopback without token", "[admin]\nlisten = \"[::]:9477\"\n", `bad.toml:2: [admin] listen "[::]:9477": an admin address other than loopback needs token or token_file`},
+		{"admin token short", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken = \"secret\"\n", `bad.toml:3: [admin] token "secret": a token of 6 characters is too short (at least 16)`},
+		{"admin token file missing", "[admin]\ntoken_file = \"/nonexistent/token\"\n", `bad.toml:2: [admin] token_file "/nonexistent/token": open /nonexistent/token: no such file or directory`},
 		{"deny garbage", "[lobby]\n\ndeny = [\"10.0.0.0/8\", \"evil.example\"]\n", `bad.toml:3: [lobby] deny ["10.0.0.0/8", "evil.example"]: "evil.example" is neither an address nor a network`},
 		{"deny string", "[lobby]\ndeny = \"10.0.0.1\"\n", `bad.toml:2: [lobby] deny "10.0.0.1": want an array of addresses and networks`},
 		{"unverified small", "[lobby]\nunverified_reply_limit = 10\n", `bad.toml:2: [lobby] unverified_reply_limit 10: must be between 1024`},
@@ -198,6 +226,13 @@ func TestRefusals(t *testing.T) {
 		{"gg2 announce no host", "[gg2]\nannounce = \":29944\"\n", `bad.toml:2: [gg2] announce ":29944": want "host:port"`},
 		{"gg2 announce port", "[gg2]\nannounce = \"127.0.0.1:70000\"\n", `bad.toml:2: [gg2] announce "127.0.0.1:70000": port 70000 outside 1-65535`},
 		{"gg2 announce interval", "[gg2]\nannounce_interval = \"-1s\"\n", `bad.toml:2: [gg2] announce_interval "-1s": must be at least 100ms`},
+		{"gg2 legacy_listen", "[gg2]\nlegacy_listen = \"29942\"\n", `bad.toml:2: [gg2] legacy_listen "29942": not IP:port`},
+		{"gg2 protocol_id", "[gg2]\nprotocol_id = \"1\"\n", `bad.toml:2: [gg2] protocol_id "1": not a UUID`},
+		{"gg2 max_kv_bytes small", "[gg2]\nmax_kv_bytes = 100\n", `bad.toml:2: [gg2] max_kv_bytes 100: must be between 262 and`},
+		{"gg2 max_kv_bytes large", "[gg2]\nmax_kv_bytes = \"1MiB\"\n", `bad.toml:2: [gg2] max_kv_bytes "1MiB": must be at most 65536 bytes`},
+		{"gg2 max_players", "[gg2]\nmax_players = 0\n", `bad.toml:2: [gg2] max_players 0: must be at least 1`},
+		{"gg2 per-ip conns above max", "[gg2]\nmax_list_conns = 4\nmax_list_conns_per_ip = 5\n", `bad.toml:3: [gg2] max_list_conns_per_ip 5: must be at most 4`},
+		{"web listen", "[web]\nlisten = \"localhost:29950\"\n", `bad.toml:2: [web] listen "localhost:29950": not IP:port`},
 		{"gg2 unknown key", "[gg2]\nenabled = true\nrate = 5\n", `bad.toml:3: [gg2] rate: unknown key`},
 		{"gunz listen IPv6", "[gunz]\nlisten = \"[::]:8900\"\n", `bad.toml:2: [gunz] listen "[::]:8900": must be an IPv4 address`},
 		{"gunz listen garbage", "[gunz]\nlisten = \"8900\"\n", `bad.toml:2: [gunz] listen "8900": not IPv4:port`},
@@ -322,7 +357,7 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		// The rooms bind 127.0.0.1 only.
 		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
 		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
-		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
 		if _, err := Parse("ok.toml", text); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -339,8 +374,6 @@ func TestWarnings(t *testing.T) {
 			`ok.toml:3: [supervisor] ports "30000-30019": only 20 ports (30000-30019) for max_instances 64 (each instance binds one`},
 		{"narrow pool with warm", "[supervisor]\nports = \"30000-30099\"\nwarm = 40\n",
 			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
-		{"admin on every address", "[admin]\nlisten = \"[::]:9477\"\n",
-			`ok.toml:2: [admin] listen "[::]:9477": the admin pages have no authentication and listen on every address`},
 	} {
 		c, err := Parse("ok.toml", tc.text)
 		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {

@@ -2,12 +2,16 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/lobby/gg2"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -19,6 +23,7 @@ type keys struct {
 	Lobby      lobbyKeys
 	GG2        gg2Keys
 	Gunz       gunzKeys
+	Web        webKeys
 	Supervisor supervisorKeys
 	Room       roomKeys
 	Admin      adminKeys
@@ -33,6 +38,8 @@ type lobbyKeys struct {
 	CreateRate      toml.Primitive `toml:"create_rate"`
 	CreateBurst     toml.Primitive `toml:"create_burst"`
 	MaxSources      toml.Primitive `toml:"max_sources"`
+	AdmitRate       toml.Primitive `toml:"admit_rate"`
+	AdmitBurst      toml.Primitive `toml:"admit_burst"`
 	ReflectionLimit toml.Primitive `toml:"reflection_limit"`
 	MaxPrefixes     toml.Primitive `toml:"max_prefixes"`
 	RetryWindow     toml.Primitive `toml:"retry_window"`
@@ -50,6 +57,8 @@ func (k *lobbyKeys) apply(r *reader, c *Config) {
 	r.get(k.CreateRate, rate(&lim.CreateRate))
 	r.get(k.CreateBurst, count(&lim.CreateBurst, 1, 1<<20))
 	r.get(k.MaxSources, count(&lim.MaxSources, 1, 1<<24))
+	r.get(k.AdmitRate, rate(&lim.AdmitRate))
+	r.get(k.AdmitBurst, count(&lim.AdmitBurst, 1, 1<<24))
 	r.get(k.ReflectionLimit, size(&lim.ReflectionLimit, 1024))
 	r.get(k.MaxPrefixes, count(&lim.MaxPrefixes, 1, 1<<24))
 	r.get(k.RetryWindow, duration(&l.RetryWindow, time.Second))
@@ -72,6 +81,11 @@ type gg2Keys struct {
 	MaxChecks        toml.Primitive `toml:"max_checks"`
 	ListTimeout      toml.Primitive `toml:"list_timeout"`
 	MaxListConns     toml.Primitive `toml:"max_list_conns"`
+	MaxListConnsIP   toml.Primitive `toml:"max_list_conns_per_ip"`
+	MaxKVBytes       toml.Primitive `toml:"max_kv_bytes"`
+	MaxPlayers       toml.Primitive `toml:"max_players"`
+	LegacyListen     toml.Primitive `toml:"legacy_listen"`
+	ProtocolID       toml.Primitive `toml:"protocol_id"`
 	Announce         toml.Primitive `toml:"announce"`
 	AnnounceInterval toml.Primitive `toml:"announce_interval"`
 }
@@ -104,6 +118,25 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.MaxChecks, count(&srv.MaxChecks, 1, 1<<10))
 	r.get(k.ListTimeout, duration(&srv.ListTimeout, 100*time.Millisecond))
 	r.get(k.MaxListConns, count(&srv.MaxListConns, 1, 1<<16))
+	r.get(k.MaxListConnsIP, count(&srv.MaxListConnsPerIP, 1, srv.MaxListConns))
+	r.get(k.MaxKVBytes, size(&srv.MaxKVBytes, gg2.MinKVBytes))
+	if srv.MaxKVBytes > maxKVBytes {
+		r.refuse(fmt.Sprintf("must be at most %d bytes", maxKVBytes), k.MaxKVBytes)
+	}
+	r.get(k.MaxPlayers, count(&srv.MaxPlayers, 1, 1<<16-1))
+	r.get(k.LegacyListen, addrPortOrOff(&srv.LegacyListen))
+	r.get(k.ProtocolID, text(func(v string) error {
+		if v == "" {
+			srv.ProtocolID = gg2wire.UUID{}
+			return nil
+		}
+		id, err := gg2wire.ParseUUID(v)
+		if err != nil {
+			return errors.New(`not a UUID (want 8-4-4-4-12 hex digits), or "" for none`)
+		}
+		srv.ProtocolID = id
+		return nil
+	}))
 	r.get(k.Announce, text(func(v string) error {
 		ann.Upstream = v
 		if v == "" {
@@ -188,8 +221,21 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 	r.get(k.IdleTimeout, duration(&rc.IdleTimeout, time.Second))
 }
 
-type adminKeys struct {
+// maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.
+const maxKVBytes = 64 << 10
+
+type webKeys struct {
 	Listen toml.Primitive `toml:"listen"`
+}
+
+func (k *webKeys) apply(r *reader, c *Config) {
+	r.get(k.Listen, addrPortOrOff(&c.Web.Listen))
+}
+
+type adminKeys struct {
+	Listen    toml.Primitive `toml:"listen"`
+	Token     toml.Primitive `toml:"token"`
+	TokenFile toml.Primitive `toml:"token_file"`
 }
 
 func (k *adminKeys) apply(r *reader, c *Config) {
@@ -200,6 +246,31 @@ func (k *adminKeys) apply(r *reader, c *Config) {
 		c.Admin.Listen = v
 		return nil
 	}))
+	r.get(k.Token, text(func(v string) error { return setToken(&c.Admin.Token, v) }))
+	r.get(k.TokenFile, text(func(v string) error {
+		if v == "" {
+			return nil
+		}
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return err
+		}
+		return setToken(&c.Admin.Token, strings.TrimSpace(string(b)))
+	}))
+}
+
+// minToken is the shortest bearer token accepted: one worth guessing at
+// over the network is no protection.
+const minToken = 16
+
+func setToken(dst *string, v string) error {
+	if v != "" && len(v) < minToken {
+		return fmt.Errorf("a token of %d characters is too short (at least %d)", len(v), minToken)
+	}
+	if v != "" {
+		*dst = v
+	}
+	return nil
 }
 
 type logKeys struct {

@@ -212,6 +212,23 @@ func addrPort(dst *netip.AddrPort, only4 bool) value {
 	})
 }
 
+// addrPortOrOff reads one "IP:port" address, or "" for off (the zero
+// AddrPort).
+func addrPortOrOff(dst *netip.AddrPort) value {
+	return text(func(v string) error {
+		if v == "" {
+			*dst = netip.AddrPort{}
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(v)
+		if err != nil {
+			return errors.New(`not IP:port (IPv6 as [::1]:29942), or "" for off`)
+		}
+		*dst = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return nil
+	})
+}
+
 // listen reads the lobby's UDP addresses: one string or an array of them,
 // at least one.
 func listen(dst *[]netip.AddrPort) value {

@@ -1,0 +1,165 @@
+package gg2
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
+	"github.com/foyerlobby/foyer/lobby/web"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/room"
+)
+
+// A server's key/values are cut to MaxKVBytes: the name first, then keys
+// in order while they fit; the keys dropped are counted.
+func TestKeyValuesCapped(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxKVBytes = MinKVBytes })
+	kv := []string{"x-big", strings.Repeat("b", 200), "name", "capped", "map", "ctf_a"}
+	for i := range 10 {
+		kv = append(kv, fmt.Sprintf("x-%d", i), strings.Repeat("v", 20))
+	}
+	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, kv...))
+	f.waitRequests("register", 1)
+	s, ok := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), 8190)
+	if !ok {
+		t.Fatal("not listed")
+	}
+	size := 0
+	for _, e := range s.KeyValues {
+		size += wireLen(e)
+	}
+	// 262 bytes: name 13, x-big 208, map 11, then one 26-byte x- key.
+	want := []string{"x-big", "name", "map", "x-0"}
+	var got []string
+	for _, e := range s.KeyValues {
+		got = append(got, e.Key)
+	}
+	if size > MinKVBytes || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("kept %v (%d bytes), want %v", got, size, want)
+	}
+	if n := f.srv.Stats().Drops["kv_dropped"]; n != 9 {
+		t.Errorf("kv_dropped %d, want 9", n)
+	}
+	// A name that does not fit by itself: the registration is refused.
+	f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Counted, "name", strings.Repeat("n", MinKVBytes)))
+	f.waitDrop("name_too_long", 1)
+	if _, ok := f.table.Registered(udpKey(8191)); ok {
+		t.Error("a name longer than max_kv_bytes was registered")
+	}
+}
+
+// Slots and players above MaxPlayers are clamped.
+func TestSeatsClamped(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxPlayers = 8 })
+	r := gg2wire.Registration{LobbyID: gg2wire.GG2LobbyUUID, Transport: gg2wire.UDP, Port: 8190, Slots: 1000, Players: 50,
+		KeyValues: gg2wire.KeyValues{{Key: "name", Value: []byte("huge")}}}
+	b, err := r.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.send(b)
+	f.waitRequests("register", 1)
+	if room, _ := f.table.Registered(udpKey(8190)); room.MaxPlayers != 8 || room.Players != 8 {
+		t.Errorf("registered %d of %d players, want 8 of 8", room.Players, room.MaxPlayers)
+	}
+	if s, _ := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), 8190); s.Slots != 8 || s.Players != 8 {
+		t.Errorf("listed %d of %d players", s.Players, s.Slots)
+	}
+}
+
+// A refresh that changes nothing listed keeps the cached reply; one that
+// does is listed.
+func TestListCachedUntilChange(t *testing.T) {
+	f := start(t, nil)
+	host := netip.MustParseAddr("127.0.0.1")
+	v1 := gg2wire.ShortLegacyVersion(1).ID
+	reg := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s", "protocol_id", string(v1[:]))
+	f.send(reg)
+	f.waitRequests("register", 1)
+	replies := func() ([]byte, []byte) {
+		t.Helper()
+		l, err := f.srv.listReply(gg2wire.GG2LobbyUUID, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := f.srv.legacyReply(v1, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, old
+	}
+	l1, old1 := replies()
+	for i := range 5 {
+		f.send(reg)
+		f.waitRequests("register", uint64(2+i))
+		if l, old := replies(); &l[0] != &l1[0] || &old[0] != &old1[0] {
+			t.Fatalf("refresh %d rebuilt a list", i+1)
+		}
+	}
+	reg[54]++ // one more player
+	f.send(reg)
+	f.waitRequests("register", 7)
+	if l, old := replies(); &l[0] == &l1[0] || &old[0] == &old1[0] || bytes.Equal(l, l1) {
+		t.Error("a new player count was not listed")
+	}
+}
+
+// Checks are limited per target network: a burst, then one per
+// checkEvery; the registrations beyond are dropped and counted.
+func TestChecksLimitedPerNetwork(t *testing.T) {
+	f := start(t, nil)
+	const n = checkBurst + 2
+	for i := range n {
+		srv := listenTCP(t)
+		f.send(registration(byte(i+1), srv.Port(), gg2wire.TCP, gg2wire.Counted, "name", "s"))
+	}
+	f.waitRequests("register", n)
+	edgetest.Eventually(t, "checks done", func() bool { return f.srv.Stats().Registered == checkBurst })
+	if st := f.srv.Stats(); st.Drops["check_limited"] != 2 || st.Pending != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A wildcard address binds its own family only.
+func TestWildcardBindsOneFamily(t *testing.T) {
+	for _, tc := range []struct{ listen, other string }{{"0.0.0.0:0", "::1"}, {"[::]:0", "127.0.0.1"}} {
+		f := start(t, func(c *Config) { c.Listen = netip.MustParseAddrPort(tc.listen) })
+		other := netip.AddrPortFrom(netip.MustParseAddr(tc.other), f.addr.Port())
+		if c, err := net.Dial("tcp", other.String()); err == nil {
+			c.Close()
+			t.Errorf("%s answers TCP on %s", tc.listen, tc.other)
+		}
+	}
+}
+
+// Registrations for every lobby are kept, each listed in its own lobby.
+func TestOtherLobbies(t *testing.T) {
+	f := start(t, nil)
+	f.table.Add(room.Room{Port: 30001, MaxPlayers: 4})
+	vanguard := gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
+	other := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "elsewhere", "game_ver", "v1", "game_url", "http://example.org/")
+	copy(other[32:48], vanguard[:])
+	f.send(other)
+	f.waitRequests("register", 1)
+	if r := list(t, f.addr, vanguard); len(r.Servers) != 1 || r.Servers[0].KeyValues.Name() != "elsewhere" {
+		t.Errorf("the other lobby lists %+v", r.Servers)
+	}
+	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 1 || r.Servers[0].V4.Port() != 30001 {
+		t.Errorf("the own lobby lists %+v", r.Servers)
+	}
+	snap := f.table.List()
+	var got []web.Details
+	f.srv.Describe(snap.Rooms, func(i int, d web.Details) {
+		if snap.Rooms[i].Port != 8190 {
+			t.Errorf("described room %+v", snap.Rooms[i])
+		}
+		got = append(got, d)
+	})
+	if len(got) != 1 || got[0] != (web.Details{Lobby: vanguard, Bots: 1, GameVersion: "v1", GameURL: "http://example.org/"}) {
+		t.Errorf("described %+v", got)
+	}
+}

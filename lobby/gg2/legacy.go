@@ -1,0 +1,189 @@
+package gg2
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
+	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/room"
+)
+
+// What a legacy registration is listed as, in the reference lobby's
+// words: a legacy server runs "the" legacy game unless its info string
+// names a mod; Orpheon's Hosting Utilities (mod "OHU") has a name, short
+// name and page of its own; a mod's name of at most 10 bytes is short
+// enough to need no game_short. (Byte slices, as the table holds values;
+// never modified.)
+var (
+	legacyGame      = []byte("Legacy Gang Garrison 2 version or mod")
+	legacyGameShort = []byte("old")
+	ohuMod          = []byte("OHU")
+	ohuGame         = []byte("Orpheon's Hosting Utilities")
+	ohuGameShort    = []byte("ohu")
+	ohuGameURL      = []byte("http://www.ganggarrison.com/forums/index.php?topic=28839.0")
+)
+
+const shortModName = 10
+
+// legacyKV is the key/value table a legacy registration stands for, in
+// dst's storage; its values alias in and the constants above.
+func legacyKV(dst gg2wire.KeyValues, in *gg2wire.LegacyInfo, version *gg2wire.UUID) gg2wire.KeyValues {
+	game, short, url := legacyGame, legacyGameShort, []byte(nil)
+	if in.HasMod {
+		switch {
+		case bytes.Equal(in.Mod, ohuMod):
+			game, short, url = ohuGame, ohuGameShort, ohuGameURL
+		case len(in.Mod) <= shortModName:
+			game, short = in.Mod, nil
+		default:
+			game = in.Mod
+		}
+	}
+	kv := append(dst[:0], gg2wire.KeyValue{Key: "name", Value: in.Name}, gg2wire.KeyValue{Key: "game", Value: game})
+	if short != nil {
+		kv = append(kv, gg2wire.KeyValue{Key: "game_short", Value: short})
+	}
+	if url != nil {
+		kv = append(kv, gg2wire.KeyValue{Key: "game_url", Value: url})
+	}
+	if in.HasMap {
+		kv = append(kv, gg2wire.KeyValue{Key: "map", Value: in.Map})
+	}
+	return append(kv, gg2wire.KeyValue{Key: "protocol_id", Value: version[:]})
+}
+
+// handleLegacyDatagram applies a legacy registration: a TCP server at the
+// source address, in the GG2 lobby, listed once a TCP connect to it works.
+// It runs on the legacy port's read loop only.
+func (s *Server) handleLegacyDatagram(ctx context.Context, b []byte, ip netip.Addr, now time.Time) {
+	if !gg2wire.IsLegacyRegistration(b) {
+		s.drops.Add("legacy_unknown_message")
+		return
+	}
+	if !s.allow(ip, now) {
+		return
+	}
+	r, err := gg2wire.ParseLegacyRegistration(b)
+	if err != nil {
+		s.drops.Add("legacy_" + reason(err))
+		return
+	}
+	if !ip.Is4() { // the legacy list carries IPv4 addresses only
+		s.drops.Add("legacy_addr")
+		return
+	}
+	in := gg2wire.ParseLegacyInfo(r.Info)
+	s.legacyKV = legacyKV(s.legacyKV, &in, &r.Version.ID)
+	var flags uint16
+	if in.Private {
+		flags = gg2wire.FlagPassword
+	}
+	s.table.apply(ctx, ip, &update{
+		lobby: gg2wire.GG2LobbyUUID, transport: gg2wire.TCP, port: r.Port,
+		slots: in.Slots, players: in.Players, flags: flags, kv: s.legacyKV,
+	}, now)
+	s.requests.Add("legacy_register")
+}
+
+// legacyQuery answers a legacy query: the version, one byte or 17.
+func (s *Server) legacyQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, bool) {
+	p := s.ports[1]
+	var q [17]byte
+	if !s.readQuery(p, c, q[:1]) {
+		return nil, false
+	}
+	n := gg2wire.LegacyVersionLen(q[0])
+	if !s.readQuery(p, c, q[1:n]) {
+		return nil, false
+	}
+	place.Busy()
+	v, err := gg2wire.ParseLegacyQuery(q[:n])
+	if err != nil {
+		s.drops.Add("legacy_bad_query")
+		return nil, false
+	}
+	s.requests.Add("legacy_list")
+	reply, err := s.legacyReply(v.ID, s.host(c))
+	if err != nil {
+		s.drops.Add("legacy_encode_error")
+		s.log.Error().Err(err).Msg("legacy list not encoded")
+		return nil, false
+	}
+	return reply, true
+}
+
+// emptyLegacyList is the reply listing no server.
+var emptyLegacyList = []byte{0}
+
+// legacyReply returns the encoded legacy list of the servers of version:
+// registered servers of the GG2 lobby whose protocol_id is version and
+// that have an IPv4 address, and Foyer's own rooms at host when host is
+// IPv4 and Config.ProtocolID is version or unset; at most 255, in room
+// order.
+func (s *Server) legacyReply(version gg2wire.UUID, host netip.Addr) ([]byte, error) {
+	own := host.Is4() && (s.cfg.ProtocolID == gg2wire.UUID{} || s.cfg.ProtocolID == version)
+	return s.reply(replyKey{legacy: true, id: version, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
+		var info [gg2wire.MaxLegacyInfo]byte
+		b := []byte{0}
+		n := 0
+		for _, r := range snap.Rooms {
+			if n == gg2wire.MaxLegacyServers {
+				break
+			}
+			var (
+				in   gg2wire.LegacyInfo
+				addr netip.AddrPort
+			)
+			switch e := byRoom[r.ID]; {
+			case e != nil:
+				if !e.hasProtocol || e.protocol != version || e.lobby != gg2wire.GG2LobbyUUID || !e.addr.Addr().Is4() {
+					continue
+				}
+				in, addr = e.legacyInfo(r), e.addr
+			case own && r.Source.Own():
+				in, addr = s.ownLegacyInfo(r), netip.AddrPortFrom(host, r.Port)
+			default:
+				continue
+			}
+			var err error
+			if b, err = gg2wire.AppendLegacyServer(b, 0, in.Append(info[:0]), addr); err != nil {
+				return nil, 0, err
+			}
+			n++
+		}
+		if n == 0 {
+			return emptyLegacyList, 0, nil
+		}
+		b[0] = byte(n)
+		return b, n, nil
+	})
+}
+
+// legacyInfo is what a legacy list shows of registered room r: the counts
+// every listing shows, the rest as registered.
+func (e *entry) legacyInfo(r room.Room) gg2wire.LegacyInfo {
+	in := gg2wire.LegacyInfo{
+		Private: r.Password, HasCounts: true, Bots: e.bots,
+		Players: frontend.Clamp16(r.Occupied()), Slots: frontend.Clamp16(r.MaxPlayers),
+	}
+	in.Name, _ = e.kv.Get("name")
+	in.Map, in.HasMap = e.kv.Get("map")
+	return in
+}
+
+// ownLegacyInfo is what a legacy list shows of one of Foyer's own rooms.
+func (s *Server) ownLegacyInfo(r room.Room) gg2wire.LegacyInfo {
+	kv := frontend.RoomKeys(r, s.cfg.Game)
+	in := gg2wire.LegacyInfo{
+		Private: r.Password, HasCounts: true,
+		Players: frontend.Clamp16(r.Occupied()), Slots: frontend.Clamp16(r.MaxPlayers),
+	}
+	in.Name, _ = kv.Get("name")
+	in.Map, in.HasMap = kv.Get("map")
+	return in
+}

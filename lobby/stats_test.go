@@ -1,0 +1,106 @@
+package lobby
+
+import (
+	"maps"
+	"math"
+	"net/netip"
+	"testing"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
+)
+
+// Every request, reply and grant type is in Stats from the start, and
+// replies are counted by their type in either framing.
+func TestStatsCountRepliesByType(t *testing.T) {
+	l, addr := start(t, testConfig(), newMemRooms(8))
+	zero := l.Stats()
+	for name, m := range map[string]map[string]uint64{"requests": zero.Requests, "replies": zero.Replies, "granted": zero.Granted} {
+		want := map[string]map[string]uint64{
+			"requests": {"list": 0, "create": 0, "join": 0},
+			"replies":  {"room_list": 0, "room_created": 0, "join_success": 0, "join_failed": 0},
+			"granted":  {"create": 0, "join": 0},
+		}[name]
+		if !maps.Equal(m, want) {
+			t.Errorf("%s before any request: %v, want %v", name, m, want)
+		}
+	}
+	for _, f := range []packet.Framing{packet.Compact, packet.Legacy} {
+		c := dial(t, "127.0.0.1", addr)
+		created := c.roundTrip(hdr(f, packet.CreateRoom, 1), 0)
+		c.roundTrip(hdr(f, packet.ListRooms, 2), 0)
+		c.roundTrip(hdr(f, packet.JoinRoom, 3), created.RoomID)
+		c.roundTrip(hdr(f, packet.JoinRoom, 4), 9999)
+	}
+	want := map[string]uint64{"room_list": 2, "room_created": 2, "join_success": 2, "join_failed": 2}
+	s := statsOnce(t, l, func(s Stats) bool { return maps.Equal(s.Replies, want) })
+	if !maps.Equal(s.Replies, want) || s.Granted["create"] != 2 || s.Granted["join"] != 2 || s.Failures["no_room"] != 2 {
+		t.Errorf("replies %v, granted %v, failures %v; want replies %v", s.Replies, s.Granted, s.Failures, want)
+	}
+}
+
+// discard is a socket that sends everything and keeps nothing.
+type discard struct{}
+
+func (discard) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) { return len(b), nil }
+
+// BenchmarkHandle is the native edge's cost per datagram, counting
+// included, without the sockets: handle on one datagram, its reply (if
+// any) written to a socket that discards it. The requests must allocate
+// nothing, and neither must the drops, which a flood makes the commonest
+// path.
+func BenchmarkHandle(b *testing.B) {
+	encode := func(m packet.Message) []byte {
+		enc, err := m.Append(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return enc
+	}
+	list := encode(packet.Message{Header: packet.Header{Type: packet.ListRooms}})
+	join := packet.Message{Header: packet.Header{Type: packet.JoinRoom}, RoomID: 1}
+	badCRC := encode(packet.Message{Header: packet.Header{Type: packet.ListRooms}})
+	badCRC[len(badCRC)-1] ^= 1
+	notRequest := encode(packet.Message{Header: packet.Header{Type: packet.JoinFailed}})
+	for _, row := range []struct {
+		name    string
+		limited bool // one request a second from the one source
+		next    func(i int) []byte
+	}{
+		{"list", false, func(int) []byte { return list }},
+		{"join", false, func(i int) []byte { // new each time: no retry-cache hit
+			join.Seq = uint16(i)
+			enc, _ := join.Append(list[:0:0])
+			return enc
+		}},
+		{"drop-malformed", false, func(int) []byte { return badCRC }},
+		{"drop-not-request", false, func(int) []byte { return notRequest }},
+		{"drop-rate-limited", true, func(int) []byte { return list }},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			rooms := newMemRooms(1)
+			rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 4, State: packet.Waiting})
+			cfg := testConfig()
+			cfg.Rate, cfg.Burst = math.MaxInt32, math.MaxInt32
+			if row.limited {
+				cfg.Rate, cfg.Burst = 1, 1
+			}
+			cfg.ReflectionLimit = math.MaxInt32
+			l := cfg.newLobby(rooms)
+			defer l.stop()
+			from := netip.MustParseAddrPort("127.0.0.1:5000")
+			dgrams := make([][]byte, 1<<12)
+			for i := range dgrams {
+				dgrams[i] = row.next(i)
+			}
+			out := make([]byte, 0, 1<<10)
+			var os offers
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				out = l.handle(discard{}, discard{}, &os, dgrams[i&(len(dgrams)-1)], from, from.Addr(), out[:0])
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,301 @@
+package web
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/foyerlobby/foyer/lobby/internal/frontend"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/room"
+)
+
+// pageKind is one of the two pages.
+type pageKind uint8
+
+const (
+	htmlPage pageKind = iota
+	jsonPage
+)
+
+// knownLobbies are the lobby names the reference lobby shows, in its
+// order; others are shown by id.
+var knownLobbies = []struct {
+	id   gg2wire.UUID
+	name string
+}{
+	{gg2wire.GG2LobbyUUID, "Gang Garrison Lobby"},
+	{gg2wire.MustParseUUID("0e29560e-443a-93a3-e15e-7bd072df7506"), "PyGG2 Testing Lobby"},
+	{gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9"), "Vanguard Lobby"},
+}
+
+// lobbyName is how the page names lobby id.
+func lobbyName(id gg2wire.UUID) string {
+	for _, l := range knownLobbies {
+		if l.id == id {
+			return l.name
+		}
+	}
+	return "unknown lobby " + id.String()
+}
+
+// lobbyRank orders the tables: Foyer's own lobby first, then the known
+// lobbies in the reference lobby's order, then the others by id.
+func (s *Server) lobbyRank(id gg2wire.UUID) int {
+	if id == s.cfg.Lobby {
+		return 0
+	}
+	for i, l := range knownLobbies {
+		if l.id == id {
+			return 1 + i
+		}
+	}
+	return 1 + len(knownLobbies)
+}
+
+// row is one listed server.
+type row struct {
+	listed      bool
+	lobby       gg2wire.UUID
+	id          uint32
+	password    bool
+	name, mapID string
+	players     int
+	bots        int
+	slots       int
+	game        string
+	gameVersion string
+	gameURL     string // http or https only, else empty
+	addr        netip.AddrPort
+}
+
+// pageCache keeps the last pages made: browsers ask far more often than
+// the table changes. A page stays valid while the room table's version and
+// the describer's generation are those it was made from; a few are kept,
+// for each kind and host.
+type pageCache struct {
+	mu      sync.Mutex
+	entries [4]cachedPage
+	next    int
+}
+
+type cachedPage struct {
+	kind         pageKind
+	host         netip.Addr
+	version, gen uint64
+	b            []byte
+}
+
+// page returns the page of kind with Foyer's own rooms at host. The bytes
+// are shared and must not be modified.
+func (s *Server) page(kind pageKind, host netip.Addr) []byte {
+	snap := s.rooms.List()
+	var gen uint64
+	if s.describer != nil {
+		gen = s.describer.Generation()
+	}
+	c := &s.pages
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.b != nil && e.kind == kind && e.host == host && e.version == snap.Version && e.gen == gen {
+			return e.b
+		}
+	}
+	var b []byte
+	rows := s.rows(snap, host)
+	if kind == htmlPage {
+		// A row of a typical server takes some 250 bytes.
+		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows)
+	} else {
+		b = appendJSON(rows)
+	}
+	c.entries[c.next] = cachedPage{kind: kind, host: host, version: snap.Version, gen: gen, b: b}
+	c.next = (c.next + 1) % len(c.entries)
+	return b
+}
+
+// rows lists snap's rooms grouped by lobby, each group in room order.
+func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
+	rows := make([]row, len(snap.Rooms))
+	for i, r := range snap.Rooms {
+		rw := &rows[i]
+		rw.id, rw.password, rw.name, rw.mapID, rw.game = r.ID, r.Password, r.Name, r.Map, r.Game
+		rw.players, rw.slots = r.Occupied(), r.MaxPlayers
+		rw.addr = netip.AddrPortFrom(r.Host.Unmap(), r.Port)
+		if r.Source.Own() {
+			kv := frontend.RoomKeys(r, s.cfg.Game)
+			rw.listed, rw.lobby, rw.addr = true, s.cfg.Lobby, netip.AddrPortFrom(host, r.Port)
+			rw.name, rw.game, rw.mapID = value(kv, "name"), value(kv, "game"), value(kv, "map")
+		}
+	}
+	if s.describer != nil {
+		s.describer.Describe(snap.Rooms, func(i int, d Details) {
+			rw := &rows[i]
+			rw.listed, rw.lobby, rw.bots, rw.gameVersion = true, d.Lobby, d.Bots, d.GameVersion
+			if safeURL(d.GameURL) {
+				rw.gameURL = d.GameURL
+			}
+		})
+	}
+	rows = slices.DeleteFunc(rows, func(r row) bool { return !r.listed })
+	slices.SortStableFunc(rows, func(a, b row) int {
+		if c := cmp.Compare(s.lobbyRank(a.lobby), s.lobbyRank(b.lobby)); c != 0 {
+			return c
+		}
+		return slices.Compare(a.lobby[:], b.lobby[:])
+	})
+	return rows
+}
+
+func value(kv gg2wire.KeyValues, k string) string {
+	v, _ := kv.Get(k)
+	return string(v)
+}
+
+// The page, in pieces around the rows.
+const (
+	htmlHead = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Lobby status</title>
+<style>
+body { font-family: Verdana, sans-serif; font-size: 10pt; background: #c8c8c8; color: #000; margin: 0; padding: 12px 30px; }
+h1 { background: #775e57; color: #fff; margin: 0; padding: 4px 14px; font-size: 16pt; font-weight: normal; }
+h2 { background: #cdb6a7; font-size: 14pt; margin: 10px 0; padding: 2px 10px; }
+p.desc { background: #cdb6a7; font-size: 8pt; margin: 10px 0; padding: 2px 10px; }
+table { border-collapse: collapse; margin: 0 auto; }
+td, th { border: 1px solid #000; padding: 2px 5px; }
+th { background: #775e57; color: #fff; font-weight: normal; border-bottom: 2px solid #000; }
+tr { background: #ecedf3; }
+td:nth-child(odd) { background: #f6f6f6; }
+</style>
+</head>
+<body>
+<h1>Lobby status</h1>
+`
+	htmlTableHead = `<p class="desc">Game links are given by the game servers themselves and have nothing to do with this site.</p>
+<table>
+<thead><tr><th>PW</th><th>Name</th><th>Map</th><th>Players</th><th>Game</th><th>Address</th></tr></thead>
+<tbody>
+`
+	htmlTableTail = "</tbody>\n</table>\n"
+	htmlNone      = "<p>No servers are active.</p>\n"
+	htmlTail      = `<p><a href="/status.json">This list as JSON</a></p>
+</body>
+</html>
+`
+)
+
+// appendHTML writes the page: one table per lobby with servers.
+func appendHTML(b []byte, rows []row) []byte {
+	b = append(b, htmlHead...)
+	if len(rows) == 0 {
+		b = append(b, htmlNone...)
+	}
+	for i, r := range rows {
+		if i == 0 || r.lobby != rows[i-1].lobby {
+			if i > 0 {
+				b = append(b, htmlTableTail...)
+			}
+			b = append(b, "<h2>Active servers in the "...)
+			b = appendText(b, lobbyName(r.lobby))
+			b = append(b, "</h2>\n"...)
+			b = append(b, htmlTableHead...)
+		}
+		b = append(b, "<tr><td>"...)
+		if r.password {
+			b = append(b, 'X')
+		}
+		b = append(b, "</td><td>"...)
+		b = appendText(b, r.name)
+		b = append(b, "</td><td>"...)
+		b = appendText(b, r.mapID)
+		b = append(b, "</td><td>"...)
+		b = appendPlayers(b, r)
+		b = append(b, "</td><td>"...)
+		if r.gameURL != "" {
+			b = append(b, `<a rel="nofollow noopener noreferrer" href="`...)
+			b = appendText(b, r.gameURL)
+			b = append(b, `">`...)
+		}
+		b = appendText(b, r.game)
+		if r.gameVersion != "" {
+			b = append(b, ' ')
+			b = appendText(b, r.gameVersion)
+		}
+		if r.gameURL != "" {
+			b = append(b, "</a>"...)
+		}
+		b = append(b, "</td><td>"...)
+		b = r.addr.AppendTo(b)
+		b = append(b, "</td></tr>\n"...)
+	}
+	if len(rows) > 0 {
+		b = append(b, htmlTableTail...)
+	}
+	return append(b, htmlTail...)
+}
+
+// appendPlayers writes players/slots, or players+bots/slots.
+func appendPlayers(b []byte, r row) []byte {
+	b = strconv.AppendInt(b, int64(r.players), 10)
+	if r.bots != 0 {
+		b = append(b, '+')
+		b = strconv.AppendInt(b, int64(r.bots), 10)
+	}
+	b = append(b, '/')
+	return strconv.AppendInt(b, int64(r.slots), 10)
+}
+
+// The JSON page.
+type (
+	jsonList struct {
+		Lobbies []jsonLobby `json:"lobbies"`
+	}
+	jsonLobby struct {
+		ID      string       `json:"id"`
+		Name    string       `json:"name"`
+		Servers []jsonServer `json:"servers"`
+	}
+	jsonServer struct {
+		Room        uint32 `json:"room"`
+		Password    bool   `json:"password"`
+		Name        string `json:"name"`
+		Map         string `json:"map"`
+		Players     int    `json:"players"`
+		Bots        int    `json:"bots"`
+		Slots       int    `json:"slots"`
+		Game        string `json:"game"`
+		GameVersion string `json:"game_version,omitempty"`
+		GameURL     string `json:"game_url,omitempty"`
+		Address     string `json:"address"`
+	}
+)
+
+// appendJSON writes the JSON page. encoding/json writes invalid UTF-8 as
+// U+FFFD and <, > and & as \u escapes, so the text is safe to embed too.
+func appendJSON(rows []row) []byte {
+	list := jsonList{Lobbies: []jsonLobby{}}
+	for i, r := range rows {
+		if i == 0 || r.lobby != rows[i-1].lobby {
+			list.Lobbies = append(list.Lobbies, jsonLobby{ID: r.lobby.String(), Name: lobbyName(r.lobby)})
+		}
+		l := &list.Lobbies[len(list.Lobbies)-1]
+		l.Servers = append(l.Servers, jsonServer{
+			Room: r.id, Password: r.password, Name: r.name, Map: r.mapID,
+			Players: r.players, Bots: r.bots, Slots: r.slots,
+			Game: r.game, GameVersion: r.gameVersion, GameURL: r.gameURL, Address: r.addr.String(),
+		})
+	}
+	b, err := json.Marshal(list)
+	if err != nil { // strings, numbers and bools always encode
+		panic(err)
+	}
+	return append(b, '\n')
+}

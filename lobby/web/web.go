@@ -1,0 +1,312 @@
+// Package web is Foyer's public server list: read-only pages over the
+// room table for players looking for a game, in the reference GG2 lobby's
+// columns.
+//
+//	GET /status        an HTML table per lobby: password flag, name, map,
+//	                   players, game (linked to its page), address
+//	GET /status.json   the same list as JSON
+//
+// Every room is listed: registered servers (their lobby and the details
+// only the registering edge knows come from a Describer) and Foyer's own
+// rooms, in Config.Lobby. Nothing else is shown: no player addresses, no
+// counters, nothing of the admin listener.
+//
+// Everything a registrant sends is hostile. Text is escaped, invalid UTF-8
+// and control characters are shown as U+FFFD, only http and https URLs
+// become links, and the page's Content-Security-Policy runs no script even
+// if escaping failed. The listener limits connections per source and in
+// total (cutting the idle longest when full), draws from the per-source
+// buckets every edge shares, and times slow clients out. Pages are cached
+// until the room table or a description changes.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
+	"github.com/foyerlobby/foyer/lobby/internal/tally"
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/room"
+)
+
+// Config is the [web] section of config.toml, with what the pages take
+// from [gg2].
+type Config struct {
+	// Listen is the TCP address of the pages; port 0 picks a free port.
+	Listen netip.AddrPort
+	// Lobby is the lobby Foyer's own rooms are listed in; Game their game
+	// when they name none.
+	Lobby gg2wire.UUID
+	Game  string
+	// PublicAddr is the address shown for Foyer's own rooms; when invalid,
+	// the local address each request arrived on.
+	PublicAddr netip.Addr
+	// MaxConns bounds the connections served at once, MaxConnsPerIP those
+	// from one source (an IPv4 address or an IPv6 /64).
+	MaxConns, MaxConnsPerIP int
+	// ReportInterval is how often non-zero drop counts are logged.
+	ReportInterval time.Duration
+}
+
+// DefaultConfig returns the defaults documented in config.toml; Listen is
+// the zero AddrPort (the pages are off).
+func DefaultConfig() Config {
+	return Config{
+		Lobby:          gg2wire.GG2LobbyUUID,
+		Game:           "foyer",
+		MaxConns:       64,
+		MaxConnsPerIP:  8,
+		ReportInterval: 10 * time.Second,
+	}
+}
+
+func (c Config) check() error {
+	switch {
+	case !c.Listen.IsValid():
+		return errors.New("web: no listen address")
+	case c.MaxConns < 1 || c.MaxConnsPerIP < 1 || c.ReportInterval <= 0:
+		return errors.New("web: max conns, max conns per IP and report interval must be positive")
+	}
+	return nil
+}
+
+// Details is what the edge that registered a room knows of it beyond the
+// room table.
+type Details struct {
+	Lobby                gg2wire.UUID
+	Bots                 int
+	GameVersion, GameURL string
+}
+
+// Describer is an edge that registers rooms (the GG2-style front-end).
+type Describer interface {
+	// Generation changes whenever a description may have.
+	Generation() uint64
+	// Describe calls each with the details of every rooms[i] the edge
+	// registered. Rooms that are neither Foyer's own nor described are
+	// not listed.
+	Describe(rooms []room.Room, each func(i int, d Details))
+}
+
+// Timeouts of the HTTP server: every page is made at once, so a client
+// slower than these is gone or hostile.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 10 * time.Second
+	idleTimeout       = 30 * time.Second
+	maxHeaderBytes    = 8 << 10
+	shutdownTimeout   = 5 * time.Second
+)
+
+// Server serves the pages.
+type Server struct {
+	cfg       Config
+	rooms     room.Table
+	describer Describer
+	log       zerolog.Logger
+	guard     *limit.Guard
+	conns     *connlimit.Limiter
+	ln        *net.TCPListener
+	http      *http.Server
+	drops     tally.Set
+	pages     pageCache
+}
+
+// New binds cfg.Listen, of its own address family only. describer may be
+// nil (no edge registers rooms). Connections draw from guard's per-source
+// buckets, shared with the other edges; a nil guard is one of the pages'
+// own with limit.DefaultConfig.
+func New(cfg Config, rooms room.Table, describer Describer, guard *limit.Guard, log zerolog.Logger) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := newServer(cfg, rooms, describer, guard, log)
+	ap := netip.AddrPortFrom(cfg.Listen.Addr().Unmap(), cfg.Listen.Port())
+	network := "tcp6"
+	if ap.Addr().Is4() {
+		network = "tcp4"
+	}
+	ln, err := net.ListenTCP(network, net.TCPAddrFromAddrPort(ap))
+	if err != nil {
+		return nil, fmt.Errorf("web: listen %v: %w", cfg.Listen, err)
+	}
+	s.ln = ln
+	return s, nil
+}
+
+// newServer builds the pages without a socket.
+func newServer(cfg Config, rooms room.Table, describer Describer, guard *limit.Guard, log zerolog.Logger) *Server {
+	if guard == nil {
+		guard = limit.NewGuard(limit.DefaultConfig())
+	}
+	s := &Server{cfg: cfg, rooms: rooms, describer: describer, guard: guard,
+		conns: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerIP),
+		log:   log.With().Str("component", "web").Logger()}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         connState,
+		ErrorLog:          stdlog.New(s.log, "", 0),
+	}
+	return s
+}
+
+// Addrs returns the bound address.
+func (s *Server) Addrs() []netip.AddrPort {
+	return []netip.AddrPort{s.ln.Addr().(*net.TCPAddr).AddrPort()}
+}
+
+// Close releases the socket of a Server that will not Serve.
+func (s *Server) Close() error { return s.ln.Close() }
+
+// Serve answers until ctx is done, then closes the listener and lets
+// requests in progress finish (for up to 5 s). It returns nil after ctx
+// ends, and the listener's error if it fails.
+func (s *Server) Serve(ctx context.Context) error {
+	s.log.Info().Stringer("listen", s.Addrs()[0]).Msg("web listening")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var report sync.WaitGroup
+	report.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
+	defer report.Wait()
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := s.http.Shutdown(sctx); err != nil {
+			s.http.Close()
+		}
+	})
+	defer stop()
+	err := s.http.Serve(listener{s.ln, s})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("web: %w", err)
+}
+
+// listener admits connections within the per-source rate and the
+// connection limits; the others are closed at once and counted.
+type listener struct {
+	*net.TCPListener
+	s *Server
+}
+
+// conn is an admitted connection and its place.
+type conn struct {
+	net.Conn
+	place *connlimit.Conn
+}
+
+func (l listener) Accept() (net.Conn, error) {
+	s := l.s
+	for {
+		c, err := l.TCPListener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+		if s.guard.Denied(ip) {
+			s.drops.Add("denied")
+			c.Close()
+			continue
+		}
+		if v := s.guard.Admit(ip, time.Now()); !v.OK() {
+			s.drops.Add(v.Reason())
+			c.Close()
+			continue
+		}
+		place, v := s.conns.Admit(c, ip)
+		switch v {
+		case connlimit.SourceFull:
+			s.drops.Add("source_conn_limit")
+			c.Close()
+			continue
+		case connlimit.Full:
+			s.drops.Add("conn_limit")
+			c.Close()
+			continue
+		case connlimit.AdmittedCut:
+			s.drops.Add("idle_cut")
+		}
+		return &conn{Conn: c, place: place}, nil
+	}
+}
+
+// connState keeps a connection's place in step with the HTTP server: a
+// connection between requests may be cut for a newcomer, one being served
+// is not.
+func connState(c net.Conn, state http.ConnState) {
+	cc, ok := c.(*conn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateActive:
+		cc.place.Busy()
+	case http.StateIdle:
+		cc.place.Idle()
+	case http.StateClosed, http.StateHijacked:
+		cc.place.Release()
+	}
+}
+
+// ServeHTTP answers GET and HEAD for /status and /status.json.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var kind pageKind
+	switch r.URL.Path {
+	case "/status":
+		kind = htmlPage
+	case "/status.json":
+		kind = jsonPage
+	case "/":
+		http.Redirect(w, r, "/status", http.StatusSeeOther)
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	host := s.cfg.PublicAddr
+	if !host.IsValid() {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if ta, ok := a.(*net.TCPAddr); ok {
+				host = ta.AddrPort().Addr().Unmap()
+			}
+		}
+	}
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+	if kind == htmlPage {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	w.Write(s.page(kind, host))
+}
+
+// contentSecurityPolicy lets the page have its inline style and nothing
+// else: no script runs, whatever a server's name holds.
+const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

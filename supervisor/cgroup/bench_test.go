@@ -1,0 +1,91 @@
+package cgroup
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCPUMax runs a busy loop in a room and reports the share of a
+// core it got: about 0.2 with cpu_max 0.2, about 1 without a limit.
+func BenchmarkCPUMax(b *testing.B) {
+	for _, max := range []float64{0.2, 0} {
+		name := "unlimited"
+		if max > 0 {
+			name = fmt.Sprintf("cpu_max=%v", max)
+		}
+		b.Run(name, func(b *testing.B) {
+			tr := openTree(b, options{})
+			s := startRoom(b, tr, "spin", Limits{CPUMax: max}, "sh", "-c", "while :; do :; done", marker())
+			u0, err := s.Usage()
+			if err != nil || !u0.CPUKnown {
+				b.Fatalf("no CPU time: %v", err)
+			}
+			t0 := time.Now()
+			for b.Loop() {
+				time.Sleep(100 * time.Millisecond)
+			}
+			u1, err := s.Usage()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric((u1.CPU-u0.CPU).Seconds()/time.Since(t0).Seconds(), "cores")
+		})
+	}
+}
+
+// BenchmarkRoomLifecycle is what a room's cgroup adds to its process's
+// life: "process" starts /bin/true and waits for it; the others also
+// create the room's cgroups with all three limits, start it in them, kill
+// what is left and remove them, in each way this host allows. p50-ns is
+// the median of one life.
+func BenchmarkRoomLifecycle(b *testing.B) {
+	var ds []time.Duration
+	measure := func(b *testing.B, life func(i int)) {
+		ds = ds[:0]
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			life(i)
+			ds = append(ds, time.Since(t0))
+			i++
+		}
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
+	}
+	b.Run("process", func(b *testing.B) {
+		measure(b, func(int) {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	for name, o := range variants(b) {
+		b.Run("cgroup "+name, func(b *testing.B) {
+			tr := openTree(b, o)
+			l := Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
+			measure(b, func(i int) {
+				r, err := tr.Create(fmt.Sprintf("room-%d", i), l)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd := exec.Command("true")
+				if err := r.Start(cmd); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Kill(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Remove(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pinned is a process held by a pidfd, so that a signal sent through it
+// reaches that process or none, never one that reused its id.
+type pinned struct {
+	pid int
+	fd  int // -1 on a kernel without pidfd_open (before 5.3): signalled by id
+}
+
+// pin opens a pidfd on pid; false means the process is gone.
+func pin(pid int) (pinned, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case err == nil:
+		return pinned{pid, fd}, true
+	case errors.Is(err, unix.ENOSYS):
+		return pinned{pid, -1}, true
+	}
+	return pinned{}, false
+}
+
+func (p pinned) signal(sig unix.Signal) {
+	if p.fd < 0 {
+		_ = unix.Kill(p.pid, sig)
+		return
+	}
+	_ = unix.PidfdSendSignal(p.fd, sig, nil, 0)
+}
+
+func (p pinned) close() {
+	if p.fd >= 0 {
+		unix.Close(p.fd)
+	}
+}
+
+// backoff paces a loop that waits for processes to end: from 1 ms,
+// doubling, to at most 50 ms between looks.
+type backoff struct{ d time.Duration }
+
+// wait sleeps for the next delay, or returns ctx's error.
+func (b *backoff) wait(ctx context.Context) error {
+	b.d = min(max(2*b.d, time.Millisecond), 50*time.Millisecond)
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
