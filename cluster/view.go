@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,15 +125,8 @@ func (h hostRecord) withAddr() hostRecord {
 }
 
 func cutHostKey(key string) (string, bool) {
-	name, ok := cutPrefix(key, hostsPrefix)
+	name, ok := strings.CutPrefix(key, hostsPrefix)
 	return name, ok && CheckHost(name) == nil
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) < len(p) || s[:len(p)] != p {
-		return s, false
-	}
-	return s[len(p):], true
 }
 
 // host returns the state of host name, made if new. v.mu is held.
