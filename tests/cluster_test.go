@@ -205,7 +205,7 @@ type clusterHost struct {
 	err  error
 }
 
-// hostConfig is a host's config.toml: small rooms that play a match of a
+// hostConfig is a host's config.toml: small rooms that play a match of
 // two seconds with one player, long-lived seats and idle rooms (so nothing
 // leaves the lists of itself while the test looks), generous limits.
 func hostConfig(h *clusterHost, cluster string) string {
