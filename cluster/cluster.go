@@ -194,6 +194,7 @@ type Cluster struct {
 	watchers map[chan room.Event]struct{}
 
 	up    atomic.Bool // connected, and the table written since
+	held  atomic.Bool // see Hold
 	stats counters
 }
 
@@ -427,7 +428,7 @@ func (c *Cluster) Close() {
 	for _, s := range c.subs {
 		s.Unsubscribe()
 	}
-	if c.up.Load() {
+	if c.up.Load() && !c.held.Load() {
 		done := make(chan error, 1)
 		select {
 		case c.leaving <- done:
@@ -581,5 +582,17 @@ func (c *Cluster) Stats() Stats {
 		JoinsForwarded: c.stats.forwarded.Load(), JoinsRefused: c.stats.forwardRefused.Load(),
 		ServedCreates: c.stats.servedCreates.Load(), ServedJoins: c.stats.served.Load(),
 		Malformed: c.stats.malformed.Load(), WatchDrops: c.stats.watchDrops.Load(),
+	}
+}
+
+// Hold stops (on) or resumes writing this host's rooms, for an upgrade:
+// the lobby hands its rooms to a new process of the same host, which
+// reads the bucket and writes what differs from then on, while this one
+// must not delete what it no longer tracks. Heartbeats go on, so the
+// rooms stay listed throughout; Close after a Hold leaves everything as
+// it is for the new process. Nil-safe.
+func (c *Cluster) Hold(on bool) {
+	if c != nil {
+		c.held.Store(on)
 	}
 }

@@ -221,7 +221,9 @@ func (p *publisher) sync(ctx context.Context, force bool) error {
 	snap := c.local.List()
 	now := time.Now()
 	refresh := now.Sub(p.refreshed) > keyTTL/3
-	if snap.Version != p.version || force || refresh {
+	if c.held.Load() {
+		// Handing over: the new process writes the rooms.
+	} else if snap.Version != p.version || force || refresh {
 		seen := make(map[uint32]bool, len(snap.Rooms))
 		for _, r := range snap.Rooms {
 			seen[r.ID] = true

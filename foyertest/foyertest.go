@@ -27,13 +27,13 @@
 // directories of processes that no longer run are removed by the next
 // build.
 //
-// The harness is for Linux, where Foyer's rooms run: it checks for
-// leftover rooms in /proc and ties `foyer serve` to the test process with
-// a parent-death signal.
+// Rooms are Linux processes: Start, which runs them in the test's own
+// process, is for Linux; so is a `foyer serve` for StartBinary to run. The
+// package builds wherever Go runs, for the Client a test needs on the
+// other side.
 package foyertest
 
 import (
-	"context"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -42,12 +42,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
-	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // stopLimit bounds how long stopping a lobby and its rooms may take at the
@@ -65,60 +60,11 @@ type Lobby struct {
 	// instance is the harness's own path to the binary rooms run from.
 	instance string
 
-	// In-process lobbies only.
-	lobby *lobby.Lobby
-	sup   *supervisor.Supervisor
+	inProcess // Start only
 
 	// StartBinary only.
 	srv   *server
 	admin string // the admin listener's configured address; empty: off
-}
-
-// Start runs a lobby and its supervisor inside the test's process, on a
-// free port of 127.0.0.1, with the reference room as its game; see the
-// package doc for where the room processes come from. The lobby and every
-// room are stopped at the end of the test, which fails if a room process
-// is left over.
-func Start(t testing.TB, opts ...Option) *Lobby {
-	t.Helper()
-	s := newSettings(t, opts)
-	logs := &logBuffer{}
-	log := zerolog.New(logs).With().Timestamp().Logger()
-	sup, err := supervisor.New(s.supervisorConfig(), log)
-	if err != nil {
-		t.Fatalf("foyertest: supervisor: %v", err)
-	}
-	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, sup: sup}
-	lob, err := lobby.New(s.lobbyConfig(t), sup, limit.NewGuard(s.limits()), log)
-	if err != nil {
-		l.stopSupervisor()
-		t.Fatalf("foyertest: lobby: %v", err)
-	}
-	l.lobby = lob
-	l.addr = lob.Addrs()[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- lob.Serve(ctx) }()
-	t.Cleanup(func() {
-		lob.Drain()
-		l.stopSupervisor()
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("foyertest: lobby: %v", err)
-		}
-		l.checkGone()
-		l.dumpLogsIfFailed()
-	})
-	return l
-}
-
-// stopSupervisor stops every room, within stopLimit.
-func (l *Lobby) stopSupervisor() {
-	ctx, cancel := context.WithTimeout(context.Background(), stopLimit)
-	defer cancel()
-	if err := l.sup.Shutdown(ctx); err != nil {
-		l.t.Errorf("foyertest: stopping the rooms: %v", err)
-	}
 }
 
 // checkGone fails the test if a process of the harness's room command
@@ -167,14 +113,6 @@ func (l *Lobby) Client(opts ...client.Option) *client.Client {
 // Log returns what the lobby has logged so far, as JSON lines at debug
 // level. It is also written to the test log when the test fails.
 func (l *Lobby) Log() string { return l.logs.String() }
-
-// Lobby returns the lobby of a lobby started by Start, for its Stats; it
-// is nil for StartBinary.
-func (l *Lobby) Lobby() *lobby.Lobby { return l.lobby }
-
-// Supervisor returns the supervisor of a lobby started by Start, for its
-// Stats and room table; it is nil for StartBinary.
-func (l *Lobby) Supervisor() *supervisor.Supervisor { return l.sup }
 
 // logBuffer collects log lines written from several goroutines.
 type logBuffer struct {

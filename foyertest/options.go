@@ -9,11 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/foyerlobby/foyer/instance/refroom"
-	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // Option changes the lobby Start or StartBinary runs.
@@ -145,13 +140,6 @@ const (
 	testPortCooldown = 50 * time.Millisecond
 )
 
-// roomConfig is the reference room's rules the options chose.
-func (s *settings) roomConfig() refroom.Config {
-	c := refroom.DefaultConfig
-	c.MinPlayers, c.Countdown, c.MatchDuration, c.IdleTimeout = s.minPlayers, s.countdown, s.match, s.idle
-	return c
-}
-
 // bind is where rooms bind their ports: where the lobby listens, so a
 // lobby on loopback opens no port on the network; invalid for a lobby on
 // every address.
@@ -161,37 +149,6 @@ func (s *settings) bind() netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr()
-}
-
-// supervisorConfig is the supervisor Start runs.
-func (s *settings) supervisorConfig() supervisor.Config {
-	return supervisor.Config{
-		FirstPort: s.first, LastPort: s.last,
-		MaxInstances: s.maxInstances, MaxPlayers: s.maxPlayers, Warm: s.warm,
-		Command:      []string{s.instance, "instance"},
-		Bind:         s.bind(),
-		SpawnTimeout: testSpawnTimeout, StopGrace: testStopGrace, PortCooldown: testPortCooldown,
-		Room: s.roomConfig().Settings(),
-	}
-}
-
-// lobbyConfig is the native edge Start runs.
-func (s *settings) lobbyConfig(t testing.TB) lobby.Config {
-	t.Helper()
-	ap, err := netip.ParseAddrPort(s.listen)
-	if err != nil {
-		t.Fatalf("foyertest: listen address %q: %v", s.listen, err)
-	}
-	c := lobby.DefaultConfig()
-	c.Listen = []netip.AddrPort{ap}
-	return c
-}
-
-// limits are the rate limits of a test lobby.
-func (s *settings) limits() limit.Config {
-	c := limit.DefaultConfig()
-	c.Rate, c.Burst, c.CreateRate, c.CreateBurst = testRate, testBurst, testCreateRate, testCreateBurst
-	return c
 }
 
 // configText renders the settings as the config file StartBinary runs

@@ -13,7 +13,12 @@
 //
 // This package holds only the game's side: a game that imports it does not
 // link the host. The process is built to survive a careless host: it exits
-// when its parent dies.
+// when its parent dies, or, when the host gave it a reattach grace, ends
+// its match once no host has watched it for that long.
+//
+// A game that does not serve its port itself but runs another program that
+// does (Foyer's keeper of foreign game servers) implements [Runner], and
+// reports through [KeptReporter].
 package instance
 
 import (
@@ -49,6 +54,13 @@ const HeartbeatInterval = 1900 * time.Millisecond
 // another port with the same, still fresh, process.
 var ErrPortInUse = errors.New("instance: port in use")
 
+// ErrTryAgain is what a Runner's Run returns (wrapped or not) when the
+// program it runs ended before it was ready, for a reason the port may or
+// may not be part of: the host tries the room again on another port, a
+// few times at most, with the same still fresh process, and holds nothing
+// against this port.
+var ErrTryAgain = errors.New("instance: the program ended before it was ready")
+
 // Reporter is how a game tells the host about itself. Its methods are safe
 // for concurrent use and never block on the host.
 type Reporter interface {
@@ -70,4 +82,42 @@ type Game interface {
 	Start(ctx context.Context, a Assignment, conn net.PacketConn, r Reporter) error
 	// Stop ends the game; ctx's deadline is the grace period.
 	Stop(ctx context.Context) error
+}
+
+// Runner is implemented by a Game that does not serve the room's port
+// itself but runs another program that does, such as a foreign game
+// server. For a Runner, Serve binds nothing and answers no server-browser
+// queries: it calls Run where it would call Start (Start is never
+// called), and the Reporter it hands over is a KeptReporter.
+type Runner interface {
+	// Run starts the program for a and returns once it is ready for
+	// players; it runs until it exits or ctx ends. Errors are Start's,
+	// plus ErrTryAgain.
+	Run(ctx context.Context, a Assignment, r Reporter) error
+}
+
+// Details is what a program that counts its players without their
+// addresses says of itself: a foreign server's info, as its keeper asks
+// for it.
+type Details struct {
+	Players, MaxPlayers int
+	Name, Game, Map     string
+	Password            bool
+}
+
+// KeptReporter is the Reporter of a Runner: it reports what a kept
+// program says of itself and how it ended. The Reporter every game gets
+// implements it.
+type KeptReporter interface {
+	Reporter
+	// SetDetails reports the program's own account of itself, its player
+	// count included. Every call is a sign of life that reaches the host
+	// (a change at once, the same account with the next heartbeat): a
+	// room that reported details once is alive only while it keeps
+	// reporting them (once a second is the keeper's pace).
+	SetDetails(Details)
+	// Exited reports how the program ended: its exit code, or -1 and the
+	// signal's name ("SIGKILL"). The instance then ends as after
+	// Finished, and the host reports the room's end with this status.
+	Exited(code int, signal string)
 }

@@ -1,8 +1,11 @@
 package instance
 
 import (
+	"math"
 	"net/netip"
 	"sync"
+
+	"google.golang.org/protobuf/proto"
 
 	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/packet"
@@ -13,16 +16,25 @@ import (
 // so a drop loses an event's detail, never the count.
 const maxPending = 1024
 
+// maxDetailText bounds each text a kept program reports of itself: it is
+// what a foreign server wrote, and the host has no use for more.
+const maxDetailText = 256
+
 // reporter is the instance's side of Watch: the game writes to it, the
 // Watch call drains it.
 type reporter struct {
 	mu       sync.Mutex
 	state    packet.RoomState
 	players  int
+	details  *instancepb.Details // the last reported; nil if none ever was
+	fresh    bool                // details reported again since the last heartbeat
+	exit     *instancepb.Exit    // set with Finished
 	pending  []*instancepb.Status
 	wake     chan struct{} // one token: something is pending
 	finished chan struct{} // closed when Finished is reported
 }
+
+var _ KeptReporter = (*reporter)(nil)
 
 func newReporter() *reporter {
 	return &reporter{wake: make(chan struct{}, 1), finished: make(chan struct{})}
@@ -38,11 +50,20 @@ func (r *reporter) SetState(s packet.RoomState) {
 	if r.state == packet.Finished || r.state == s {
 		return
 	}
-	r.state = s
-	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
 	if s == packet.Finished {
-		close(r.finished)
+		r.finishLocked(&instancepb.Exit{})
+		return
 	}
+	r.state = s
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, false)
+}
+
+// finishLocked reports Finished with how the process will end. r.mu is
+// held.
+func (r *reporter) finishLocked(exit *instancepb.Exit) {
+	r.state, r.exit = packet.Finished, exit
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, false)
+	close(r.finished)
 }
 
 // PlayerConnected reports a player's arrival.
@@ -62,25 +83,83 @@ func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
 		return
 	}
 	r.players = max(r.players+delta, 0)
-	r.pushLocked(ev, ip)
+	r.pushLocked(ev, ip, false)
 }
 
-func (r *reporter) pushLocked(ev instancepb.PlayerEvent, ip netip.Addr) {
+// SetDetails reports what a kept program says of itself. A change is sent
+// at once; the same account again rides on the next heartbeat, which then
+// carries the details as the sign of life they are.
+func (r *reporter) SetDetails(d Details) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == packet.Finished {
+		return
+	}
+	players := min(max(d.Players, 0), math.MaxUint16)
+	details := &instancepb.Details{
+		MaxPlayers: uint32(min(max(d.MaxPlayers, 0), math.MaxUint16)),
+		Name:       clip(d.Name), Game: clip(d.Game), Map: clip(d.Map),
+		Password: d.Password,
+	}
+	if players == r.players && proto.Equal(details, r.details) {
+		r.fresh = true
+		return
+	}
+	r.players, r.details = players, details
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
+}
+
+// Exited reports how a kept program ended, which finishes the room.
+func (r *reporter) Exited(code int, signal string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == packet.Finished {
+		return
+	}
+	r.finishLocked(&instancepb.Exit{Code: int32(max(min(code, math.MaxInt32), -1)), Signal: clip(signal)})
+}
+
+// exitCode is what the process exits with: 0, or 1 when a kept program
+// ended otherwise than with status 0.
+func (r *reporter) exitCode() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exit.GetCode() != 0 || r.exit.GetSignal() != "" {
+		return 1
+	}
+	return 0
+}
+
+func clip(s string) string {
+	if len(s) > maxDetailText {
+		return s[:maxDetailText]
+	}
+	return s
+}
+
+func (r *reporter) pushLocked(ev instancepb.PlayerEvent, ip netip.Addr, details bool) {
 	if len(r.pending) == maxPending {
 		r.pending = append(r.pending[:0], r.pending[1:]...)
 	}
-	r.pending = append(r.pending, r.statusLocked(ev, ip))
+	r.pending = append(r.pending, r.statusLocked(ev, ip, details))
+	r.fresh = r.fresh && !details
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr) *instancepb.Status {
+// statusLocked is the status now, with ev about ip, and the details when
+// asked for. The final status carries how the process ends.
+func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr, details bool) *instancepb.Status {
 	s := &instancepb.Status{
 		State:   instancepb.State(r.state),
 		Players: uint32(r.players),
 		Event:   ev,
+		Exit:    r.exit,
+	}
+	if details {
+		s.Details = r.details
 	}
 	if ip.IsValid() {
 		s.Ip = ip.String()
@@ -88,11 +167,22 @@ func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr) *insta
 	return s
 }
 
-// current is the status as a heartbeat carries it.
+// current is the status as a new watcher gets it: the details included.
 func (r *reporter) current() *instancepb.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
+	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
+}
+
+// heartbeat is the status a heartbeat carries: the details only when the
+// program reported them again since the last one, so that a program that
+// fell silent stops looking alive.
+func (r *reporter) heartbeat() *instancepb.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, r.fresh)
+	r.fresh = false
+	return st
 }
 
 // playerCount is the number of players the game reports as connected.
@@ -111,11 +201,12 @@ func (r *reporter) take() []*instancepb.Status {
 	return p
 }
 
-// snapshot returns the current status and drops what is pending: a new
-// watcher learns the present, not the history it missed.
+// snapshot returns the current status, details included, and drops what
+// is pending: a new watcher learns the present, not the history it
+// missed.
 func (r *reporter) snapshot() *instancepb.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending = nil
-	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{})
+	return r.statusLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
 }

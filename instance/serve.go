@@ -7,19 +7,23 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
-	"github.com/foyerlobby/foyer/packet"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/packet"
 )
 
 // Timings of the instance side.
@@ -48,6 +52,18 @@ const maxStreams = 16
 // host, which discards them); a game that logs should write to the
 // original stderr, captured before Serve is called: the host forwards its
 // lines to its own log.
+//
+// A host with a state directory starts its instances to outlive it (see
+// instancepb.EnvReattachGrace): such an instance keeps playing while no
+// host watches it, for the grace it was given, and a new host may adopt
+// it in that time; past it, the instance stops its game (players see the
+// match end as stopped by the host) and exits. From the moment the host
+// that started it stops watching, the instance's stdout and stderr go to
+// room.log in its directory, since nobody reads the pipes any more.
+// Only descriptors 1 and 2 do: what a game writes to the os.Stdout and
+// os.Stderr Serve put in place goes to go-plugin's stream, which nobody
+// drains once that host is gone, and blocks when its pipe is full. A game
+// that may outlive its host logs to the stderr it captured before Serve.
 func Serve(g Game) {
 	if os.Getenv(instancepb.Handshake.MagicCookieKey) != instancepb.Handshake.MagicCookieValue {
 		fmt.Fprintf(os.Stderr, "This program is a Foyer room (instance protocol %d).\n"+
@@ -55,8 +71,15 @@ func Serve(g Game) {
 			"run by hand it has nothing to do.\n", instancepb.ProtocolVersion)
 		os.Exit(1)
 	}
-	s := newServer(g)
-	go watchParent(os.Getppid())
+	s := newServer(g, os.Getenv(instancepb.EnvRoomDir))
+	if grace, err := time.ParseDuration(os.Getenv(instancepb.EnvReattachGrace)); err == nil && grace > 0 {
+		// The pipes to the host that started this process outlive their
+		// reader when the host dies: a write must fail, not kill.
+		signal.Ignore(syscall.SIGPIPE)
+		s.orphan = newOrphanTimer(grace, s.abandoned)
+	} else {
+		go watchParent(os.Getppid())
+	}
 	go s.exitWhenFinished()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: instancepb.Handshake,
@@ -86,7 +109,7 @@ func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 		grpc.WriteBufferSize(instancepb.ConnBuffer),
 		grpc.MaxRecvMsgSize(instancepb.MaxMessage),
 		// go-plugin's own services hold three streams open; the rest
-		// are Watch and the odd Start or Stop.
+		// are Watch and the odd Start, Stop, Describe or Keep.
 		grpc.MaxConcurrentStreams(maxStreams),
 	)...)
 }
@@ -142,30 +165,83 @@ func pollParent(ppid int) {
 	}
 }
 
+// orphanTimer ends an instance that no host watches for grace. It runs
+// from the start (a host that dies before it first watches leaves the
+// instance alone too), stops while a host watches, and starts again when
+// the last watcher goes.
+type orphanTimer struct {
+	grace time.Duration
+	mu    sync.Mutex
+	timer *time.Timer // nil while a host watches
+	end   func()
+}
+
+func newOrphanTimer(grace time.Duration, end func()) *orphanTimer {
+	o := &orphanTimer{grace: grace, end: end}
+	o.timer = time.AfterFunc(grace, end)
+	return o
+}
+
+// watched stops the timer: a host watches.
+func (o *orphanTimer) watched() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+}
+
+// unwatched starts the timer again: no host watches.
+func (o *orphanTimer) unwatched() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer == nil {
+		o.timer = time.AfterFunc(o.grace, o.end)
+	}
+}
+
 // server is the instance service seen from the instance.
 type server struct {
 	instancepb.UnimplementedInstanceServer
 	game    Game
+	runner  Runner // game as a Runner; nil for a game that serves its port
+	dir     string // the room's private directory; "" when the host gave none
 	rep     *reporter
 	life    context.Context // the game's lifetime
 	endLife context.CancelFunc
+	orphan  *orphanTimer // nil for an instance that ends with its host
+	self    proc.Stat    // this process, read at the start
+	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
 
-	mu       sync.Mutex // serialises Start, and Stop after it
+	mu       sync.Mutex // serialises Start, and Stop after it; guards the fields below
 	started  bool
-	watching atomic.Bool
+	assigned *instancepb.StartRequest // the successful Start
+	since    time.Time                // when it succeeded
+	kept     *instancepb.HostState
+
+	watchMu  sync.Mutex
+	watcher  uint64             // the current Watch call's number; 0: none
+	unwatch  context.CancelFunc // ends the current Watch call
+	calls    uint64             // Watch calls so far
+	logOnce  sync.Once
 	stopOnce sync.Once
 	ackOnce  sync.Once
 	acked    chan struct{} // the host has the final status
 	exitBy   atomic.Int64  // Unix ns; set by Stop: exit before the host kills
 }
 
-func newServer(g Game) *server {
+func newServer(g Game, dir string) *server {
 	life, end := context.WithCancel(context.Background())
-	return &server{game: g, rep: newReporter(), life: life, endLife: end, acked: make(chan struct{})}
+	s := &server{game: g, dir: dir, rep: newReporter(), life: life, endLife: end, acked: make(chan struct{})}
+	s.runner, _ = g.(Runner)
+	s.stderr = os.NewFile(2, "stderr")
+	s.self, _ = proc.ReadStat(os.Getpid())
+	return s
 }
 
-// Start binds the port and starts the game; see instance.proto for the
-// status codes.
+// Start binds the port and starts the game (or runs a Runner's program);
+// see instance.proto for the status codes.
 func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instancepb.StartResponse, error) {
 	a, err := assignmentFrom(req)
 	if err != nil {
@@ -176,26 +252,40 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	if s.started {
 		return nil, status.Error(codes.FailedPrecondition, "instance: already started")
 	}
+	if s.runner != nil {
+		err = s.runner.Run(s.life, a, s.rep)
+	} else {
+		err = s.startGame(a)
+	}
+	switch {
+	case errors.Is(err, ErrPortInUse):
+		return nil, status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, ErrTryAgain):
+		return nil, status.Error(codes.Aborted, err.Error())
+	case err != nil:
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	s.started, s.assigned, s.since = true, req, time.Now().Truncate(time.Millisecond)
+	return &instancepb.StartResponse{StartedUnixMs: s.since.UnixMilli()}, nil
+}
+
+// startGame binds a's port and starts the game on it. s.mu is held.
+func (s *server) startGame(a Assignment) error {
 	conn, err := listenUDP(a.Bind, a.Port)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, status.Errorf(codes.AlreadyExists, "instance: udp port %d: %v", a.Port, err)
+			return fmt.Errorf("%w: udp port %d: %v", ErrPortInUse, a.Port, err)
 		}
-		return nil, status.Errorf(codes.FailedPrecondition, "instance: udp port %d: %v", a.Port, err)
+		return fmt.Errorf("instance: udp port %d: %v", a.Port, err)
 	}
-	s.started = true
 	// The game reads through infoConn, which answers server browsers on
 	// the same port before the game sees anything.
 	gameConn := &infoConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game)}
 	if err := s.game.Start(s.life, a, gameConn, s.rep); err != nil {
 		conn.Close()
-		if errors.Is(err, ErrPortInUse) {
-			s.started = false
-			return nil, status.Error(codes.AlreadyExists, err.Error())
-		}
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+		return err
 	}
-	return &instancepb.StartResponse{}, nil
+	return nil
 }
 
 func assignmentFrom(req *instancepb.StartRequest) (Assignment, error) {
@@ -254,16 +344,53 @@ func (s *server) stopGame(grace time.Duration) {
 	})
 }
 
-// Watch streams the reports: the present first, then every change, and
-// heartbeats in between.
-func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingServer[instancepb.Status]) error {
-	if !s.watching.CompareAndSwap(false, true) {
-		return status.Error(codes.FailedPrecondition, "instance: already watched")
+// abandoned ends an instance no host has watched for its grace: the game
+// stops as when the host stops it, and the process exits.
+func (s *server) abandoned() {
+	s.logToFile()
+	// To the file itself: Serve put a pipe of go-plugin's in os.Stderr.
+	fmt.Fprintf(s.stderr, "foyer instance: no host for %v: stopping the game\n", s.orphan.grace)
+	s.stopGame(closeGrace)
+	os.Exit(0)
+}
+
+// Describe says who the instance is, for a host about to adopt it.
+func (s *server) Describe(context.Context, *instancepb.DescribeRequest) (*instancepb.Description, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &instancepb.Description{
+		Started:    s.started,
+		Assignment: s.assigned,
+		Status:     s.rep.current(),
+		Host:       s.kept,
+		Pid:        int32(os.Getpid()),
+		StartTicks: s.self.StartTicks,
+		Kept:       s.runner != nil,
 	}
-	defer s.watching.Store(false)
-	ctx := stream.Context()
+	if s.started {
+		d.StartedUnixMs = s.since.UnixMilli()
+	}
+	return d, nil
+}
+
+// Keep stores the host's state, for the next host that describes this
+// instance.
+func (s *server) Keep(_ context.Context, st *instancepb.HostState) (*instancepb.KeepResponse, error) {
+	s.mu.Lock()
+	s.kept = st
+	s.mu.Unlock()
+	return &instancepb.KeepResponse{}, nil
+}
+
+// Watch streams the reports: the present first, then every change, and
+// heartbeats in between. A new call ends the one before it.
+func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingServer[instancepb.Status]) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	me := s.claimWatch(cancel)
+	defer s.dropWatch(me)
 	if done, err := s.send(ctx, stream, s.rep.snapshot()); done {
-		return err
+		return s.watchEnd(stream, err)
 	}
 	hb := time.NewTimer(HeartbeatInterval)
 	defer hb.Stop()
@@ -272,18 +399,81 @@ func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingSe
 		case <-s.rep.wake:
 			for _, st := range s.rep.take() {
 				if done, err := s.send(ctx, stream, st); done {
-					return err
+					return s.watchEnd(stream, err)
 				}
 			}
 		case <-hb.C:
-			if done, err := s.send(ctx, stream, s.rep.current()); done {
-				return err
+			if done, err := s.send(ctx, stream, s.rep.heartbeat()); done {
+				return s.watchEnd(stream, err)
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			return s.watchEnd(stream, ctx.Err())
 		}
 		hb.Reset(HeartbeatInterval)
 	}
+}
+
+// claimWatch makes the calling Watch the current one, ending the one
+// before it, and returns its number.
+func (s *server) claimWatch(cancel context.CancelFunc) uint64 {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.unwatch != nil {
+		s.unwatch()
+	}
+	s.calls++
+	s.watcher, s.unwatch = s.calls, cancel
+	if s.orphan != nil {
+		s.orphan.watched()
+	}
+	return s.calls
+}
+
+// dropWatch ends Watch call me. Once the first watcher, the host that
+// started this process, is gone, nobody reads its stdout and stderr: they
+// go to the room's log. When no other call took over, the instance is an
+// orphan until a host watches again.
+func (s *server) dropWatch(me uint64) {
+	if s.orphan != nil {
+		s.logToFile()
+	}
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watcher != me {
+		return // preempted: the new call is the host now
+	}
+	s.watcher, s.unwatch = 0, nil
+	if s.orphan != nil {
+		s.orphan.unwatched()
+	}
+}
+
+// watchEnd is what a Watch call returns: a call ended by a newer one says
+// so, the others return err.
+func (s *server) watchEnd(stream grpc.ServerStreamingServer[instancepb.Status], err error) error {
+	if stream.Context().Err() == nil && err != nil && errors.Is(err, context.Canceled) {
+		return status.Error(codes.Aborted, "instance: another host watches")
+	}
+	return err
+}
+
+// logToFile sends this process's stdout and stderr to the room's log from
+// now on. Without a directory they go nowhere.
+func (s *server) logToFile() {
+	s.logOnce.Do(func() {
+		path := os.DevNull
+		if s.dir != "" {
+			path = filepath.Join(s.dir, instancepb.RoomLog)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return // the writes keep failing, harmlessly (SIGPIPE is ignored)
+		}
+		defer f.Close()
+		for _, fd := range []int{1, 2} {
+			_ = unix.Dup3(int(f.Fd()), fd, 0)
+		}
+	})
 }
 
 // send sends st and says whether the call is over: after a failed send,
@@ -316,5 +506,5 @@ func (s *server) exitWhenFinished() {
 	case <-s.acked:
 	case <-t.C:
 	}
-	os.Exit(0)
+	os.Exit(s.rep.exitCode())
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
@@ -103,6 +104,8 @@ type Lobby struct {
 	inlineJoin bool
 	creating   atomic.Int64
 	draining   atomic.Bool
+	frozen     atomic.Bool    // handing over: LIST only
+	ending     atomic.Bool    // Serve is ending: the read loops stop at their deadline
 	work       sync.WaitGroup // join workers and CREATEs
 	ctx        context.Context
 	stop       context.CancelFunc
@@ -144,7 +147,8 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
 			network = "udp6"
 		}
-		c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
+		// Through sockets, so that an upgrade hands the very socket on.
+		c, err := sockets.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			l.closeConns()
 			l.stop()
@@ -210,6 +214,16 @@ func (l *Lobby) Addrs() []netip.AddrPort {
 // shutdown; LIST and JOIN are still answered.
 func (l *Lobby) Drain() { l.draining.Store(true) }
 
+// Freeze answers LIST only, from now on: CREATE and JOIN are dropped and
+// counted ("handover"), for the client to retry. It is for the moment a
+// lobby hands its sockets and rooms to the process that replaces it: the
+// table no longer changes here, and every request that would change it is
+// answered by the new process.
+func (l *Lobby) Freeze() { l.frozen.Store(true) }
+
+// Thaw undoes Freeze: the handover failed, and this lobby serves on.
+func (l *Lobby) Thaw() { l.frozen.Store(false) }
+
 // Stats returns the lobby's counters.
 func (l *Lobby) Stats() Stats {
 	s := l.stats.snapshot()
@@ -249,8 +263,16 @@ func (l *Lobby) Serve(ctx context.Context) error {
 	case err = <-failed:
 		cancel()
 	}
-	l.closeConns()
+	// The loops stop at a read deadline, not by a close, so that every
+	// datagram a loop has read is answered: after an upgrade the socket
+	// lives on in the new process, and what this one has not read is the
+	// new one's to answer.
+	l.ending.Store(true)
+	for _, c := range l.conns {
+		_ = c.SetReadDeadline(time.Unix(1, 0))
+	}
 	loops.Wait()
+	l.closeConns()
 	if l.jobs != nil {
 		close(l.jobs) // no loop sends any more
 	}
@@ -273,9 +295,16 @@ func (l *Lobby) closeConns() {
 	}
 }
 
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // readLoop reads c until it is closed (nil) or keeps failing (the error,
 // see tally.ReadLoop), a batch of datagrams at a time; the replies to a
-// batch leave together.
+// batch leave together. A loop told to end stops at its read deadline,
+// once every datagram it read is answered.
 // A socket that dropped datagrams since its last read is flooded: the
 // guard hears of it.
 func (l *Lobby) readLoop(c *net.UDPConn) error {
@@ -287,6 +316,9 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	err := tally.ReadLoop(l.stats.readErrors, func() error {
 		n, dropped, err := q.read()
 		if err != nil {
+			if l.ending.Load() && isTimeout(err) {
+				return net.ErrClosed // ends the loop cleanly
+			}
 			return err
 		}
 		if dropped {
@@ -326,6 +358,10 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 	create := m.Type == packet.CreateRoom
 	if create && l.draining.Load() {
 		l.stats.drop("draining")
+		return out
+	}
+	if m.Type != packet.ListRooms && l.frozen.Load() {
+		l.stats.drop("handover")
 		return out
 	}
 	// Retries do not draw from the CREATE bucket (they run nothing), so

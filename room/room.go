@@ -115,6 +115,9 @@ type Room struct {
 	Node string
 	// Password is set for registered rooms that ask for one.
 	Password bool
+	// Adopted is set for a room this table took over from an earlier run
+	// of the lobby (after a crash or an upgrade), rather than started.
+	Adopted bool
 }
 
 // Occupied is the room's player count as every listing shows it:

@@ -43,9 +43,20 @@ func NewInRange(cfg Config, ids IDRange, log zerolog.Logger) (*Supervisor, error
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	next := ids.Next
+	for id := range s.live { // adopted rooms keep their ids: never hand them out again
+		if id >= next && id <= ids.Last {
+			next = id + 1
+		}
+	}
+	s.mu.Unlock()
 	s.ids.mu.Lock()
 	s.ids.idRange = idRange{first: ids.First, last: ids.Last}
-	s.ids.next = ids.Next
+	s.ids.next = next
+	if next > ids.Last {
+		s.ids.next = ids.First
+	}
 	s.ids.mu.Unlock()
 	if warm > 0 {
 		s.mu.Lock()

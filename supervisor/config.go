@@ -16,14 +16,19 @@ type Config struct {
 	// (this executable with the hidden "instance" subcommand). For the
 	// exec driver (Probe set) every argument has {port}, {room_id},
 	// {max_players} and {bind} (Bind, empty for every address) replaced
-	// with the room's values.
+	// with the room's values. Its program must exist and be executable.
 	Command []string
 	// Probe says how to learn a foreign server's status: "" for go-plugin
-	// instances; for the exec driver, which runs Command as a plain
-	// process in a private directory that is also its HOME, "teeworlds" (its extended server info, asked every second
-	// on its port; HealthTimeout without an answer reaps it) or "none"
-	// (no status: Waiting while it runs, seats from reservations only).
-	Probe          string
+	// instances; for the exec driver, which runs Command under a keeper
+	// (see Keeper) in a private directory that is also its HOME,
+	// "teeworlds" (its extended server info, asked every second on its
+	// port; HealthTimeout without an answer reaps it) or "none" (no
+	// status: Waiting while it runs, seats from reservations only).
+	Probe string
+	// Keeper is the command of the per-room keeper that runs a foreign
+	// server (Probe set), before its own arguments (keeper.Args); empty
+	// means this executable's hidden "instance" subcommand.
+	Keeper         []string
 	SpawnTimeout   time.Duration // default 5s
 	HealthTimeout  time.Duration // default 6s
 	StopGrace      time.Duration // default 5s
@@ -40,7 +45,8 @@ type Config struct {
 	// repeat across restarts, however fast rooms were created. Without it
 	// ids start at the Unix time in seconds, which a restart repeats only
 	// if the previous run created more than one room per second since its
-	// start.
+	// start. With a StateDir and no IDFile, the mark is kept there
+	// (STATE_DIR/ids).
 	IDFile string
 	// WarmMaxAge retires a warm instance not handed out within it, so that
 	// a room is never handed out with most of its idle_timeout gone; keep
@@ -49,4 +55,16 @@ type Config struct {
 	// Bind is the address instances bind their game port on; the zero
 	// value means every address.
 	Bind netip.Addr
+
+	// StateDir, when set, lets rooms outlive the supervisor: each room's
+	// instance listens on a socket in its directory there and keeps
+	// playing for ReattachGrace without a supervisor; a supervisor started
+	// with the same StateDir within that time adopts every room (same id,
+	// port, state, players and seats). Empty: rooms die with the
+	// supervisor, and their private directories live in a temporary
+	// directory of this supervisor's.
+	StateDir string
+	// ReattachGrace is how long an orphaned room keeps playing while it
+	// waits for a supervisor; default 30s. Only with StateDir.
+	ReattachGrace time.Duration
 }

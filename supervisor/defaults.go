@@ -3,8 +3,14 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults returns the configuration used for every field left at its zero
@@ -23,6 +29,7 @@ func Defaults() Config {
 		PortQuarantine: 30 * time.Second,
 		SeatTTL:        10 * time.Second,
 		WarmMaxAge:     30 * time.Second,
+		ReattachGrace:  30 * time.Second,
 	}
 }
 
@@ -50,6 +57,7 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.PortQuarantine, d.PortQuarantine},
 		{&c.SeatTTL, d.SeatTTL},
 		{&c.WarmMaxAge, d.WarmMaxAge},
+		{&c.ReattachGrace, d.ReattachGrace},
 	} {
 		if *f.v == 0 {
 			*f.v = f.def
@@ -77,8 +85,71 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Probe != "" && len(c.Command) == 0:
 		errs = append(errs, fmt.Errorf("probe %q needs a command (the built-in room reports over go-plugin)", c.Probe))
 	}
+	if len(c.Command) > 0 {
+		if err := Runnable(c.Command[0]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.StateDir != "" {
+		if err := CheckStateDir(c.StateDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("supervisor: config: %w", err)
 	}
 	return c, nil
+}
+
+// Runnable says why program cannot be run as a room's server, or nil: it
+// must be found (an absolute path, or a name on PATH), be a file and be
+// executable. Checked at the start, so that a broken command stops the
+// lobby with the reason rather than failing every CREATE.
+func Runnable(program string) error {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return fmt.Errorf("command %q: %w", program, unwrapExec(err))
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("command %q: %w", program, err)
+	case fi.IsDir():
+		return fmt.Errorf("command %q is a directory", program)
+	case unix.Access(path, unix.X_OK) != nil:
+		return fmt.Errorf("command %q is not executable", program)
+	}
+	return nil
+}
+
+// unwrapExec drops os/exec's repetition of the name from its error.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		switch {
+		case errors.Is(ee.Err, exec.ErrNotFound):
+			return errors.New("not found on PATH")
+		case errors.Is(ee.Err, fs.ErrPermission):
+			return errors.New("is not executable")
+		}
+		return ee.Err
+	}
+	return err
+}
+
+// maxStateDir bounds the state directory's path: a room's socket,
+// STATE_DIR/rooms/ID/pluginNNNNNNNNNN, must fit a unix socket address
+// (108 bytes with its terminating zero).
+const maxStateDir = 107 - len("/rooms/4294967295/plugin4294967295")
+
+// CheckStateDir says why rooms could not use dir as their state
+// directory, or nil.
+func CheckStateDir(dir string) error {
+	switch {
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("state_dir %q is not an absolute path", dir)
+	case len(filepath.Clean(dir)) > maxStateDir:
+		return fmt.Errorf("state_dir %q is longer than %d bytes: the rooms' sockets would not fit a unix socket address", dir, maxStateDir)
+	}
+	return nil
 }

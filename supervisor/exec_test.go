@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/proc"
 
@@ -131,6 +133,29 @@ func watchAndCreate(t *testing.T, s *Supervisor) (<-chan room.Event, room.Room) 
 	return events, r
 }
 
+// serverPID is the pid of the foreign server a room's keeper runs: the
+// keeper's one child.
+func serverPID(t *testing.T, keeper int) int {
+	t.Helper()
+	var pid int
+	eventually(t, "the keeper's server", func() bool {
+		// The child of whichever thread forked it.
+		files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", keeper))
+		var kids []string
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		if len(kids) != 1 {
+			return false
+		}
+		var err error
+		pid, err = strconv.Atoi(kids[0])
+		return err == nil
+	})
+	return pid
+}
+
 // signal sends sig to a room's process.
 func signal(t *testing.T, pid int, sig syscall.Signal) {
 	t.Helper()
@@ -142,7 +167,7 @@ func signal(t *testing.T, pid int, sig syscall.Signal) {
 func TestExecDDNetCreateProbeKill(t *testing.T) {
 	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) {
 		c.MaxPlayers = 5
-		c.HealthTimeout = 2 * time.Second
+		c.HealthTimeout = 3 * time.Second // a heartbeat carries the details at least every 1.9 s
 	})
 	events, r := watchAndCreate(t, s)
 	name := fmt.Sprintf("Room %d", r.ID)
@@ -157,28 +182,30 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 	if in := askInfo(t, r.Port); in.Name != name || in.MaxClients != 5 || in.NumClients != 0 {
 		t.Fatalf("server info %+v", in)
 	}
-	// It runs in a private directory, its HOME, and its output reaches
-	// the log.
-	home := homeOf(t, r.PID)
-	if home == os.Getenv("HOME") || !strings.Contains(home, "foyer-room-") {
-		t.Fatalf("HOME %q", home)
+	// It runs under its keeper (the room's process), in a private
+	// directory in the room's, its HOME, and its output reaches the log.
+	server := serverPID(t, r.PID)
+	home := homeOf(t, server)
+	if want := filepath.Join(s.dirs.path(r.ID), "home"); home != want || !strings.Contains(home, "foyer-lobby-") {
+		t.Fatalf("HOME %q, want %q", home, want)
 	}
-	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", r.PID)); err != nil || cwd != home {
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", server)); err != nil || cwd != home {
 		t.Fatalf("working directory %q (%v), want its HOME %q", cwd, err, home)
 	}
-	sink.await(t, "room output", fmt.Sprintf(`"pid":%d`, r.PID))
+	sink.await(t, "instance stderr", "room output", fmt.Sprintf(`"server_pid":%d`, server))
 	// Answered probes keep it healthy well past the health timeout.
 	for range 3 {
 		if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
 			t.Fatalf("join: %v", err)
 		}
-		time.Sleep(probeInterval)
+		time.Sleep(time.Second)
 	}
 	if got, ok := listed(s, r.ID); !ok || got.State != packet.Waiting || got.MaxPlayers != 5 {
 		t.Fatalf("after probing: %+v %v", got, ok)
 	}
 
-	signal(t, r.PID, syscall.SIGKILL)
+	// The server's end, as its keeper reports it, is the room's.
+	signal(t, server, syscall.SIGKILL)
 	ev := reapedEvent(t, events, r.ID)
 	if ev.Cause != "crashed" || ev.Signal != "SIGKILL" || ev.ExitCode != -1 {
 		t.Fatalf("reaped %+v", ev)
@@ -198,27 +225,24 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 }
 
 func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
-	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 2 * time.Second })
+	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 3 * time.Second })
 	events, r := watchAndCreate(t, s)
-	// A stopped server answers nothing, but its process lives on.
-	signal(t, r.PID, syscall.SIGSTOP)
+	// A stopped server answers nothing, but its process (and its keeper,
+	// heartbeats and all) lives on.
+	server := serverPID(t, r.PID)
+	signal(t, server, syscall.SIGSTOP)
 	ev := reapedEvent(t, events, r.ID)
 	if ev.Cause != "unhealthy" || ev.Signal != "SIGKILL" {
 		t.Fatalf("reaped %+v", ev)
 	}
 	sink.await(t, "room unhealthy, killing", fmt.Sprintf(`"pid":%d`, r.PID))
-	if proc.Alive(r.PID) {
-		t.Fatalf("pid %d alive after the reap", r.PID)
-	}
+	eventually(t, "the server to be gone with its keeper", func() bool { return !proc.Alive(server) && !proc.Alive(r.PID) })
 }
 
 func TestExecDDNetShutdownStopsGracefully(t *testing.T) {
 	// This one is told where to bind, and probed only there.
 	argv := []string{ddnetServer(t), "sv_port {port}; sv_register 0; bindaddr {bind}"}
 	s, _ := newExec(t, argv, "teeworlds", func(c *Config) { c.Bind = netip.IPv6Loopback() })
-	if got := s.prober.addrs; !slices.Equal(got, []netip.Addr{netip.IPv6Loopback()}) {
-		t.Fatalf("probing %v", got)
-	}
 	events, r := watchAndCreate(t, s)
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -257,7 +281,7 @@ func TestExecProbeNone(t *testing.T) {
 	if _, ok := listed(s, r.ID); !ok {
 		t.Fatal("unprobed room reaped while running")
 	}
-	signal(t, r.PID, syscall.SIGTERM)
+	signal(t, serverPID(t, r.PID), syscall.SIGTERM)
 	if ev := reapedEvent(t, events, r.ID); ev.Cause != "crashed" || ev.Signal != "SIGTERM" {
 		t.Fatalf("reaped %+v", ev)
 	}
@@ -282,43 +306,72 @@ func TestExecSpawnFailures(t *testing.T) {
 	for name, tc := range map[string]struct {
 		argv  []string
 		probe string
+		says  string // in the error
 	}{
-		"exits at once":     {[]string{"false"}, "none"},
-		"no such command":   {[]string{"/nonexistent/server"}, "none"},
-		"never answers":     {[]string{"sleep", "60"}, "teeworlds"},
-		"exits unanswering": {[]string{"sh", "-c", "sleep 0.1"}, "teeworlds"},
+		"exits at once":     {[]string{"false"}, "none", "exited with status 1 before it was ready; it printed nothing"},
+		"says why it fails": {[]string{"sh", "-c", "echo no map >&2; exit 4"}, "none", `exited with status 4 before it was ready; its last lines: "no map"`},
+		"never answers":     {[]string{"sleep", "60"}, "teeworlds", "not ready within"},
+		"exits unanswering": {[]string{"sh", "-c", "sleep 0.1"}, "teeworlds", "exited with status 0 before it was ready"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, _ := newExec(t, tc.argv, tc.probe, func(c *Config) { c.SpawnTimeout = 500 * time.Millisecond })
+			s, sink := newExec(t, tc.argv, tc.probe, func(c *Config) { c.SpawnTimeout = 2 * time.Second })
 			_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
-			if !errors.Is(err, room.ErrSpawn) {
-				t.Fatalf("create: %v", err)
+			if !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("create: %v, want ErrSpawn saying %q", err, tc.says)
 			}
 			st := s.Stats()
 			if st.SpawnFailures != 1 || st.PortsInUse != 0 || len(s.List().Rooms) != 0 {
 				t.Fatalf("after a failed spawn: %+v", st)
 			}
+			// A server that exits before it is ready is tried on three
+			// ports, no more.
+			if strings.Contains(tc.says, "before it was ready") {
+				sink.await(t, "server not ready, trying another port", `"attempt":2`)
+				if sink.has("server not ready, trying another port", `"attempt":3`) {
+					t.Error("a fourth run")
+				}
+			}
 		})
 	}
 }
 
-func TestProbeAddrs(t *testing.T) {
-	v4, v6 := netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()
-	other := netip.MustParseAddr("127.0.0.9")
-	for _, tc := range []struct {
-		bind    netip.Addr
-		command string
-		want    []netip.Addr
+// A command that cannot run stops the start, with the reason, instead of
+// failing every CREATE.
+func TestCommandCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644)
+	for name, tc := range map[string]struct {
+		argv []string
+		says string
 	}{
-		{netip.Addr{}, "bindaddr {bind}", []netip.Addr{v4, v6}},
-		{netip.IPv6Unspecified(), "", []netip.Addr{v4, v6}},
-		{other, "bindaddr {bind}", []netip.Addr{other}},
-		{other, "bindaddr ::1", []netip.Addr{other, v4, v6}},
-		{v6, "", []netip.Addr{v6, v4}},
+		"missing":        {[]string{"/nonexistent/game"}, `command "/nonexistent/game": stat /nonexistent/game: no such file or directory`},
+		"not on PATH":    {[]string{"no-such-game-anywhere"}, `command "no-such-game-anywhere": not found on PATH`},
+		"a directory":    {[]string{dir}, "is a directory"},
+		"not executable": {[]string{plain}, "is not executable"},
 	} {
-		if got := probeAddrs(Config{Bind: tc.bind, Command: []string{"server", tc.command}}); !slices.Equal(got, tc.want) {
-			t.Errorf("bind %v, command %q: probing %v, want %v", tc.bind, tc.command, got, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			for _, probe := range []string{"", "none"} {
+				first, last := portRange(2)
+				_, err := New(Config{FirstPort: first, LastPort: last, Command: tc.argv, Probe: probe}, zerolog.Nop())
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("probe %q: New: %v, want %q", probe, err, tc.says)
+				}
+			}
+		})
+	}
+}
+
+// A game server run without a probe does not speak the instance protocol:
+// the create says so, with what the server printed.
+func TestForeignServerWithoutProbe(t *testing.T) {
+	s, _ := newTest(t, "", 2, func(c *Config) {
+		c.Command = []string{"sh", "-c", "echo 'I engine: running on unix-linux-amd64'; sleep 60"}
+	})
+	_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	if !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(),
+		`this looks like a game server that is not a Foyer instance: set probe = "teeworlds" or "none" (it printed "I engine: running on unix-linux-amd64")`) {
+		t.Fatalf("create: %v", err)
 	}
 }
 
@@ -360,20 +413,4 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 		got, ok := listed(s, r.ID)
 		return ok && got.Players == 1 && got.Seats == 2
 	})
-}
-
-// A server's counts are its own word: they are bounded to what the room
-// list can carry.
-func TestSetInfoBoundsCounts(t *testing.T) {
-	for _, tc := range []struct{ clients, max, wantPlayers, wantMax int }{
-		{3, 8, 3, 8},
-		{-5, -1, 0, 0},
-		{1 << 20, 1 << 31, 65535, 65535},
-	} {
-		var row room.Room
-		setInfo(&row, teeinfo.Info{NumClients: tc.clients, MaxClients: tc.max, Name: "n", Flags: teeinfo.FlagPassword})
-		if row.Players != tc.wantPlayers || row.MaxPlayers != tc.wantMax || !row.Password || row.Name != "n" || row.State != packet.Waiting {
-			t.Errorf("clients %d of %d: %+v", tc.clients, tc.max, row)
-		}
-	}
 }

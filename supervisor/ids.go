@@ -110,6 +110,17 @@ func (ids *roomIDs) take() uint32 {
 	return id
 }
 
+// above makes every id handed out from now on come after id: the ids of
+// adopted rooms are never handed out again. With an id file the mark read
+// at the start is above them already; without one the clock may not be.
+func (ids *roomIDs) above(id uint32) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if !after(ids.next, id) {
+		ids.next = max(id+1, 1)
+	}
+}
+
 // durable returns nil when id is covered by the mark on disk (or there is
 // no file), else a channel closed when the next mark is written.
 func (ids *roomIDs) durable(id uint32) <-chan struct{} {

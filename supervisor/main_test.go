@@ -124,6 +124,7 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 	cfg := Config{
 		FirstPort: first, LastPort: last, MaxInstances: ports,
 		Command:       testExe(mode),
+		Keeper:        testExe("keep"),
 		SpawnTimeout:  10 * time.Second, // generous: a loaded machine is slow, not broken
 		HealthTimeout: 6 * time.Second,
 		StopGrace:     3 * time.Second,

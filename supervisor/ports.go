@@ -49,6 +49,22 @@ func (p *portPool) acquire(now time.Time) (uint16, bool) {
 	return 0, false
 }
 
+// claim takes port out of the pool for an adopted room, as acquire would
+// have, and reports whether it was in the pool (not already handed out
+// nor outside the range).
+func (p *portPool) claim(port uint16) bool {
+	for _, q := range []*[]parkedPort{&p.cooling, &p.quarantined} {
+		for i, pp := range *q {
+			if pp.port == port {
+				*q = append((*q)[:i], (*q)[i+1:]...)
+				p.inUse++
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // release returns an acquired port; it is ready again after the cooldown.
 func (p *portPool) release(port uint16, now time.Time) {
 	p.inUse--

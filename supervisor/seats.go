@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"net/netip"
+	"slices"
 	"time"
+
+	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // seats are the places held in one room for players on their way in.
@@ -155,4 +158,24 @@ func (ss *seats) expire(now time.Time) int {
 		n++
 	}
 	return n
+}
+
+// list returns the seats, oldest first, for the room's instance to keep.
+func (ss *seats) list() []host.Seat {
+	out := make([]host.Seat, 0, len(ss.byPlayer))
+	for s := ss.all.head; s != nil; s = s.all.next {
+		out = append(out, host.Seat{Player: s.player, Expires: s.expires, Proven: s.proven})
+	}
+	return out
+}
+
+// restore holds the seats a room's instance kept, as list returned them,
+// except those expired at now.
+func (ss *seats) restore(kept []host.Seat, now time.Time) {
+	slices.SortStableFunc(kept, func(a, b host.Seat) int { return a.Expires.Compare(b.Expires) })
+	for _, s := range kept {
+		if s.Expires.After(now) {
+			ss.hold(s.Player, s.Expires, s.Proven)
+		}
+	}
 }

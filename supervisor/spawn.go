@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
-	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/instance/keeper"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -20,50 +20,30 @@ import (
 // report their port taken, so a pool full of squatted ports fails fast.
 const maxPortAttempts = 8
 
-// The parent-death signal of a child is tied to the OS thread that forked
-// it, not to the process: with Go moving goroutines between threads and
-// retiring threads, a child forked from an arbitrary goroutine is killed
-// whenever that thread happens to exit. Every instance is therefore forked
-// by one goroutine locked to its thread that never returns, so the signal
-// fires exactly when the supervisor's process dies.
-var forker struct {
-	once sync.Once
-	reqs chan forkRequest
-}
-
-type forkRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// startOnForkThread starts cmd from the dedicated locked thread; it is the
-// StartProcess of every LaunchConfig.
-func startOnForkThread(cmd *exec.Cmd) error {
-	forker.once.Do(func() {
-		forker.reqs = make(chan forkRequest)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-			for r := range forker.reqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	forker.reqs <- forkRequest{cmd, done}
-	return <-done
-}
+// maxRunAttempts bounds how many ports one create tries when a kept
+// server exits before it is ready: once may be its port, three times is
+// the server.
+const maxRunAttempts = 3
 
 // commandLine returns the argv of one instance: Config.Command, or this
-// executable's hidden "instance" subcommand.
+// executable's hidden "instance" subcommand; for the exec driver, the
+// keeper (Config.Keeper, or that subcommand) with Command as its server.
 func commandLine(cfg Config) ([]string, error) {
-	if len(cfg.Command) > 0 {
+	if len(cfg.Command) > 0 && cfg.Probe == "" {
 		return cfg.Command, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("supervisor: locating the reference room: %w", err)
+	prefix := cfg.Keeper
+	if len(prefix) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: locating the reference room: %w", err)
+		}
+		prefix = []string{exe, "instance"}
 	}
-	return []string{exe, "instance"}, nil
+	if cfg.Probe == "" {
+		return prefix, nil
+	}
+	return append(slices.Clip(prefix), keeper.Args(keeper.Config{Command: cfg.Command, Probe: cfg.Probe})...), nil
 }
 
 // spawn starts one instance on a free port and waits until its game is
@@ -77,17 +57,17 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 
 	t0 := time.Now()
 	id := s.ids.take()
-	var r *record
-	var err error
-	if s.cfg.Probe != "" {
-		r, err = s.spawnExec(ctx, id, t0)
-	} else {
-		r, err = s.spawnInstance(ctx, id, t0)
+	dir, err := s.dirs.make(id)
+	if err != nil {
+		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
 	}
-	if err == nil {
-		s.awaitDurable(ctx, id)
+	r, err := s.spawnInstance(ctx, id, dir, t0)
+	if err != nil {
+		s.dirs.remove(id)
+		return nil, err
 	}
-	return r, err
+	s.awaitDurable(ctx, id)
+	return r, nil
 }
 
 // awaitDurable waits, within ctx, until id is covered by the mark on disk,
@@ -106,19 +86,28 @@ func (s *Supervisor) awaitDurable(ctx context.Context, id uint32) {
 	}
 }
 
-// spawnInstance starts an instance of the go-plugin room, as spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, t0 time.Time) (*record, error) {
+// spawnInstance starts an instance of the go-plugin room (or of the
+// keeper of a foreign server) in dir, as spawn says.
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, t0 time.Time) (*record, error) {
+	var grace time.Duration
+	if s.cfg.StateDir != "" {
+		grace = s.cfg.ReattachGrace
+	}
 	p, err := host.Launch(ctx, host.LaunchConfig{
 		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
 		StartTimeout: s.cfg.SpawnTimeout,
 		Log:          s.log,
-		StartProcess: startOnForkThread,
+		StartProcess: proc.StartOnForkThread,
+		Dir:          dir,
+		Grace:        grace,
 	})
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, s.spawnError(ctx, err))
 	}
-	// A fresh instance refusing a port it cannot bind stays fresh, so the
-	// next port is tried on the same process.
+	// A fresh instance refusing a port it cannot bind (or whose server
+	// ended before it was ready) stays fresh, so the next port is tried
+	// on the same process.
+	runs := 0
 	for attempt := 1; ; attempt++ {
 		port, err := s.acquirePort()
 		if err != nil {
@@ -126,117 +115,72 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, t0 time.Time)
 			<-p.Exited()
 			return nil, s.spawnFailed(id, 0, attempt, err)
 		}
-		err = p.Start(ctx, instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind})
+		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind}
+		err = p.Start(ctx, a)
 		if err == nil {
-			now := time.Now()
-			return &record{
-				row: room.Room{
-					ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
-					StartedAt: now, Source: room.Instance,
-				},
-				proc:       p,
-				status:     p.Status(),
-				watched:    true,
-				lastStatus: now,
-				spawnTime:  now.Sub(t0),
-			}, nil
+			return s.started(ctx, p, a, t0)
 		}
-		inUse := errors.Is(err, instance.ErrPortInUse)
-		if inUse {
+		inUse, again := errors.Is(err, instance.ErrPortInUse), errors.Is(err, host.ErrTryAgain)
+		switch {
+		case inUse:
 			s.quarantine(port, err)
-			if attempt < maxPortAttempts && ctx.Err() == nil {
-				continue
+		case again:
+			runs++
+			s.releasePort(port)
+		}
+		if (inUse && attempt < maxPortAttempts || again && runs < maxRunAttempts) && ctx.Err() == nil {
+			if again {
+				s.log.Warn().Uint32("id", id).Uint16("port", port).Int("attempt", runs).Err(err).Msg("server not ready, trying another port")
 			}
+			continue
 		}
 		p.Kill()
 		<-p.Exited() // the port is free only once the process is gone
-		if !inUse {
+		if !inUse && !again {
 			s.releasePort(port)
 		}
 		return nil, s.spawnFailed(id, port, attempt, s.spawnError(ctx, err))
 	}
 }
 
-// noProbeSettle is how long a server with probe "none" must keep running
-// after its start to count as ready: long enough for one that cannot bind
-// its port or read its configuration to have exited.
-const noProbeSettle = 200 * time.Millisecond
-
-// spawnExec runs the configured command as a plain process on a free port
-// and waits until it is ready: its first complete info reply on the port
-// (probe "teeworlds"), or still running after noProbeSettle (probe
-// "none"). A server that exits first fails the create; unlike a go-plugin
-// instance it cannot report its port taken, so it is not retried on
-// another port. Errors wrap room.ErrNoPorts or room.ErrSpawn.
-func (s *Supervisor) spawnExec(ctx context.Context, id uint32, t0 time.Time) (*record, error) {
-	port, err := s.acquirePort()
-	if err != nil {
-		return nil, s.spawnFailed(id, 0, 1, err)
-	}
-	var bind string
-	if s.cfg.Bind.IsValid() && !s.cfg.Bind.IsUnspecified() {
-		bind = s.cfg.Bind.String()
-	}
-	argv := expandArgs(s.argv, id, port, s.cfg.MaxPlayers, bind)
-	p, err := startExec(argv, s.log.With().Uint32("id", id).Logger())
-	if err != nil {
-		s.releasePort(port)
-		return nil, s.spawnFailed(id, port, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
-	}
+// started makes the record of a room whose instance p started on a. A
+// probed server's first answer is in the row before the room is handed
+// out: the creator sees the server's own maximum.
+func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0 time.Time) (*record, error) {
+	now := time.Now()
 	r := &record{
 		row: room.Room{
-			ID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, PID: p.PID(),
-			State: packet.Waiting, Source: room.Exec,
+			ID: a.RoomID, Port: a.Port, MaxPlayers: a.MaxPlayers, PID: p.PID(),
+			StartedAt: p.StartedAt(), Source: room.Instance,
 		},
-		proc: p,
+		proc:       p,
+		status:     p.Status(),
+		watched:    true,
+		pooled:     true,
+		lastStatus: now,
+		spawnTime:  now.Sub(t0),
 	}
-	if err := s.awaitExec(ctx, r, p); err != nil {
-		if r.probe != nil {
-			s.prober.remove(r.probe)
+	if s.cfg.Probe != "" {
+		r.row.Source = room.Exec
+		r.probed = s.cfg.Probe == keeper.ProbeTeeworlds
+		// A server without a probe has no status, hence no health to
+		// miss: it lives until it exits.
+		r.watched = s.cfg.Probe != keeper.ProbeNone
+	}
+	if r.probed {
+		d, err := p.Describe(ctx)
+		if err != nil {
+			p.Kill()
+			<-p.Exited()
+			s.releasePort(a.Port)
+			return nil, s.spawnFailed(a.RoomID, a.Port, 1, s.spawnError(ctx, err))
 		}
-		p.Kill()
-		<-p.Exited() // the port is free only once the process is gone
-		s.releasePort(port)
-		return nil, s.spawnFailed(id, port, 1, s.spawnError(ctx, err))
+		if d.Status.Details != nil {
+			setDetails(&r.row, *d.Status.Details)
+			r.row.Players = d.Status.Players
+		}
 	}
-	now := time.Now()
-	r.row.StartedAt, r.lastStatus, r.spawnTime = now, now, now.Sub(t0)
 	return r, nil
-}
-
-// awaitExec waits until the exec'd server r is ready, as spawnExec says.
-func (s *Supervisor) awaitExec(ctx context.Context, r *record, p *execProcess) error {
-	var ready <-chan struct{}          // probe "teeworlds": the first reply
-	var poll, settled <-chan time.Time // its polls; probe "none": the settle time
-	if s.cfg.Probe == "teeworlds" {
-		r.probe = s.prober.add(r.row.Port, r.row.ID, r)
-		r.watched = true
-		ready = r.probe.ready
-		t := time.NewTicker(probeReadyPoll)
-		defer t.Stop()
-		poll = t.C
-		s.prober.poke(r.probe)
-	} else {
-		t := time.NewTimer(noProbeSettle)
-		defer t.Stop()
-		settled = t.C
-	}
-	for {
-		select {
-		case <-ready:
-			setInfo(&r.row, s.prober.firstInfo(r.probe))
-			return nil
-		case <-settled:
-			return nil
-		case <-poll:
-			s.prober.poke(r.probe)
-		case <-p.Exited():
-			code, sig := p.ExitStatus()
-			return fmt.Errorf("exited before it was ready (exit code %d, signal %q)", code, sig)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // spawnError says why a spawn failed, wrapping room.ErrSpawn, or room.ErrClosed when

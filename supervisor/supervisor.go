@@ -3,11 +3,19 @@
 // status the instance pushes, holds seats for players on their way in, and
 // reaps the process whatever it does.
 //
-// Two other kinds of room share the table, its ids and its seats. The exec
-// driver (Config.Probe) runs game servers that know nothing of Foyer as
-// plain processes with the same hygiene, learning their status by asking
-// for their Teeworlds server info, or not at all. Rooms registered by an
-// edge (room.Registry) run elsewhere and have no process.
+// Game servers that know nothing of Foyer run with the exec driver
+// (Config.Probe): each under a keeper, an instance of this executable
+// whose child the server is (package instance/keeper), so every room is
+// one kind of process here. Rooms registered by an edge (room.Registry)
+// run elsewhere, have no process, and share the table, its ids and its
+// seats.
+//
+// With a state directory (Config.StateDir) rooms outlive the supervisor:
+// a supervisor that starts finds them there and adopts them (adopt.go),
+// and one about to hand over to another process readies them for it
+// (Release). The instances are the source of truth: each says who it is,
+// and keeps the seats its room holds, which the supervisor sends it on
+// every change.
 //
 // One mutex guards the table, the port pool and the counters; nothing
 // blocking (spawning, stopping, waiting for exits) happens under it, so a
@@ -21,8 +29,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -30,7 +38,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -62,8 +69,12 @@ type Supervisor struct {
 	watchers   map[chan room.Event]struct{}
 	ports      *portPool
 	ids        *roomIDs
+	dirs       *roomDirs
 	stats      Stats
-	prober     *prober // nil unless Probe is "teeworlds"
+	released   bool      // handed over (Release): no new rooms, no health kills
+	dirty      []*record // rooms whose seats their instance does not have yet
+
+	keepWake chan struct{} // wakes the seat keeper
 }
 
 // room is the supervisor's record of one room; all fields are guarded by
@@ -71,16 +82,20 @@ type Supervisor struct {
 // key and nothing else.
 type record struct {
 	row    room.Room
-	proc   process            // nil for registered rooms
-	status <-chan host.Status // go-plugin instances: pushed status
-	probe  *probeTarget       // exec rooms with probe "teeworlds"
+	proc   *host.Process      // nil for registered rooms
+	status <-chan host.Status // the instance's pushed status
 	key    string             // registered rooms: the registration key
 	listed bool               // handed out by Create; before that, warm or not yet entered
 	seats  seats              // held for players on their way in
 	// lastStatus is when the room last said it is alive; only rooms
-	// that report (watched) are checked against HealthTimeout.
+	// that report (watched) are checked against HealthTimeout, and a
+	// probed room says so only with its server's details.
 	lastStatus time.Time
 	watched    bool
+	probed     bool
+	pooled     bool       // its port came from the pool and goes back to it
+	dirty      bool       // in Supervisor.dirty
+	keepMu     sync.Mutex // one Keep at a time to its instance, in order
 	spawnTime  time.Duration
 	cause      room.Cause // why it is being stopped; "" while healthy
 }
@@ -104,10 +119,21 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	dirs, err := openRoomDirs(cfg.StateDir, log)
+	if err != nil {
+		return nil, err
+	}
+	idFile := cfg.IDFile
+	if idFile == "" && cfg.StateDir != "" {
+		// Rooms that ended while no lobby ran cannot be adopted and
+		// counted: only a mark says which ids they had.
+		idFile = filepath.Join(cfg.StateDir, "ids")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log)
+	ids, err := newRoomIDs(time.Now(), idFile, log)
 	if err != nil {
 		cancel()
+		dirs.close()
 		return nil, err
 	}
 	s := &Supervisor{
@@ -122,16 +148,14 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		watchers:   make(map[chan room.Event]struct{}),
 		ports:      newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
 		ids:        ids,
+		dirs:       dirs,
 		stats:      newStats(),
+		keepWake:   make(chan struct{}, 1),
 	}
-	if cfg.Probe == "teeworlds" {
-		if s.prober, err = newProber(probeAddrs(cfg), s.log, s.applyInfo); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
-	if s.prober != nil {
-		s.prober.run(s.ctx.Done(), &s.wg)
+	if cfg.StateDir != "" {
+		s.adoptAll()
+		s.wg.Add(1)
+		go s.keepSeats()
 	}
 	s.wg.Go(func() { s.ids.writer(s.ctx.Done()) })
 	s.wg.Add(1)
@@ -185,7 +209,7 @@ func (s *Supervisor) Watch(ctx context.Context) <-chan room.Event {
 // room.ErrSpawn.
 func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.released {
 		s.mu.Unlock()
 		return room.Room{}, room.ErrClosed
 	}
@@ -195,6 +219,7 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.R
 		s.stats.WarmHits++
 		row := s.publish(r, creator)
 		s.mu.Unlock()
+		s.keepListed(r)
 		s.wakeWarm()
 		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 			Bool("warm", true).Msg("room created")
@@ -212,6 +237,7 @@ func (s *Supervisor) Create(ctx context.Context, creator netip.AddrPort) (room.R
 	if err != nil {
 		return room.Room{}, err
 	}
+	s.keepListed(r)
 	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
 	return row, nil
@@ -253,10 +279,21 @@ func (s *Supervisor) spawnAndRegister(ctx context.Context, creator *netip.AddrPo
 	return r, row, nil
 }
 
+// keepListed tells the instance of a room just handed out that it is
+// listed before its creator hears of it: a lobby that adopts the room
+// after a crash must list it too, and treats a room whose instance never
+// heard so as warm.
+func (s *Supervisor) keepListed(r *record) {
+	if s.cfg.StateDir != "" {
+		s.keep(r)
+	}
+}
+
 // publish lists r in the table with a seat for creator. s.mu is held.
 func (s *Supervisor) publish(r *record, creator netip.AddrPort) room.Room {
 	r.listed = true
 	r.seats.hold(creator, time.Now().Add(s.cfg.SeatTTL), false) // a CREATE proves nothing of its sender
+	s.remember(r)
 	s.stats.Created++
 	row := r.view()
 	s.emit(room.Event{Kind: room.Created, Room: row})
@@ -275,7 +312,7 @@ func (s *Supervisor) JoinNeverWaits() bool { return true }
 func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.released {
 		return room.Room{}, room.ErrClosed
 	}
 	r := s.live[id]
@@ -299,6 +336,7 @@ func (s *Supervisor) Join(ctx context.Context, id uint32, player netip.AddrPort,
 		}
 		s.stats.SeatsDisplaced++
 	}
+	s.remember(r)
 	if !r.seats.hold(player, time.Now().Add(s.cfg.SeatTTL), proven) {
 		return r.view(), nil
 	}
@@ -354,9 +392,6 @@ func (s *Supervisor) track(r *record) {
 			}
 			s.applyStatus(r, st)
 		case <-exited:
-			if r.probe != nil {
-				s.prober.remove(r.probe)
-			}
 			s.reap(r)
 			if status != nil {
 				for range status { // the stream waits for its reader to the end
@@ -368,22 +403,30 @@ func (s *Supervisor) track(r *record) {
 }
 
 // applyStatus takes one report into the table. A connecting player turns
-// the oldest seat held for the same IP into that player.
+// the oldest seat held for the same IP into that player; a probed
+// server's growing count turns the oldest seats into players (fillSeats).
+// An instance that says it ends otherwise than cleanly has crashed,
+// whatever state it reports with it.
 func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	s.mu.Lock()
-	r.lastStatus = time.Now()
-	changed := false
-	if st.Event == host.PlayerConnected && r.seats.dropOldestOf(st.IP) {
-		changed = true
+	if st.Details != nil || !r.probed {
+		r.lastStatus = time.Now()
 	}
-	if st.Players != r.row.Players {
-		r.row.Players = st.Players
-		changed = true
+	old, before, seats := r.view(), r.row.Players, r.seats.len()
+	if st.Event == host.PlayerConnected {
+		r.seats.dropOldestOf(st.IP)
+	}
+	r.row.Players = st.Players
+	if st.Details != nil {
+		setDetails(&r.row, *st.Details)
+		s.fillSeats(r, before)
+	}
+	if e := st.Exit; e != nil && (e.Code != 0 || e.Signal != "") {
+		r.cause = cmp.Or(r.cause, room.Crashed)
 	}
 	from, listed := r.row.State, r.listed
 	if st.State != from {
 		r.row.State = st.State
-		changed = true
 		if st.State == packet.Finished {
 			// The instance exits by itself once it has told us; the
 			// grace covers one that does not.
@@ -391,44 +434,23 @@ func (s *Supervisor) applyStatus(r *record, st host.Status) {
 			time.AfterFunc(s.cfg.StopGrace, r.proc.Kill)
 		}
 	}
-	if changed && r.listed {
-		s.emit(room.Event{Kind: room.Changed, Room: r.view()})
+	if r.seats.len() != seats {
+		s.remember(r)
+	}
+	if row := r.view(); row != old && r.listed {
+		s.emit(room.Event{Kind: room.Changed, Room: row})
 	}
 	s.mu.Unlock()
 	if st.State != from {
 		s.log.Info().Uint32("id", r.row.ID).Stringer("from", from).Stringer("to", st.State).
-			Int("players", st.Players).Bool("listed", listed).Msg("room state changed")
+			Int("players", st.Players).Bool("listed", listed).Bool("adopted", r.row.Adopted).Msg("room state changed")
 	}
 }
 
-// applyInfo takes a probed server's info into the table: it is alive and
-// Waiting, with the players and maximum it reports. Players and the
-// maximum count clients, spectators included: a spectator takes a slot
-// as a player does.
-func (s *Supervisor) applyInfo(t *probeTarget, in teeinfo.Info) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.live[t.id]
-	if r != t.room || r.cause != "" {
-		return // not yet entered (the spawn applies the first reply) or leaving
-	}
-	r.lastStatus = time.Now()
-	old, before := r.view(), r.row.Players
-	setInfo(&r.row, in)
-	s.fillSeats(r, before)
-	if row := r.view(); row != old && r.listed {
-		s.emit(room.Event{Kind: room.Changed, Room: row})
-	}
-}
-
-// setInfo copies what a Teeworlds server says of itself into its row. The
-// counts are whatever the server wrote, so they are bounded to what the
-// room list can carry.
-func setInfo(row *room.Room, in teeinfo.Info) {
-	row.State = packet.Waiting
-	row.Players, row.MaxPlayers = min(max(in.NumClients, 0), math.MaxUint16), min(max(in.MaxClients, 0), math.MaxUint16)
-	row.Name, row.Game, row.Map = in.Name, in.GameType, in.Map
-	row.Password = in.Flags&teeinfo.FlagPassword != 0
+// setDetails copies what a probed server says of itself into its row.
+func setDetails(row *room.Room, d host.Details) {
+	row.MaxPlayers = d.MaxPlayers
+	row.Name, row.Game, row.Map, row.Password = d.Name, d.Game, d.Map, d.Password
 }
 
 // stop ends r's process: Stop with the grace period (which SIGKILLs the
@@ -462,14 +484,19 @@ func (s *Supervisor) reap(r *record) {
 			cause = room.Crashed
 		}
 	}
-	s.ports.release(r.row.Port, time.Now())
+	if r.pooled {
+		s.ports.release(r.row.Port, time.Now())
+	}
 	s.stats.Reaped[cause]++
 	if r.listed {
 		s.emit(room.Event{Kind: room.Reaped, Room: r.view(), Cause: cause, ExitCode: code, Signal: sig})
 	}
 	s.mu.Unlock()
+	s.dirs.forwardLog(r.row.ID, s.log)
+	s.dirs.remove(r.row.ID)
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
-		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).Msg("room reaped")
+		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).
+		Bool("adopted", r.row.Adopted).Msg("room reaped")
 	s.wakeWarm()
 }
 
@@ -503,7 +530,7 @@ func (s *Supervisor) sweep(now time.Time) {
 		}
 	}()
 	for _, r := range s.live {
-		if r.watched && r.cause == "" && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
+		if r.watched && r.cause == "" && !s.released && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
 			unhealthy = append(unhealthy, r.row)
 			s.stop(r, room.Unhealthy, true)
 		}
@@ -560,7 +587,7 @@ func (s *Supervisor) keepWarm() {
 func (s *Supervisor) reserveWarm() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.warm) >= s.cfg.Warm || s.processes()+s.spawning >= s.cfg.MaxInstances {
+	if s.closed || s.released || len(s.warm) >= s.cfg.Warm || s.processes()+s.spawning >= s.cfg.MaxInstances {
 		return false
 	}
 	s.spawning++
@@ -595,6 +622,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.dirs.close()
 		return nil
 	case <-ctx.Done():
 	}
@@ -604,6 +632,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	<-done
+	s.dirs.close()
 	return ctx.Err()
 }
 

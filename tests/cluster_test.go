@@ -323,8 +323,8 @@ func (h *clusterHost) kill9(t *testing.T) {
 	<-h.done
 }
 
-// adminRoom is a row of /rooms.
-type adminRoom struct {
+// clusterRoom is a row of /rooms.
+type clusterRoom struct {
 	ID    uint32 `json:"id"`
 	Node  string `json:"node"`
 	Host  string `json:"host"`
@@ -333,9 +333,9 @@ type adminRoom struct {
 }
 
 // rooms reads the host's /rooms.
-func (h *clusterHost) rooms(t testing.TB) []adminRoom {
+func (h *clusterHost) rooms(t testing.TB) []clusterRoom {
 	t.Helper()
-	var table struct{ Rooms []adminRoom }
+	var table struct{ Rooms []clusterRoom }
 	if err := json.Unmarshal([]byte(h.get(t, "/rooms")), &table); err != nil {
 		t.Fatalf("%s /rooms: %v", h.name, err)
 	}
@@ -396,7 +396,7 @@ func hostOf(hosts []*clusterHost, port uint16) string {
 // node; or in none of them when want is false.
 func listedBy(t testing.TB, hosts []*clusterHost, id uint32, node string, want bool) bool {
 	for _, h := range hosts {
-		i := slices.IndexFunc(h.rooms(t), func(r adminRoom) bool { return r.ID == id })
+		i := slices.IndexFunc(h.rooms(t), func(r clusterRoom) bool { return r.ID == id })
 		if (i >= 0) != want || want && h.rooms(t)[i].Node != node {
 			return false
 		}
@@ -568,7 +568,7 @@ func TestClusterBehindOneAddress(t *testing.T) {
 				results[joinSuccess], results[joinFailed], results[0])
 		}
 		for _, h := range hosts {
-			if i := slices.IndexFunc(h.rooms(t), func(r adminRoom) bool { return r.ID == seat.Room }); i < 0 {
+			if i := slices.IndexFunc(h.rooms(t), func(r clusterRoom) bool { return r.ID == seat.Room }); i < 0 {
 				t.Errorf("%s no longer lists the room", h.name)
 			}
 		}

@@ -6,11 +6,15 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
@@ -112,7 +116,8 @@ health_timeout = "30s"
 		t.Fatalf("DDNet-Server's extended info %+v in %d datagrams", info, len(reps))
 	}
 
-	pid := s.instancePID(id)
+	// The room's process is the server's keeper; the server is its child.
+	pid := childOf(t, s.instancePID(id))
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +140,66 @@ health_timeout = "30s"
 			t.Fatalf("no room reaped line for room %d as crashed by SIGKILL:\n%s", id, s.logs)
 		}
 	}
+}
+
+// DDNet rooms survive their lobby as Foyer's own rooms do: each runs under
+// a keeper, which a lobby started again adopts, server and all; a lobby
+// that does not come back leaves the keeper to stop its server after the
+// grace.
+func TestDDNetRoomsOutliveTheLobby(t *testing.T) {
+	ddnet := ddnetBinary(t)
+	l := newKeptLobby(t, keptSettings{grace: 3 * time.Second, match: 60 * time.Second, ports: 4,
+		supervise: fmt.Sprintf(`command = [%q, "sv_port {port}; sv_name Room {room_id}; sv_register 0; bindaddr ::1; sv_max_clients {max_players}; sv_map Tutorial"]
+probe = "teeworlds"
+max_players = 6
+`, ddnet)})
+	c := newClient(t, "127.0.0.1", l.lobby)
+	id, port := c.request(compact, createRoom, 1, nil).roomPort(t)
+	before := c.list(2)
+	if len(before) != 1 || before[0].max != 6 {
+		t.Fatalf("listed %+v", before)
+	}
+	keeper := l.adminRooms()[0].PID
+	server := childOf(t, keeper)
+
+	l.kill9()
+	if info, _ := teeInfo(t, netip.AddrPortFrom(netip.IPv6Loopback(), port)); info.Name != fmt.Sprintf("Room %d", id) {
+		t.Fatalf("with no lobby, the room's port answers %+v", info)
+	}
+	l.start()
+	if after := c.list(3); !slices.Equal(after, before) {
+		t.Fatalf("after the restart %+v, want %+v", after, before)
+	}
+	if r := l.adminRooms(); len(r) != 1 || !r[0].Adopted || r[0].Source != "exec" || r[0].PID != keeper {
+		t.Fatalf("/rooms shows %+v", r)
+	}
+
+	l.kill9()
+	for deadline := time.Now().Add(keepLimit); proc.Alive(server) || proc.Alive(keeper); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("DDNet-Server (%d) or its keeper (%d) still runs long after the grace", server, keeper)
+		}
+	}
+}
+
+// childOf returns the one child of process pid, whichever of its threads
+// forked it.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	for deadline := time.Now().Add(keepLimit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		var kids []string
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		if len(kids) == 1 {
+			child, err := strconv.Atoi(kids[0])
+			if err == nil {
+				return child
+			}
+		}
+	}
+	t.Fatalf("process %d has no one child", pid)
+	return 0
 }

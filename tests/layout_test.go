@@ -101,3 +101,16 @@ func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 		}
 	}
 }
+
+// The client library, the client commands and the test harness build
+// wherever a game developer works, not only where rooms run.
+func TestClientSideBuildsForDarwinAndWindows(t *testing.T) {
+	for _, goos := range []string{"darwin", "windows"} {
+		cmd := exec.Command("go", "build", "./lobby/client", "./cmd/foyer", "./foyertest")
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=%s go build: %v\n%s", goos, err, out)
+		}
+	}
+}

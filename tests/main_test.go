@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/foyerlobby/foyer/internal/proc"
 
 	"github.com/foyerlobby/foyer/internal/logbuf"
@@ -31,6 +33,13 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	// The new process of an upgrade is its predecessor's child; once that
+	// one has exited it is this process's, whose tests wait for it (and
+	// for how it ends) as for any child.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "child subreaper:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "foyer-tests-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,18 +1,29 @@
+//go:build linux
+
 package main
 
 import (
 	"io"
 
-	"github.com/foyerlobby/foyer/instance"
-	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/keeper"
+	"github.com/foyerlobby/foyer/instance/refroom"
 )
 
 var instanceHelp = help{
-	usage: []string{"foyer instance"},
-	about: `Serve one reference room to the supervisor of 'foyer serve', which starts
-this command for every room when [supervisor] command is empty or names
-it. It takes no arguments; run by hand it explains itself and exits 1.`,
+	usage: []string{
+		"foyer instance",
+		"foyer instance --probe PROBE -- COMMAND [ARGS...]",
+	},
+	about: `Serve one room to the supervisor of 'foyer serve', which starts this
+command for every room. Without arguments it is a reference room, what
+the supervisor runs when [supervisor] command is empty or names it. With
+--probe it keeps a game server that knows nothing of Foyer: COMMAND runs
+as its child on the room's port, and PROBE ("teeworlds" or "none") says
+how its status is learnt; the supervisor runs this for [supervisor]
+command with probe set. Run by hand it explains itself and exits 1.`,
 	example: []string{
 		"foyer instance --help",
 		"# config.toml; an empty command runs this executable's instance:",
@@ -21,20 +32,29 @@ it. It takes no arguments; run by hand it explains itself and exits 1.`,
 	},
 }
 
-// runInstance serves one reference room to the supervisor that started
-// this process.
+// runInstance serves one room to the supervisor that started this process:
+// the reference room, or the keeper of a foreign server.
 func runInstance(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("instance", instanceHelp, stdout, stderr)
+	probe := c.fs.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
 	pos, code, ok := c.parse(args)
 	if !ok {
-		return code
-	}
-	if code, ok := c.noArgs(pos); !ok {
 		return code
 	}
 	// The SDK takes over os.Stderr; the log keeps the original, which the
 	// supervisor forwards to its own log.
 	log := zerolog.New(stderr).With().Timestamp().Logger()
-	instance.Serve(refroom.New(log))
-	return exitFail // Serve exits the process
+	if *probe == "" {
+		if code, ok := c.noArgs(pos); !ok {
+			return code
+		}
+		instance.Serve(refroom.New(log))
+		return exitFail // Serve exits the process
+	}
+	k, err := keeper.New(keeper.Config{Probe: *probe, Command: pos}, log)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	instance.Serve(k)
+	return exitFail
 }

@@ -1,7 +1,10 @@
+//go:build linux
+
 package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -23,6 +26,9 @@ type readiness struct {
 	notify *net.UnixAddr // the service manager's socket; nil without one
 	json   io.Writer     // --ready-json's stdout; nil without the flag
 	log    zerolog.Logger
+	// upgraded is set in the new process of an upgrade: it tells the
+	// service manager that it is the service's main process now.
+	upgraded bool
 }
 
 // readyVersion numbers the ready line's format; it changes only when a
@@ -73,7 +79,11 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 			line.Gunz = &e.Addrs()[0]
 		}
 	}
-	r.send("READY=1")
+	if r.upgraded {
+		r.send(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
+	} else {
+		r.send("READY=1")
+	}
 	if r.json != nil {
 		b, _ := json.Marshal(line) // addresses and numbers: cannot fail
 		r.json.Write(append(b, '\n'))

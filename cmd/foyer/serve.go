@@ -1,9 +1,12 @@
+//go:build linux
+
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/config"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2"
@@ -35,6 +39,15 @@ the public server list and the upstream announcer when configured, and
 the supervisor of the rooms, until SIGINT or SIGTERM, which stop every
 room before exiting.
 Every config key and its default is documented in config.toml.
+
+SIGHUP upgrades without a gap: a new process of the binary now on disk,
+with the same arguments, reads the config file again and takes over the
+listening sockets and, with [supervisor] state_dir, every room; this one
+exits 0 once the new one serves. A new process that fails to start (a
+config that no longer parses, a crash) is stopped, and this one serves
+on and logs why. Without state_dir the rooms could not follow: SIGHUP is
+refused. With state_dir a lobby killed any other way leaves its rooms
+playing for reattach_grace, and the next foyer serve adopts them.
 
 Once every listener serves, a unit with Type=notify gets READY=1 (through
 $NOTIFY_SOCKET), and STOPPING=1 when the shutdown begins. --ready-json
@@ -61,11 +74,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if code, ok := c.noArgs(pos); !ok {
 		return code
 	}
+	up, err := inherited() // set when an upgrade started this process
+	if err != nil {
+		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
+		return exitFail
+	}
 	cfg := config.Default()
 	if *path != "" {
-		var err error
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)
+			up.failed(err)
 			return exitFail
 		}
 	}
@@ -73,14 +91,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
-	r := readiness{notify: notifySocket(), log: log}
+	r := readiness{notify: notifySocket(), log: log, upgraded: up != nil}
 	if *readyJSON {
 		r.json = stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, log, r); err != nil {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	if up != nil {
+		up.prepared(cfg.Supervisor.StateDir)
+	}
+	if err := serve(ctx, cfg, log, r, up, hup); err != nil {
 		log.Error().Err(err).Msg("serve failed")
+		up.failed(err)
 		return exitFail
 	}
 	return exitOK
@@ -90,8 +114,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // neighbour-protocol edges (the announcer unregisters its rooms upstream,
 // the GG2-style front-end its registered servers), stops every instance
 // and closes the lobby. r hears when every listener serves and when the
-// shutdown begins.
-func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readiness) error {
+// shutdown begins. A SIGHUP on hup hands everything to a new process
+// (upgrade); once it serves, serve returns nil, leaving the rooms running.
+// up is the old process, when an upgrade started this one.
+func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readiness, up *successor, hup <-chan os.Signal) error {
 	cl, err := cluster.Start(cfg.Cluster, log) // nil when standalone
 	if err != nil {
 		return err
@@ -102,7 +128,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 		return err
 	}
 	if err := cl.Attach(sup); err != nil {
-		shutdown(sup, log)
+		leave(sup, cfg, log)
 		return err
 	}
 	rooms := cl.Table(sup)
@@ -111,7 +137,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 	guard := limit.NewGuard(cfg.Limits)
 	edges, err := neighbours(cfg, rooms, sup, guard, log)
 	if err != nil {
-		shutdown(sup, log)
+		leave(sup, cfg, log)
 		return err
 	}
 	l, adm, err := listeners(cfg, rooms, sup, cl, guard, edges, log)
@@ -119,7 +145,7 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 		for _, e := range edges {
 			e.Close()
 		}
-		shutdown(sup, log)
+		leave(sup, cfg, log)
 		return err
 	}
 	lobbyDone := make(chan error, 1)
@@ -147,13 +173,37 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 		})
 	}
 	// Every socket is bound and read by now: what reaches them is served.
+	if dropped := sockets.CloseUnclaimed(); len(dropped) > 0 {
+		log.Info().Strs("sockets", dropped).Msg("inherited sockets the config no longer names closed")
+	}
 	r.ready(l, adm, edges)
+	up.serving()
 	lobbyOver := false
-	select { // a socket that fails stops everything
-	case <-ctx.Done():
-	case err = <-lobbyDone:
-		lobbyOver = true
-	case err = <-edgeFailed:
+wait:
+	for {
+		select { // a socket that fails stops everything
+		case <-ctx.Done():
+			break wait
+		case err = <-lobbyDone:
+			lobbyOver = true
+			break wait
+		case err = <-edgeFailed:
+			break wait
+		case <-hup:
+			cl.Hold(true) // the new process writes the rooms from now on
+			if upgrade(cfg.Supervisor.StateDir, sup, l, r, log) {
+				// The new process serves: this one stops reading and
+				// leaves the rooms to it.
+				stopEdges()
+				running.Wait()
+				closeLobby()
+				<-lobbyDone
+				closeAdmin()
+				<-adminDone
+				return nil
+			}
+			cl.Hold(false)
+		}
 	}
 	log.Info().Msg("shutting down")
 	r.stopping()
@@ -257,6 +307,22 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 		edges = append(edges, a)
 	}
 	return edges, nil
+}
+
+// leave ends the supervisor of a serve that failed to start. With a state
+// directory its rooms, adopted ones included, are left playing for the
+// next lobby (or for the old process of a failed upgrade, which takes them
+// back); without one they are stopped.
+func leave(sup *supervisor.Supervisor, cfg config.Config, log zerolog.Logger) {
+	if cfg.Supervisor.StateDir == "" {
+		shutdown(sup, log)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
+	defer cancel()
+	if err := sup.Release(ctx); err != nil {
+		log.Warn().Err(err).Msg("rooms not released")
+	}
 }
 
 func shutdown(sup *supervisor.Supervisor, log zerolog.Logger) {

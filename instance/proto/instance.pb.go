@@ -208,7 +208,10 @@ func (x *StartRequest) GetBind() string {
 }
 
 type StartResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the room started, in Unix milliseconds: the start time the
+	// instance gives in Description too.
+	StartedUnixMs int64 `protobuf:"varint,1,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +244,13 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
 	return file_instance_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartResponse) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
 }
 
 type StopRequest struct {
@@ -366,7 +376,15 @@ type Status struct {
 	Players uint32      `protobuf:"varint,2,opt,name=players,proto3" json:"players,omitempty"`
 	Event   PlayerEvent `protobuf:"varint,3,opt,name=event,proto3,enum=foyer.instance.v1.PlayerEvent" json:"event,omitempty"`
 	// The player's IP address in text form when event is not NONE.
-	Ip            string `protobuf:"bytes,4,opt,name=ip,proto3" json:"ip,omitempty"`
+	Ip string `protobuf:"bytes,4,opt,name=ip,proto3" json:"ip,omitempty"`
+	// What a room that counts its players without their addresses says of
+	// itself (a foreign server, asked by its keeper). A room that sends it
+	// once is alive only while it keeps sending it: heartbeats without it
+	// do not count.
+	Details *Details `protobuf:"bytes,5,opt,name=details,proto3" json:"details,omitempty"`
+	// How the process will end, on the last status it sends before it
+	// exits: a host that is not the process's parent learns it only here.
+	Exit          *Exit `protobuf:"bytes,6,opt,name=exit,proto3" json:"exit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -429,6 +447,448 @@ func (x *Status) GetIp() string {
 	return ""
 }
 
+func (x *Status) GetDetails() *Details {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *Status) GetExit() *Exit {
+	if x != nil {
+		return x.Exit
+	}
+	return nil
+}
+
+type Details struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxPlayers    uint32                 `protobuf:"varint,1,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Game          string                 `protobuf:"bytes,3,opt,name=game,proto3" json:"game,omitempty"`
+	Map           string                 `protobuf:"bytes,4,opt,name=map,proto3" json:"map,omitempty"`
+	Password      bool                   `protobuf:"varint,5,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Details) Reset() {
+	*x = Details{}
+	mi := &file_instance_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Details) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Details) ProtoMessage() {}
+
+func (x *Details) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Details.ProtoReflect.Descriptor instead.
+func (*Details) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Details) GetMaxPlayers() uint32 {
+	if x != nil {
+		return x.MaxPlayers
+	}
+	return 0
+}
+
+func (x *Details) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Details) GetGame() string {
+	if x != nil {
+		return x.Game
+	}
+	return ""
+}
+
+func (x *Details) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *Details) GetPassword() bool {
+	if x != nil {
+		return x.Password
+	}
+	return false
+}
+
+type Exit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The exit status, or -1 when a signal ended the process (signal names
+	// it, as "SIGKILL").
+	Code          int32  `protobuf:"zigzag32,1,opt,name=code,proto3" json:"code,omitempty"`
+	Signal        string `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Exit) Reset() {
+	*x = Exit{}
+	mi := &file_instance_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Exit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Exit) ProtoMessage() {}
+
+func (x *Exit) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Exit.ProtoReflect.Descriptor instead.
+func (*Exit) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Exit) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *Exit) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+type DescribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeRequest) Reset() {
+	*x = DescribeRequest{}
+	mi := &file_instance_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeRequest) ProtoMessage() {}
+
+func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
+func (*DescribeRequest) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{8}
+}
+
+type Description struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether Start succeeded; an instance that never started is no room.
+	Started    bool          `protobuf:"varint,1,opt,name=started,proto3" json:"started,omitempty"`
+	Assignment *StartRequest `protobuf:"bytes,2,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	// When Start succeeded, in Unix milliseconds.
+	StartedUnixMs int64 `protobuf:"varint,3,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	// The current status, as Watch would send it first.
+	Status *Status `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// The last Keep.
+	Host *HostState `protobuf:"bytes,5,opt,name=host,proto3" json:"host,omitempty"`
+	// The process and its start time in clock ticks since boot
+	// (/proc/PID/stat field 22): with the pid it names the process for good.
+	Pid        int32  `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
+	StartTicks uint64 `protobuf:"varint,7,opt,name=start_ticks,json=startTicks,proto3" json:"start_ticks,omitempty"`
+	// Whether the game runs another program on its port (a kept foreign
+	// server) rather than serving it itself.
+	Kept          bool `protobuf:"varint,8,opt,name=kept,proto3" json:"kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Description) Reset() {
+	*x = Description{}
+	mi := &file_instance_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Description) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Description) ProtoMessage() {}
+
+func (x *Description) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Description.ProtoReflect.Descriptor instead.
+func (*Description) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Description) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
+}
+
+func (x *Description) GetAssignment() *StartRequest {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+func (x *Description) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *Description) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *Description) GetHost() *HostState {
+	if x != nil {
+		return x.Host
+	}
+	return nil
+}
+
+func (x *Description) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Description) GetStartTicks() uint64 {
+	if x != nil {
+		return x.StartTicks
+	}
+	return 0
+}
+
+func (x *Description) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+// HostState is what a host keeps in its instance.
+type HostState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the room was handed out (listed), as opposed to kept ready.
+	Listed bool `protobuf:"varint,1,opt,name=listed,proto3" json:"listed,omitempty"`
+	// The seats held for players on their way in, oldest first.
+	Seats         []*Seat `protobuf:"bytes,2,rep,name=seats,proto3" json:"seats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostState) Reset() {
+	*x = HostState{}
+	mi := &file_instance_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostState) ProtoMessage() {}
+
+func (x *HostState) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostState.ProtoReflect.Descriptor instead.
+func (*HostState) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *HostState) GetListed() bool {
+	if x != nil {
+		return x.Listed
+	}
+	return false
+}
+
+func (x *HostState) GetSeats() []*Seat {
+	if x != nil {
+		return x.Seats
+	}
+	return nil
+}
+
+type Seat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The player's address, "IP:port".
+	Player string `protobuf:"bytes,1,opt,name=player,proto3" json:"player,omitempty"`
+	// When the seat is given up, in Unix milliseconds.
+	ExpiresUnixMs int64 `protobuf:"varint,2,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	// Whether the JOIN that holds it proved its sender real.
+	Proven        bool `protobuf:"varint,3,opt,name=proven,proto3" json:"proven,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Seat) Reset() {
+	*x = Seat{}
+	mi := &file_instance_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Seat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Seat) ProtoMessage() {}
+
+func (x *Seat) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Seat.ProtoReflect.Descriptor instead.
+func (*Seat) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Seat) GetPlayer() string {
+	if x != nil {
+		return x.Player
+	}
+	return ""
+}
+
+func (x *Seat) GetExpiresUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresUnixMs
+	}
+	return 0
+}
+
+func (x *Seat) GetProven() bool {
+	if x != nil {
+		return x.Proven
+	}
+	return false
+}
+
+type KeepResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeepResponse) Reset() {
+	*x = KeepResponse{}
+	mi := &file_instance_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeepResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeepResponse) ProtoMessage() {}
+
+func (x *KeepResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeepResponse.ProtoReflect.Descriptor instead.
+func (*KeepResponse) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{12}
+}
+
 var File_instance_proto protoreflect.FileDescriptor
 
 const file_instance_proto_rawDesc = "" +
@@ -443,17 +903,51 @@ const file_instance_proto_rawDesc = "" +
 	"\x04bind\x18\x05 \x01(\tR\x04bind\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x0f\n" +
-	"\rStartResponse\"(\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
+	"\rStartResponse\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x01 \x01(\x03R\rstartedUnixMs\"(\n" +
 	"\vStopRequest\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs\"\x0e\n" +
 	"\fStopResponse\"\x0e\n" +
-	"\fWatchRequest\"\x98\x01\n" +
+	"\fWatchRequest\"\xfb\x01\n" +
 	"\x06Status\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.foyer.instance.v1.StateR\x05state\x12\x18\n" +
 	"\aplayers\x18\x02 \x01(\rR\aplayers\x124\n" +
 	"\x05event\x18\x03 \x01(\x0e2\x1e.foyer.instance.v1.PlayerEventR\x05event\x12\x0e\n" +
-	"\x02ip\x18\x04 \x01(\tR\x02ip*V\n" +
+	"\x02ip\x18\x04 \x01(\tR\x02ip\x124\n" +
+	"\adetails\x18\x05 \x01(\v2\x1a.foyer.instance.v1.DetailsR\adetails\x12+\n" +
+	"\x04exit\x18\x06 \x01(\v2\x17.foyer.instance.v1.ExitR\x04exit\"\x80\x01\n" +
+	"\aDetails\x12\x1f\n" +
+	"\vmax_players\x18\x01 \x01(\rR\n" +
+	"maxPlayers\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04game\x18\x03 \x01(\tR\x04game\x12\x10\n" +
+	"\x03map\x18\x04 \x01(\tR\x03map\x12\x1a\n" +
+	"\bpassword\x18\x05 \x01(\bR\bpassword\"2\n" +
+	"\x04Exit\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x11R\x04code\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\tR\x06signal\"\x11\n" +
+	"\x0fDescribeRequest\"\xbc\x02\n" +
+	"\vDescription\x12\x18\n" +
+	"\astarted\x18\x01 \x01(\bR\astarted\x12?\n" +
+	"\n" +
+	"assignment\x18\x02 \x01(\v2\x1f.foyer.instance.v1.StartRequestR\n" +
+	"assignment\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x03 \x01(\x03R\rstartedUnixMs\x121\n" +
+	"\x06status\x18\x04 \x01(\v2\x19.foyer.instance.v1.StatusR\x06status\x120\n" +
+	"\x04host\x18\x05 \x01(\v2\x1c.foyer.instance.v1.HostStateR\x04host\x12\x10\n" +
+	"\x03pid\x18\x06 \x01(\x05R\x03pid\x12\x1f\n" +
+	"\vstart_ticks\x18\a \x01(\x04R\n" +
+	"startTicks\x12\x12\n" +
+	"\x04kept\x18\b \x01(\bR\x04kept\"R\n" +
+	"\tHostState\x12\x16\n" +
+	"\x06listed\x18\x01 \x01(\bR\x06listed\x12-\n" +
+	"\x05seats\x18\x02 \x03(\v2\x17.foyer.instance.v1.SeatR\x05seats\"^\n" +
+	"\x04Seat\x12\x16\n" +
+	"\x06player\x18\x01 \x01(\tR\x06player\x12&\n" +
+	"\x0fexpires_unix_ms\x18\x02 \x01(\x03R\rexpiresUnixMs\x12\x16\n" +
+	"\x06proven\x18\x03 \x01(\bR\x06proven\"\x0e\n" +
+	"\fKeepResponse*V\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_WAITING\x10\x00\x12\x13\n" +
 	"\x0fSTATE_COUNTDOWN\x10\x01\x12\x11\n" +
@@ -462,11 +956,13 @@ const file_instance_proto_rawDesc = "" +
 	"\vPlayerEvent\x12\x15\n" +
 	"\x11PLAYER_EVENT_NONE\x10\x00\x12\x1a\n" +
 	"\x16PLAYER_EVENT_CONNECTED\x10\x01\x12\x1d\n" +
-	"\x19PLAYER_EVENT_DISCONNECTED\x10\x022\xe6\x01\n" +
+	"\x19PLAYER_EVENT_DISCONNECTED\x10\x022\xfd\x02\n" +
 	"\bInstance\x12J\n" +
 	"\x05Start\x12\x1f.foyer.instance.v1.StartRequest\x1a .foyer.instance.v1.StartResponse\x12G\n" +
 	"\x04Stop\x12\x1e.foyer.instance.v1.StopRequest\x1a\x1f.foyer.instance.v1.StopResponse\x12E\n" +
-	"\x05Watch\x12\x1f.foyer.instance.v1.WatchRequest\x1a\x19.foyer.instance.v1.Status0\x01B7Z5github.com/foyerlobby/foyer/instance/proto;instancepbb\x06proto3"
+	"\x05Watch\x12\x1f.foyer.instance.v1.WatchRequest\x1a\x19.foyer.instance.v1.Status0\x01\x12N\n" +
+	"\bDescribe\x12\".foyer.instance.v1.DescribeRequest\x1a\x1e.foyer.instance.v1.Description\x12E\n" +
+	"\x04Keep\x12\x1c.foyer.instance.v1.HostState\x1a\x1f.foyer.instance.v1.KeepResponseB7Z5github.com/foyerlobby/foyer/instance/proto;instancepbb\x06proto3"
 
 var (
 	file_instance_proto_rawDescOnce sync.Once
@@ -481,33 +977,50 @@ func file_instance_proto_rawDescGZIP() []byte {
 }
 
 var file_instance_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_instance_proto_goTypes = []any{
-	(State)(0),            // 0: foyer.instance.v1.State
-	(PlayerEvent)(0),      // 1: foyer.instance.v1.PlayerEvent
-	(*StartRequest)(nil),  // 2: foyer.instance.v1.StartRequest
-	(*StartResponse)(nil), // 3: foyer.instance.v1.StartResponse
-	(*StopRequest)(nil),   // 4: foyer.instance.v1.StopRequest
-	(*StopResponse)(nil),  // 5: foyer.instance.v1.StopResponse
-	(*WatchRequest)(nil),  // 6: foyer.instance.v1.WatchRequest
-	(*Status)(nil),        // 7: foyer.instance.v1.Status
-	nil,                   // 8: foyer.instance.v1.StartRequest.SettingsEntry
+	(State)(0),              // 0: foyer.instance.v1.State
+	(PlayerEvent)(0),        // 1: foyer.instance.v1.PlayerEvent
+	(*StartRequest)(nil),    // 2: foyer.instance.v1.StartRequest
+	(*StartResponse)(nil),   // 3: foyer.instance.v1.StartResponse
+	(*StopRequest)(nil),     // 4: foyer.instance.v1.StopRequest
+	(*StopResponse)(nil),    // 5: foyer.instance.v1.StopResponse
+	(*WatchRequest)(nil),    // 6: foyer.instance.v1.WatchRequest
+	(*Status)(nil),          // 7: foyer.instance.v1.Status
+	(*Details)(nil),         // 8: foyer.instance.v1.Details
+	(*Exit)(nil),            // 9: foyer.instance.v1.Exit
+	(*DescribeRequest)(nil), // 10: foyer.instance.v1.DescribeRequest
+	(*Description)(nil),     // 11: foyer.instance.v1.Description
+	(*HostState)(nil),       // 12: foyer.instance.v1.HostState
+	(*Seat)(nil),            // 13: foyer.instance.v1.Seat
+	(*KeepResponse)(nil),    // 14: foyer.instance.v1.KeepResponse
+	nil,                     // 15: foyer.instance.v1.StartRequest.SettingsEntry
 }
 var file_instance_proto_depIdxs = []int32{
-	8, // 0: foyer.instance.v1.StartRequest.settings:type_name -> foyer.instance.v1.StartRequest.SettingsEntry
-	0, // 1: foyer.instance.v1.Status.state:type_name -> foyer.instance.v1.State
-	1, // 2: foyer.instance.v1.Status.event:type_name -> foyer.instance.v1.PlayerEvent
-	2, // 3: foyer.instance.v1.Instance.Start:input_type -> foyer.instance.v1.StartRequest
-	4, // 4: foyer.instance.v1.Instance.Stop:input_type -> foyer.instance.v1.StopRequest
-	6, // 5: foyer.instance.v1.Instance.Watch:input_type -> foyer.instance.v1.WatchRequest
-	3, // 6: foyer.instance.v1.Instance.Start:output_type -> foyer.instance.v1.StartResponse
-	5, // 7: foyer.instance.v1.Instance.Stop:output_type -> foyer.instance.v1.StopResponse
-	7, // 8: foyer.instance.v1.Instance.Watch:output_type -> foyer.instance.v1.Status
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	15, // 0: foyer.instance.v1.StartRequest.settings:type_name -> foyer.instance.v1.StartRequest.SettingsEntry
+	0,  // 1: foyer.instance.v1.Status.state:type_name -> foyer.instance.v1.State
+	1,  // 2: foyer.instance.v1.Status.event:type_name -> foyer.instance.v1.PlayerEvent
+	8,  // 3: foyer.instance.v1.Status.details:type_name -> foyer.instance.v1.Details
+	9,  // 4: foyer.instance.v1.Status.exit:type_name -> foyer.instance.v1.Exit
+	2,  // 5: foyer.instance.v1.Description.assignment:type_name -> foyer.instance.v1.StartRequest
+	7,  // 6: foyer.instance.v1.Description.status:type_name -> foyer.instance.v1.Status
+	12, // 7: foyer.instance.v1.Description.host:type_name -> foyer.instance.v1.HostState
+	13, // 8: foyer.instance.v1.HostState.seats:type_name -> foyer.instance.v1.Seat
+	2,  // 9: foyer.instance.v1.Instance.Start:input_type -> foyer.instance.v1.StartRequest
+	4,  // 10: foyer.instance.v1.Instance.Stop:input_type -> foyer.instance.v1.StopRequest
+	6,  // 11: foyer.instance.v1.Instance.Watch:input_type -> foyer.instance.v1.WatchRequest
+	10, // 12: foyer.instance.v1.Instance.Describe:input_type -> foyer.instance.v1.DescribeRequest
+	12, // 13: foyer.instance.v1.Instance.Keep:input_type -> foyer.instance.v1.HostState
+	3,  // 14: foyer.instance.v1.Instance.Start:output_type -> foyer.instance.v1.StartResponse
+	5,  // 15: foyer.instance.v1.Instance.Stop:output_type -> foyer.instance.v1.StopResponse
+	7,  // 16: foyer.instance.v1.Instance.Watch:output_type -> foyer.instance.v1.Status
+	11, // 17: foyer.instance.v1.Instance.Describe:output_type -> foyer.instance.v1.Description
+	14, // 18: foyer.instance.v1.Instance.Keep:output_type -> foyer.instance.v1.KeepResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_instance_proto_init() }
@@ -521,7 +1034,7 @@ func file_instance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_instance_proto_rawDesc), len(file_instance_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,9 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Instance_Start_FullMethodName = "/foyer.instance.v1.Instance/Start"
-	Instance_Stop_FullMethodName  = "/foyer.instance.v1.Instance/Stop"
-	Instance_Watch_FullMethodName = "/foyer.instance.v1.Instance/Watch"
+	Instance_Start_FullMethodName    = "/foyer.instance.v1.Instance/Start"
+	Instance_Stop_FullMethodName     = "/foyer.instance.v1.Instance/Stop"
+	Instance_Watch_FullMethodName    = "/foyer.instance.v1.Instance/Watch"
+	Instance_Describe_FullMethodName = "/foyer.instance.v1.Instance/Describe"
+	Instance_Keep_FullMethodName     = "/foyer.instance.v1.Instance/Keep"
 )
 
 // InstanceClient is the client API for Instance service.
@@ -48,8 +50,19 @@ type InstanceClient interface {
 	// first message is the current status. After a FINISHED status the
 	// instance sends nothing more; the host acknowledges it by cancelling
 	// the call, and the instance then exits (at the latest 1 s later).
-	// One host watches at a time.
+	// One host watches at a time: a new Watch call ends the one before it,
+	// so a host that takes a room over from another (after a restart or an
+	// upgrade) never waits for the old one to let go.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Status], error)
+	// Describe says who the instance is: its assignment, when it started,
+	// its current status and what its host asked it to keep. A host that
+	// finds a running instance (its socket in the state directory) asks
+	// this before it adopts the room.
+	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*Description, error)
+	// Keep stores what the host wants back after a restart (the seats it
+	// holds for players on their way in); Describe returns the last one.
+	// The instance does not interpret it.
+	Keep(ctx context.Context, in *HostState, opts ...grpc.CallOption) (*KeepResponse, error)
 }
 
 type instanceClient struct {
@@ -99,6 +112,26 @@ func (c *instanceClient) Watch(ctx context.Context, in *WatchRequest, opts ...gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Instance_WatchClient = grpc.ServerStreamingClient[Status]
 
+func (c *instanceClient) Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*Description, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Description)
+	err := c.cc.Invoke(ctx, Instance_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *instanceClient) Keep(ctx context.Context, in *HostState, opts ...grpc.CallOption) (*KeepResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeepResponse)
+	err := c.cc.Invoke(ctx, Instance_Keep_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InstanceServer is the server API for Instance service.
 // All implementations must embed UnimplementedInstanceServer
 // for forward compatibility.
@@ -119,8 +152,19 @@ type InstanceServer interface {
 	// first message is the current status. After a FINISHED status the
 	// instance sends nothing more; the host acknowledges it by cancelling
 	// the call, and the instance then exits (at the latest 1 s later).
-	// One host watches at a time.
+	// One host watches at a time: a new Watch call ends the one before it,
+	// so a host that takes a room over from another (after a restart or an
+	// upgrade) never waits for the old one to let go.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[Status]) error
+	// Describe says who the instance is: its assignment, when it started,
+	// its current status and what its host asked it to keep. A host that
+	// finds a running instance (its socket in the state directory) asks
+	// this before it adopts the room.
+	Describe(context.Context, *DescribeRequest) (*Description, error)
+	// Keep stores what the host wants back after a restart (the seats it
+	// holds for players on their way in); Describe returns the last one.
+	// The instance does not interpret it.
+	Keep(context.Context, *HostState) (*KeepResponse, error)
 	mustEmbedUnimplementedInstanceServer()
 }
 
@@ -139,6 +183,12 @@ func (UnimplementedInstanceServer) Stop(context.Context, *StopRequest) (*StopRes
 }
 func (UnimplementedInstanceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[Status]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedInstanceServer) Describe(context.Context, *DescribeRequest) (*Description, error) {
+	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
+}
+func (UnimplementedInstanceServer) Keep(context.Context, *HostState) (*KeepResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Keep not implemented")
 }
 func (UnimplementedInstanceServer) mustEmbedUnimplementedInstanceServer() {}
 func (UnimplementedInstanceServer) testEmbeddedByValue()                  {}
@@ -208,6 +258,42 @@ func _Instance_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Instance_WatchServer = grpc.ServerStreamingServer[Status]
 
+func _Instance_Describe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InstanceServer).Describe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Instance_Describe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InstanceServer).Describe(ctx, req.(*DescribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Instance_Keep_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostState)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InstanceServer).Keep(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Instance_Keep_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InstanceServer).Keep(ctx, req.(*HostState))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Instance_ServiceDesc is the grpc.ServiceDesc for Instance service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -222,6 +308,14 @@ var Instance_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stop",
 			Handler:    _Instance_Stop_Handler,
+		},
+		{
+			MethodName: "Describe",
+			Handler:    _Instance_Describe_Handler,
+		},
+		{
+			MethodName: "Keep",
+			Handler:    _Instance_Keep_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

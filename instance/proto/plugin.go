@@ -52,3 +52,21 @@ func (p *Plugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
 	return NewInstanceClient(c), nil
 }
+
+// The environment a host gives an instance that is to outlive the host:
+// with EnvReattachGrace set, the instance keeps playing while no host
+// watches it, for that long (a Go duration), waiting for a new host to
+// adopt it; without it, the instance ends with its host.
+const (
+	// EnvRoomDir names the room's private directory: the instance's
+	// socket is there (go-plugin's PLUGIN_UNIX_SOCKET_DIR points at it),
+	// and its log once no host reads its stderr (room.log).
+	EnvRoomDir = "FOYER_ROOM_DIR"
+	// EnvReattachGrace is how long an instance without a host keeps
+	// playing before it ends its match and exits.
+	EnvReattachGrace = "FOYER_REATTACH_GRACE"
+)
+
+// RoomLog is the name of the file in the room's directory an orphaned
+// instance logs to.
+const RoomLog = "room.log"

@@ -1,8 +1,11 @@
 // Package proc runs a child process as the leader of its own process group
-// and ends it as a whole. It is what the go-plugin host and the exec
-// driver share: the attributes that put a child in its own group and tie
-// it to its parent, the reaping that takes what the child left in its
-// group with it, and the bounded reading of a child's output lines.
+// and ends it as a whole. It is what the go-plugin host and the keeper of
+// a foreign server share: the attributes that put a child in its own
+// group and, when it must not outlive its parent, tie it to it (forked
+// from one locked thread, see StartOnForkThread); the reaping that takes
+// what the child left in its group with it; the bounded reading of a
+// child's output lines; and a handle on a process that is not a child
+// (Open), which names it for good.
 package proc
 
 import (
@@ -26,6 +29,15 @@ func Attr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
 	}
 	a.Setpgid, a.Pgid = true, 0
 	a.Pdeathsig = syscall.SIGKILL
+	return a
+}
+
+// GroupAttr is Attr without the parent-death signal: the child leads a new
+// process group and outlives its parent, for rooms that wait for a new
+// lobby when theirs dies.
+func GroupAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+	a = Attr(a)
+	a.Pdeathsig = 0
 	return a
 }
 

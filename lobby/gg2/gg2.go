@@ -46,6 +46,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
@@ -248,12 +249,12 @@ func listenBoth(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
 		family = "4"
 	}
 	for tries := 0; ; tries++ {
-		u, err := net.ListenUDP("udp"+family, net.UDPAddrFromAddrPort(ap))
+		u, err := sockets.ListenUDP("udp"+family, net.UDPAddrFromAddrPort(ap))
 		if err != nil {
 			return nil, nil, err
 		}
 		port := u.LocalAddr().(*net.UDPAddr).AddrPort().Port()
-		t, err := net.ListenTCP("tcp"+family, net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
+		t, err := sockets.ListenTCP("tcp"+family, net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), port)))
 		if err == nil {
 			return u, t, nil
 		}

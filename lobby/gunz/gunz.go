@@ -37,6 +37,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
@@ -116,7 +117,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 	}
 	l := &Locator{cfg: cfg, rooms: rooms, log: log.With().Str("component", "gunz").Logger(),
 		guard: guard}
-	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
+	c, err := sockets.ListenUDP("udp4", net.UDPAddrFromAddrPort(cfg.Listen))
 	if err != nil {
 		return nil, fmt.Errorf("gunz: listen %v: %w", cfg.Listen, err)
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,31 +45,66 @@ const statusBuffer = 64
 // the process has exited, before the rest is dropped.
 const statusLinger = 2 * time.Second
 
+// ErrTryAgain matches the error of a Start whose program ended before it
+// was ready (instance.ErrTryAgain on the instance's side): the process is
+// still fresh and Start may be called again with another port.
+var ErrTryAgain = instance.ErrTryAgain
+
 // LaunchConfig says how to start one instance process.
 type LaunchConfig struct {
-	Cmd          *exec.Cmd     // Setpgid and Pdeathsig are set by Launch
+	Cmd          *exec.Cmd     // Setpgid (and Pdeathsig, without Grace) are set by Launch
 	StartTimeout time.Duration // handshake deadline
 	Log          zerolog.Logger
 	// StartProcess starts cmd; the supervisor runs it on its one locked OS
 	// thread so Pdeathsig outlives nothing. Nil means cmd.Start.
 	StartProcess func(cmd *exec.Cmd) error
+	// Dir is the room's private directory, which must exist: the
+	// instance's socket is made there, where Attach finds it again, and
+	// the instance logs there once nobody reads its stderr. The caller
+	// removes it. Empty: a temporary directory of go-plugin's.
+	Dir string
+	// Grace, when positive, lets the instance outlive its host: it has no
+	// parent-death signal and keeps playing for Grace without a host,
+	// waiting to be adopted (see Attach). Zero ties it to the host.
+	Grace time.Duration
 }
 
-// Process is a running instance seen from the host. Its methods are safe
-// for concurrent use.
+// Process is a running instance seen from the host: one it launched, or
+// one it attached to. Its methods are safe for concurrent use.
 type Process struct {
-	run      *procRunner
-	client   *plugin.Client
-	rpc      instancepb.InstanceClient
-	status   chan Status
-	stopOnce sync.Once
+	life   life
+	log    zerolog.Logger
+	rpc    instancepb.InstanceClient
+	status chan Status
+	free   func() // releases the connection once the process is gone
+
+	mu        sync.Mutex
+	reading   sync.WaitGroup     // readers of Watch streams
+	unwatch   context.CancelFunc // ends the open Watch stream; nil if none
+	streams   uint64             // Watch streams opened so far
+	closing   bool               // the process has exited: no new stream
+	exit      *Exit              // how the instance said it ends
+	startedAt time.Time          // when Start succeeded, as the instance says
+	stopOnce  sync.Once
+}
+
+// life is the OS process under a Process: a child the host started, or a
+// process another host started, known by a pidfd.
+type life interface {
+	pid() int
+	exited() <-chan struct{}
+	// exitStatus is what the OS says of the exit: the code (or -1) and
+	// the signal; -1 and "" when it cannot tell (not a child).
+	exitStatus() (int, string)
+	signalGroup(sig unix.Signal)
 }
 
 // Launch starts the process and completes the plugin handshake. The
 // process runs in its own process group with SIGKILL as its parent-death
-// signal, and gets cmd.Env (the host's environment if nil) plus the
-// handshake's variables. On success the status stream is already open;
-// on failure the process group has been killed.
+// signal (unless cfg.Grace lets it outlive the host), and gets cmd.Env
+// (the host's environment if nil) plus the handshake's variables. On
+// success the status stream is already open; on failure the process group
+// has been killed.
 func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 	if cfg.Cmd == nil {
 		return nil, errors.New("instance: launch: no command")
@@ -81,9 +118,18 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		start = (*exec.Cmd).Start
 	}
 	cmd := cfg.Cmd
-	cmd.SysProcAttr = proc.Attr(cmd.SysProcAttr)
+	var env []string
+	if cfg.Grace > 0 {
+		cmd.SysProcAttr = proc.GroupAttr(cmd.SysProcAttr)
+		env = append(env, instancepb.EnvReattachGrace+"="+cfg.Grace.String())
+	} else {
+		cmd.SysProcAttr = proc.Attr(cmd.SysProcAttr)
+	}
+	if cfg.Dir != "" {
+		env = append(env, instancepb.EnvRoomDir+"="+cfg.Dir)
+	}
 
-	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, exited: make(chan struct{})}
+	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead()}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  instancepb.Handshake,
 		Plugins:          plugin.PluginSet{instancepb.PluginName: &instancepb.Plugin{}},
@@ -94,30 +140,32 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		// by the host's.
 		SkipHostEnv: cmd.Env != nil,
 		RunnerFunc: func(_ hclog.Logger, standIn *exec.Cmd, socketDir string) (runner.Runner, error) {
-			cmd.Env = append(slices.Clip(cmd.Env), standIn.Env...)
-			r.socketDir = socketDir
+			r.socketDir, r.ownDir = socketDir, true
+			if cfg.Dir != "" {
+				// The socket goes in the room's directory, where a host
+				// that restarts finds it; go-plugin's own stays empty.
+				r.socketDir, r.ownDir = cfg.Dir, false
+				env = append(env, plugin.EnvUnixSocketDir+"="+cfg.Dir)
+				_ = os.Remove(socketDir)
+			}
+			cmd.Env = append(append(slices.Clip(cmd.Env), standIn.Env...), env...)
 			return r, nil
 		},
-		StartTimeout: timeout,
-		Logger:       hclog.NewNullLogger(),
-		// go-plugin lets a message be 2 GiB; nothing an instance sends is
-		// a fraction of this.
-		GRPCDialOptions: []grpc.DialOption{
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(instancepb.MaxMessage)),
-			// A fixed window turns off the bandwidth probe, whose pings
-			// would wake the host for every heartbeat of every room.
-			grpc.WithInitialWindowSize(instancepb.MaxMessage),
-			grpc.WithInitialConnWindowSize(instancepb.MaxMessage),
-			grpc.WithReadBufferSize(instancepb.ConnBuffer),
-			grpc.WithWriteBufferSize(instancepb.ConnBuffer),
-		},
+		StartTimeout:    timeout,
+		Logger:          hclog.NewNullLogger(),
+		GRPCDialOptions: dialOptions(),
 	})
-	p := &Process{run: r, client: client, status: make(chan Status, statusBuffer)}
-	if err := p.connect(ctx); err != nil {
-		if !p.abandon() {
+	p := &Process{life: r, log: cfg.Log, status: make(chan Status, statusBuffer)}
+	p.free = func() {
+		<-r.done
+		client.Kill()
+	}
+	if err := p.connect(ctx, client, r); err != nil {
+		if !p.abandon(client, r) {
 			cfg.Log.Error().Int("pid", p.PID()).Dur("waited", abandonWait).Msg("instance still running after SIGKILL")
 			err = fmt.Errorf("%w (process %d still running %v after SIGKILL)", err, p.PID(), abandonWait)
 		}
+		err = r.explain(err)
 		cfg.Log.Debug().Err(err).Str("cmd", cmd.Path).Msg("instance launch failed")
 		return nil, fmt.Errorf("instance: launch %s: %w", cmd.Path, err)
 	}
@@ -126,23 +174,38 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 	return p, nil
 }
 
+// dialOptions are the host's side of every instance connection. go-plugin
+// lets a message be 2 GiB; nothing an instance sends is a fraction of
+// this.
+func dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(instancepb.MaxMessage)),
+		// A fixed window turns off the bandwidth probe, whose pings
+		// would wake the host for every heartbeat of every room.
+		grpc.WithInitialWindowSize(instancepb.MaxMessage),
+		grpc.WithInitialConnWindowSize(instancepb.MaxMessage),
+		grpc.WithReadBufferSize(instancepb.ConnBuffer),
+		grpc.WithWriteBufferSize(instancepb.ConnBuffer),
+	}
+}
+
 // connect runs the handshake and opens the status stream, giving up when
 // ctx ends.
-func (p *Process) connect(ctx context.Context) error {
+func (p *Process) connect(ctx context.Context, client *plugin.Client, r *procRunner) error {
 	done := make(chan error, 1)
-	go func() { done <- p.dial() }()
+	go func() { done <- p.dial(client) }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		p.run.cancel()
+		r.cancel()
 		<-done
 		return ctx.Err()
 	}
 }
 
-func (p *Process) dial() error {
-	cp, err := p.client.Client()
+func (p *Process) dial(client *plugin.Client) error {
+	cp, err := client.Client()
 	if err != nil {
 		return err
 	}
@@ -151,53 +214,94 @@ func (p *Process) dial() error {
 		return err
 	}
 	p.rpc = raw.(instancepb.InstanceClient)
-	watch, cancel := context.WithCancel(context.Background())
-	stream, err := p.rpc.Watch(watch, &instancepb.WatchRequest{})
-	if err != nil {
-		cancel()
-		return err
-	}
-	go p.readStatus(stream, cancel)
-	return nil
+	return p.watch(false)
 }
 
 // abandon kills what a failed launch started and waits, up to
 // abandonWait, until the process has been reaped, so that a failed Launch
 // leaves nothing running behind it; go-plugin cleans up after it in the
 // background. It reports false if the process outlived the wait.
-func (p *Process) abandon() bool {
-	p.run.cancel()
-	go p.release()
-	if !p.run.started() {
+func (p *Process) abandon(client *plugin.Client, r *procRunner) bool {
+	r.cancel()
+	if !r.started() {
+		client.Kill()
 		return true
 	}
+	go p.free()
 	t := time.NewTimer(abandonWait)
 	defer t.Stop()
 	select {
-	case <-p.run.exited:
+	case <-r.done:
 		return true
 	case <-t.C:
 		return false
 	}
 }
 
-// release frees go-plugin's side (connection, socket directory) once the
-// process is gone.
+// release frees the connection once the process is gone, and closes
+// Status once no stream delivers any more.
 func (p *Process) release() {
-	if !p.run.started() {
-		return
-	}
-	<-p.run.exited
-	p.client.Kill()
+	p.free()
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.reading.Wait()
+	close(p.status)
 }
+
+// watch opens a Watch stream and starts reading it, unless one is open;
+// with again, it replaces the open one.
+func (p *Process) watch(again bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing || p.unwatch != nil && !again {
+		return nil
+	}
+	if p.unwatch != nil {
+		p.unwatch()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := p.rpc.Watch(ctx, &instancepb.WatchRequest{})
+	if err != nil {
+		cancel()
+		p.unwatch = nil
+		return err
+	}
+	p.streams++
+	p.unwatch = cancel
+	p.reading.Add(1)
+	// The stream opens with the instance's present; waiting for it means
+	// every report delivered afterwards follows what was true when watch
+	// returned (a launch sees Waiting first, whatever its game does next).
+	first := make(chan struct{})
+	go p.readStatus(stream, cancel, p.streams, first)
+	p.mu.Unlock()
+	<-first
+	p.mu.Lock()
+	return nil
+}
+
+// Rewatch opens the status stream again, in place of whatever is left of
+// it: another host took the instance over (its Watch ended this one's)
+// and let it go again, while the process runs.
+func (p *Process) Rewatch() error { return p.watch(true) }
 
 // readStatus turns the Watch stream into Status values. A report that
 // makes no sense is skipped; the stream ends after Finished, which it
 // acknowledges by cancelling the call.
 func (p *Process) readStatus(stream interface {
 	Recv() (*instancepb.Status, error)
-}, cancel context.CancelFunc) {
-	defer close(p.status)
+}, cancel context.CancelFunc, n uint64, first chan<- struct{}) {
+	defer p.reading.Done()
+	firstOnce := sync.OnceFunc(func() { close(first) })
+	defer firstOnce() // a stream that ends before its first report
+	defer func() {
+		p.mu.Lock()
+		if p.streams == n {
+			p.unwatch = nil
+		}
+		p.mu.Unlock()
+	}()
 	defer cancel()
 	for {
 		m, err := stream.Recv()
@@ -206,10 +310,17 @@ func (p *Process) readStatus(stream interface {
 		}
 		s, ok := statusFrom(m)
 		if !ok {
-			p.run.log.Debug().Int("pid", p.PID()).Stringer("status", m).Msg("instance sent an invalid status")
+			p.log.Debug().Int("pid", p.PID()).Stringer("status", m).Msg("instance sent an invalid status")
 			continue
 		}
-		if !p.deliver(s) || s.State == packet.Finished {
+		if s.Exit != nil {
+			p.mu.Lock()
+			p.exit = s.Exit
+			p.mu.Unlock()
+		}
+		delivered := p.deliver(s)
+		firstOnce()
+		if !delivered || s.State == packet.Finished {
 			return
 		}
 	}
@@ -220,7 +331,16 @@ func statusFrom(m *instancepb.Status) (Status, bool) {
 	if st < instancepb.State_STATE_WAITING || st > instancepb.State_STATE_FINISHED {
 		return Status{}, false
 	}
-	s := Status{State: packet.RoomState(st), Players: int(m.GetPlayers())}
+	s := Status{State: packet.RoomState(st), Players: int(min(m.GetPlayers(), 1<<16-1))}
+	if d := m.GetDetails(); d != nil {
+		s.Details = &Details{
+			MaxPlayers: int(min(d.GetMaxPlayers(), 1<<16-1)),
+			Name:       d.GetName(), Game: d.GetGame(), Map: d.GetMap(), Password: d.GetPassword(),
+		}
+	}
+	if e := m.GetExit(); e != nil {
+		s.Exit = &Exit{Code: int(max(e.GetCode(), -1)), Signal: e.GetSignal()}
+	}
 	switch m.GetEvent() {
 	case instancepb.PlayerEvent_PLAYER_EVENT_NONE:
 		return s, true
@@ -244,7 +364,7 @@ func (p *Process) deliver(s Status) bool {
 	select {
 	case p.status <- s:
 		return true
-	case <-p.run.exited:
+	case <-p.life.exited():
 	}
 	t := time.NewTimer(statusLinger)
 	defer t.Stop()
@@ -257,11 +377,34 @@ func (p *Process) deliver(s Status) bool {
 }
 
 // Start hands the instance its assignment; it returns once the game is
-// ready. An error matching instance.ErrPortInUse means the game could not bind
-// a.Port because another socket holds it; the instance is then still
-// fresh and Start may be called again with another port. Any other error
-// is final: stop or kill the process.
+// ready. An error matching instance.ErrPortInUse means the game could not
+// bind a.Port because another socket holds it, one matching ErrTryAgain
+// that the program the instance runs ended before it was ready; in both
+// cases the instance is still fresh and Start may be called again with
+// another port. Any other error is final: stop or kill the process.
 func (p *Process) Start(ctx context.Context, a instance.Assignment) error {
+	resp, err := p.rpc.Start(ctx, startRequest(a))
+	if err == nil {
+		at := time.Now()
+		if ms := resp.GetStartedUnixMs(); ms != 0 {
+			at = time.UnixMilli(ms)
+		}
+		p.mu.Lock()
+		p.startedAt = at
+		p.mu.Unlock()
+		return nil
+	}
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.AlreadyExists:
+		return fmt.Errorf("%w: room %d: %s", instance.ErrPortInUse, a.RoomID, st.Message())
+	case codes.Aborted:
+		return fmt.Errorf("%w: room %d: %s", ErrTryAgain, a.RoomID, strings.TrimPrefix(st.Message(), ErrTryAgain.Error()+": "))
+	}
+	return fmt.Errorf("instance: start room %d: %s: %s", a.RoomID, st.Code(), st.Message())
+}
+
+func startRequest(a instance.Assignment) *instancepb.StartRequest {
 	req := &instancepb.StartRequest{
 		RoomId:     a.RoomID,
 		Port:       uint32(a.Port),
@@ -271,22 +414,39 @@ func (p *Process) Start(ctx context.Context, a instance.Assignment) error {
 	if a.Bind.IsValid() {
 		req.Bind = a.Bind.String()
 	}
-	_, err := p.rpc.Start(ctx, req)
-	if err == nil {
-		return nil
-	}
-	st := status.Convert(err)
-	if st.Code() == codes.AlreadyExists {
-		return fmt.Errorf("%w: room %d: %s", instance.ErrPortInUse, a.RoomID, st.Message())
-	}
-	return fmt.Errorf("instance: start room %d: %s: %s", a.RoomID, st.Code(), st.Message())
+	return req
 }
 
-// Status delivers the instance's reports; it is closed when the stream
-// ends: after Finished, or when the process exits. Read it until it is
-// closed: the stream waits for the reader (a while at most once the
-// process has exited).
+// StartedAt is when the room started, as the instance says (the start
+// time a host that adopts it later learns too); zero before Start
+// succeeded.
+func (p *Process) StartedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startedAt
+}
+
+// Status delivers the instance's reports. It is closed once the process
+// has exited and its last reports are delivered (or, after a while
+// without a reader, dropped). A stream that breaks while the process runs
+// (another host took it over) leaves it open: see Rewatch. Read it until
+// it is closed.
 func (p *Process) Status() <-chan Status { return p.status }
+
+// Keep stores k in the instance, for a host that adopts it later.
+func (p *Process) Keep(ctx context.Context, k Kept) error {
+	_, err := p.rpc.Keep(ctx, hostState(k))
+	return err
+}
+
+// Describe asks the instance who it is.
+func (p *Process) Describe(ctx context.Context) (Description, error) {
+	m, err := p.rpc.Describe(ctx, &instancepb.DescribeRequest{})
+	if err != nil {
+		return Description{}, err
+	}
+	return descriptionFrom(m)
+}
 
 // Stop asks the game to stop, then kills the process group after grace.
 // It returns at once; wait on Exited. Safe to call more than once (only
@@ -302,7 +462,7 @@ func (p *Process) Stop(grace time.Duration) {
 			defer cancel()
 			_, _ = p.rpc.Stop(ctx, &instancepb.StopRequest{GraceMs: uint32(min(grace.Milliseconds(), 1<<32-1))})
 			select {
-			case <-p.run.exited:
+			case <-p.life.exited():
 			case <-ctx.Done():
 				p.Kill()
 			}
@@ -311,18 +471,26 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 // Kill sends SIGKILL to the process group at once. Idempotent.
-func (p *Process) Kill() { p.run.signalGroup(unix.SIGKILL) }
+func (p *Process) Kill() { p.life.signalGroup(unix.SIGKILL) }
 
-// Exited is closed once the process has exited and been waited for.
-func (p *Process) Exited() <-chan struct{} { return p.run.exited }
+// Exited is closed once the process has exited (and, if it is the host's
+// child, been waited for).
+func (p *Process) Exited() <-chan struct{} { return p.life.exited() }
 
 // ExitStatus is the exit code (or -1) and the signal name, if any; valid
-// once Exited is closed.
-func (p *Process) ExitStatus() (code int, signal string) { return p.run.exitStatus() }
+// once Exited is closed. What the instance reported of its end comes
+// first (a kept server's status, or an adopted instance's, which the host
+// cannot wait for); then what the OS says, which for a process the host
+// did not start is -1 and "": unknown.
+func (p *Process) ExitStatus() (code int, signal string) {
+	p.mu.Lock()
+	e := p.exit
+	p.mu.Unlock()
+	if e != nil {
+		return e.Code, e.Signal
+	}
+	return p.life.exitStatus()
+}
 
 // PID is the process id.
-func (p *Process) PID() int {
-	p.run.mu.Lock()
-	defer p.run.mu.Unlock()
-	return p.run.pid
-}
+func (p *Process) PID() int { return p.life.pid() }

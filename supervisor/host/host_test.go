@@ -95,6 +95,18 @@ func TestMain(m *testing.M) {
 		}
 		os.WriteFile(os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"), []byte(strconv.Itoa(inst.Process.Pid)), 0o600)
 		time.Sleep(time.Hour)
+	case "grace-host":
+		// A host whose instance is to outlive it: it launches one in
+		// $FOYER_TEST_ROOM_DIR with a 1 s grace, starts it on
+		// $FOYER_TEST_PORT, reports its pid, then waits to be killed.
+		port, _ := strconv.Atoi(os.Getenv("FOYER_TEST_PORT"))
+		p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", ""),
+			Dir: os.Getenv("FOYER_TEST_ROOM_DIR"), Grace: time.Second})
+		if err != nil || p.Start(context.Background(), instance.Assignment{RoomID: 7, Port: uint16(port), MaxPlayers: 2}) != nil {
+			os.Exit(3)
+		}
+		os.WriteFile(os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"), []byte(strconv.Itoa(p.PID())), 0o600)
+		time.Sleep(time.Hour)
 	case "host":
 		// A host that launches one instance, then waits to be killed.
 		p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))})

@@ -40,19 +40,24 @@ type procRunner struct {
 	cmd       *exec.Cmd
 	start     func(*exec.Cmd) error
 	log       zerolog.Logger
-	socketDir string // go-plugin's; removed here once the process is gone
+	socketDir string // where the instance's socket is made
+	ownDir    bool   // socketDir is go-plugin's: removed here once the process is gone
+	head      *head  // the first lines it printed
 
 	stdout, stderr *os.File // read ends
+	stdoutHead     io.Reader
 
 	mu        sync.Mutex
-	pid       int  // 0 until started
+	id        int  // the pid; 0 until started
 	cancelled bool // killed at once if it starts after all
 	reaped    bool // after this, the pid may belong to someone else
 	code      int
 	signal    string
 
-	exited chan struct{}
+	done chan struct{} // closed once the process is reaped
 }
+
+var _ life = (*procRunner)(nil)
 
 func (r *procRunner) Start(context.Context) error {
 	outR, outW, err := os.Pipe()
@@ -72,14 +77,17 @@ func (r *procRunner) Start(context.Context) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		os.RemoveAll(r.socketDir)
+		if r.ownDir {
+			os.RemoveAll(r.socketDir)
+		}
 		return err
 	}
 	r.stdout, r.stderr = outR, errR
+	r.stdoutHead = r.head.reader(outR)
 	r.mu.Lock()
-	r.pid = r.cmd.Process.Pid
+	r.id = r.cmd.Process.Pid
 	if r.cancelled {
-		proc.KillGroup(r.pid)
+		proc.KillGroup(r.id)
 	}
 	r.mu.Unlock()
 	go r.forwardStderr()
@@ -91,7 +99,7 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) started() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pid != 0
+	return r.id != 0
 }
 
 // wait reaps the process (see proc.Reap) and then releases what the
@@ -101,10 +109,13 @@ func (r *procRunner) wait() {
 	r.mu.Lock()
 	r.reaped, r.code, r.signal = true, code, sig
 	r.mu.Unlock()
-	// The socket is dead with its server; go-plugin would remove the
-	// directory too, but only once every pipe is drained.
-	os.RemoveAll(r.socketDir)
-	close(r.exited)
+	// The socket is dead with its server; go-plugin would remove its
+	// directory too, but only once every pipe is drained. A directory
+	// the caller gave is the caller's to remove.
+	if r.ownDir {
+		os.RemoveAll(r.socketDir)
+	}
+	close(r.done)
 	time.AfterFunc(pipeLinger, func() {
 		r.stdout.Close()
 		r.stderr.Close()
@@ -123,10 +134,18 @@ func (r *procRunner) cancel() {
 func (r *procRunner) signalGroup(sig unix.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pid != 0 && !r.reaped {
-		proc.SignalGroup(r.pid, sig)
+	if r.id != 0 && !r.reaped {
+		proc.SignalGroup(r.id, sig)
 	}
 }
+
+func (r *procRunner) pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.id
+}
+
+func (r *procRunner) exited() <-chan struct{} { return r.done }
 
 func (r *procRunner) exitStatus() (int, string) {
 	r.mu.Lock()
@@ -141,6 +160,7 @@ func (r *procRunner) forwardStderr() {
 }
 
 func (r *procRunner) logLine(line []byte) {
+	r.head.add(line)
 	e := r.log.Debug()
 	if !e.Enabled() {
 		return
@@ -150,19 +170,19 @@ func (r *procRunner) logLine(line []byte) {
 	} else {
 		e.Str("line", string(line))
 	}
-	e.Int("pid", r.pid).Msg("instance stderr")
+	e.Int("pid", r.id).Msg("instance stderr")
 }
 
 // The rest of runner.Runner.
 
 func (r *procRunner) Diagnose(context.Context) string { return "" }
-func (r *procRunner) Stdout() io.ReadCloser           { return r.stdout }
+func (r *procRunner) Stdout() io.ReadCloser           { return readCloser{r.stdoutHead, r.stdout} }
 func (r *procRunner) Stderr() io.ReadCloser           { return io.NopCloser(strings.NewReader("")) }
 func (r *procRunner) Name() string                    { return r.cmd.Path }
 
 func (r *procRunner) Wait(ctx context.Context) error {
 	select {
-	case <-r.exited:
+	case <-r.done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -180,10 +200,10 @@ func (r *procRunner) Kill(context.Context) error {
 func (r *procRunner) ID() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pid == 0 {
+	if r.id == 0 {
 		return ""
 	}
-	return strconv.Itoa(r.pid)
+	return strconv.Itoa(r.id)
 }
 
 // PluginToHost accepts only a unix socket in the directory go-plugin made

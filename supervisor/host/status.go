@@ -1,8 +1,13 @@
 package host
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
+	"time"
 
+	"github.com/foyerlobby/foyer/instance"
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -23,4 +28,119 @@ type Status struct {
 	Players int
 	Event   PlayerEventKind // NoPlayerEvent for heartbeats and state changes
 	IP      netip.Addr      // the player's IP when Event is set
+	// Details is set when a room that counts its players without their
+	// addresses reports itself; a room that does is alive only while it
+	// keeps doing so.
+	Details *Details
+	// Exit is set on the last report of an instance about to exit.
+	Exit *Exit
+}
+
+// Status's reports beyond the player events.
+type (
+	// Details is what a room that counts its players without their
+	// addresses (a kept foreign server) says of itself; a Status carries
+	// it only when the room just said so.
+	Details struct {
+		MaxPlayers      int
+		Name, Game, Map string
+		Password        bool
+	}
+	// Exit is how the instance said its process ends: the code, or -1
+	// and the signal that ended the program it kept.
+	Exit struct {
+		Code   int
+		Signal string
+	}
+)
+
+// Kept is what a host stores in its instance (Process.Keep) for the next
+// host to find (Description.Kept).
+type Kept struct {
+	Listed bool   // handed out, as opposed to kept ready
+	Seats  []Seat // oldest first
+}
+
+// Seat is one place held for a player on the way in.
+type Seat struct {
+	Player  netip.AddrPort
+	Expires time.Time
+	Proven  bool
+}
+
+// maxKeptSeats bounds the seats one Keep carries, so that the message
+// stays far below instancepb.MaxMessage whatever a room's size: the
+// youngest are kept.
+const maxKeptSeats = 1024
+
+// Description is what an instance says of itself (Process.Describe).
+type Description struct {
+	Started    bool // Start succeeded: it is a room
+	Assignment instance.Assignment
+	StartedAt  time.Time
+	Status     Status // the present, details included
+	Kept       Kept
+	PID        int
+	StartTicks uint64 // with PID, names the process for good
+	// Runs says that the game runs another program on its port (a kept
+	// foreign server).
+	Runs bool
+}
+
+func hostState(k Kept) *instancepb.HostState {
+	seats := k.Seats
+	if len(seats) > maxKeptSeats {
+		seats = seats[len(seats)-maxKeptSeats:]
+	}
+	m := &instancepb.HostState{Listed: k.Listed, Seats: make([]*instancepb.Seat, len(seats))}
+	for i, s := range seats {
+		m.Seats[i] = &instancepb.Seat{Player: s.Player.String(), ExpiresUnixMs: s.Expires.UnixMilli(), Proven: s.Proven}
+	}
+	return m
+}
+
+// descriptionFrom reads an instance's description; it is the word of a
+// process that may be anything, so every field is checked.
+func descriptionFrom(m *instancepb.Description) (Description, error) {
+	d := Description{Started: m.GetStarted(), PID: int(m.GetPid()), StartTicks: m.GetStartTicks(), Runs: m.GetKept()}
+	if d.Started {
+		a, err := assignment(m.GetAssignment())
+		if err != nil {
+			return Description{}, err
+		}
+		d.Assignment = a
+		d.StartedAt = time.UnixMilli(m.GetStartedUnixMs())
+	}
+	st, ok := statusFrom(m.GetStatus())
+	if !ok {
+		return Description{}, errors.New("instance: describe: invalid status")
+	}
+	d.Status = st
+	d.Kept.Listed = m.GetHost().GetListed()
+	seats := m.GetHost().GetSeats()
+	for _, s := range seats[max(len(seats)-maxKeptSeats, 0):] {
+		player, err := netip.ParseAddrPort(s.GetPlayer())
+		if err != nil {
+			continue
+		}
+		d.Kept.Seats = append(d.Kept.Seats, Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()), Proven: s.GetProven()})
+	}
+	return d, nil
+}
+
+func assignment(m *instancepb.StartRequest) (instance.Assignment, error) {
+	a := instance.Assignment{RoomID: m.GetRoomId(), MaxPlayers: int(m.GetMaxPlayers()), Settings: m.GetSettings()}
+	if a.RoomID == 0 || m.GetPort() == 0 || m.GetPort() > 0xFFFF || a.MaxPlayers < 1 || a.MaxPlayers > 0xFFFF {
+		return a, fmt.Errorf("instance: describe: assignment of room %d port %d for %d players makes no room",
+			a.RoomID, m.GetPort(), a.MaxPlayers)
+	}
+	a.Port = uint16(m.GetPort())
+	if b := m.GetBind(); b != "" {
+		ip, err := netip.ParseAddr(b)
+		if err != nil {
+			return a, fmt.Errorf("instance: describe: bind %q: %v", b, err)
+		}
+		a.Bind = ip
+	}
+	return a, nil
 }

@@ -19,6 +19,9 @@
 //	                  be killed
 //	tee PORT MAX      a foreign server answering Teeworlds info requests
 //	                  (see teeServer), for the exec driver
+//	keep --probe P -- COMMAND...
+//	                  the keeper of a foreign server, as foyer's instance
+//	                  subcommand runs it
 package main
 
 import (
@@ -37,6 +40,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -68,6 +72,18 @@ func main() {
 		os.Exit(host(os.Args[2:]))
 	case "tee":
 		os.Exit(teeServer(os.Args[2:]))
+	case "keep":
+		cfg, err := keeper.Parse(os.Args[2:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		k, err := keeper.New(cfg, zerolog.New(os.Stderr))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		instance.Serve(k)
 	default:
 		fmt.Fprintf(os.Stderr, "testroom: unknown mode %q\n", mode)
 		os.Exit(2)
@@ -168,7 +184,7 @@ func host(args []string) int {
 		Command: []string{exe, "game"},
 	}
 	if args[2] == "exec" {
-		cfg.Command, cfg.Probe = []string{exe, "tee", "{port}", "8"}, "teeworlds"
+		cfg.Command, cfg.Probe, cfg.Keeper = []string{exe, "tee", "{port}", "8"}, "teeworlds", []string{exe, "keep"}
 	}
 	s, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cluster"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -103,7 +104,7 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
 		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := sockets.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
@@ -238,6 +239,7 @@ type roomJSON struct {
 	Host       string    `json:"host,omitempty"`
 	Node       string    `json:"node,omitempty"`
 	Password   bool      `json:"password,omitempty"`
+	Adopted    bool      `json:"adopted"`
 }
 
 // tableJSON is the body of /rooms.
@@ -272,6 +274,7 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
 		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
+		Adopted: r.Adopted,
 	}
 	if r.Host.IsValid() {
 		row.Host = r.Host.String()

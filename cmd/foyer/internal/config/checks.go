@@ -9,6 +9,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // check refuses what no single value shows: values that contradict each
@@ -24,6 +25,22 @@ func (k *keys) check(r *reader, c *Config) {
 	// With probe set the server runs in a fresh private directory.
 	if sc.Probe != "" && len(sc.Command) > 0 && strings.Contains(sc.Command[0], "/") && !filepath.IsAbs(sc.Command[0]) {
 		r.refuse(fmt.Sprintf("%q is relative to the room's fresh working directory: give an absolute path", sc.Command[0]), ks.Command)
+	}
+	// A command that cannot run would fail every CREATE: the start is the
+	// place to say so.
+	if len(sc.Command) > 0 && (sc.Probe == "" || filepath.IsAbs(sc.Command[0]) || !strings.Contains(sc.Command[0], "/")) {
+		if err := supervisor.Runnable(sc.Command[0]); err != nil {
+			r.refuse(err.Error(), ks.Command)
+		}
+	}
+	if sc.StateDir != "" {
+		if err := supervisor.CheckStateDir(sc.StateDir); err != nil {
+			r.refuse(err.Error(), ks.StateDir)
+		}
+	} else if sc.ReattachGrace != supervisor.Defaults().ReattachGrace {
+		// config.toml shows the default: only a grace chosen on purpose
+		// is one that goes unused.
+		r.warn("has no effect without state_dir: rooms die with the lobby", ks.ReattachGrace)
 	}
 	if len(sc.Command) == 0 && sc.MaxPlayers > refroom.MaxPlayers {
 		r.refuse(fmt.Sprintf("the built-in room seats at most %d (set command to run another game)", refroom.MaxPlayers), ks.MaxPlayers)

@@ -38,9 +38,11 @@ ports = "40000-40009"
 max_instances = 4
 bind = "127.0.0.1"
 id_file = "ids"
-command = ["/bin/game", "-x"]
+command = ["/bin/sh", "-x"]
 probe = "none"
 warm = 2
+state_dir = "/var/lib/foyer"
+reattach_grace = "3s"
 [room]
 countdown = "0s"
 [log]
@@ -58,8 +60,8 @@ format = "json"
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
-	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" {
-		t.Errorf("bind %v, id_file %q", s.Bind, s.IDFile)
+	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second {
+		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace)
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
@@ -256,6 +258,13 @@ func TestRefusals(t *testing.T) {
 		{"unknown nested table", "[log]\n\n[log.file]\npath = \"x\"\n", `bad.toml:3: [log] file: unknown key`},
 		{"command a string", "[supervisor]\ncommand = \"game -p {port}\"\n", `bad.toml:2: [supervisor] command "game -p {port}": want an array of strings`},
 		{"command no program", "[supervisor]\ncommand = [\"\", \"x\"]\n", `bad.toml:2: [supervisor] command ["", "x"]: the program (the first string) is empty`},
+		{"command missing", "[supervisor]\ncommand = [\"/nonexistent/game\"]\n",
+			`bad.toml:2: [supervisor] command ["/nonexistent/game"]: command "/nonexistent/game": stat /nonexistent/game: no such file or directory`},
+		{"command not on PATH", "[supervisor]\ncommand = [\"no-such-game\", \"{port}\"]\nprobe = \"none\"\n",
+			`bad.toml:2: [supervisor] command ["no-such-game", "{port}"]: command "no-such-game": not found on PATH`},
+		{"state_dir relative", "[supervisor]\nstate_dir = \"var/foyer\"\n", `bad.toml:2: [supervisor] state_dir "var/foyer": not an absolute path`},
+		{"state_dir too long", "[supervisor]\nstate_dir = \"/" + strings.Repeat("d", 80) + "\"\n", `bad.toml:2: [supervisor] state_dir "/ddd`},
+		{"reattach_grace short", "[supervisor]\nreattach_grace = \"10ms\"\n", `bad.toml:2: [supervisor] reattach_grace "10ms": must be at least 500ms`},
 		{"command relative with probe", "[supervisor]\ncommand = [\"bin/game\"]\nprobe = \"none\"\n",
 			`bad.toml:2: [supervisor] command ["bin/game"]: "bin/game" is relative to the room's fresh working directory`},
 		{"max_players above the built-in room", "[supervisor]\nmax_players = 256\n", `bad.toml:2: [supervisor] max_players 256: the built-in room seats at most 255`},
@@ -374,6 +383,8 @@ func TestWarnings(t *testing.T) {
 			`ok.toml:3: [supervisor] ports "30000-30019": only 20 ports (30000-30019) for max_instances 64 (each instance binds one`},
 		{"narrow pool with warm", "[supervisor]\nports = \"30000-30099\"\nwarm = 40\n",
 			`ok.toml:3: [supervisor] warm 40: only 100 ports (30000-30099) for max_instances 64 plus warm 40 (`},
+		{"grace without state_dir", "[supervisor]\nreattach_grace = \"5s\"\n",
+			`ok.toml:2: [supervisor] reattach_grace "5s": has no effect without state_dir: rooms die with the lobby`},
 	} {
 		c, err := Parse("ok.toml", tc.text)
 		if err != nil || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], tc.want) {

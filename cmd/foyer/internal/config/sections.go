@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -176,6 +177,8 @@ type supervisorKeys struct {
 	PortQuarantine toml.Primitive `toml:"port_quarantine"`
 	SeatTTL        toml.Primitive `toml:"seat_ttl"`
 	IDFile         toml.Primitive `toml:"id_file"`
+	StateDir       toml.Primitive `toml:"state_dir"`
+	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
 }
 
 // minHealthTimeout is the shortest health_timeout that lets a healthy
@@ -204,7 +207,19 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))
 	r.get(k.SeatTTL, duration(&sc.SeatTTL, time.Millisecond))
 	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
+	r.get(k.StateDir, text(func(v string) error {
+		if v != "" && !filepath.IsAbs(v) {
+			return errors.New(`not an absolute path, e.g. "/var/lib/foyer", or "" to let rooms die with the lobby`)
+		}
+		sc.StateDir = v
+		return nil
+	}))
+	r.get(k.ReattachGrace, duration(&sc.ReattachGrace, minReattachGrace))
 }
+
+// minReattachGrace is the shortest grace an orphaned room gets: enough
+// for a lobby restarted at once to find it.
+const minReattachGrace = 500 * time.Millisecond
 
 type roomKeys struct {
 	MinPlayers    toml.Primitive `toml:"min_players"`

@@ -1,0 +1,40 @@
+package proc
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+)
+
+// The parent-death signal of a child is tied to the OS thread that forked
+// it, not to the process: with Go moving goroutines between threads and
+// retiring threads, a child forked from an arbitrary goroutine is killed
+// whenever that thread happens to exit. Children with a parent-death
+// signal are therefore forked by one goroutine locked to its thread that
+// never returns, so the signal fires exactly when the process dies.
+var forker struct {
+	once sync.Once
+	reqs chan forkRequest
+}
+
+type forkRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// StartOnForkThread starts cmd from the process's one locked fork thread.
+// Start every child whose SysProcAttr has a Pdeathsig with it.
+func StartOnForkThread(cmd *exec.Cmd) error {
+	forker.once.Do(func() {
+		forker.reqs = make(chan forkRequest)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range forker.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	forker.reqs <- forkRequest{cmd, done}
+	return <-done
+}

@@ -1,0 +1,217 @@
+// Package sockets binds a process's listening sockets so that they can be
+// handed to the process that takes its place (an upgrade without a gap):
+// the same sockets, with the datagrams and connections queued in them,
+// not new ones bound after the old are closed.
+//
+// Every listener of the process binds through ListenUDP, ListenTCP or
+// Listen. In a process started by a predecessor, Inherit first receives
+// the predecessor's sockets, each under the key it was asked for
+// ("udp4 127.0.0.1:7777": network and address as requested, port 0
+// included); a listener asking for a key again gets the inherited socket,
+// in order, and one asking for something new binds it. Files returns
+// every socket still open, with its key, for a successor.
+//
+// The registry is the process's: sockets are a process-wide resource, and
+// the listeners that bind them live in packages that know nothing of
+// upgrades.
+package sockets
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// socket is one bound socket of the process.
+type socket struct {
+	key  string
+	conn syscall.Conn // *net.UDPConn or *net.TCPListener
+}
+
+var reg struct {
+	mu        sync.Mutex
+	bound     []socket
+	inherited map[string][]*os.File // by key, in the order they were passed
+}
+
+// Key is the key of a socket asked for with network and address.
+func Key(network, address string) string { return network + " " + address }
+
+// Inherit takes the sockets a predecessor passed, files[i] under keys[i].
+// They are handed out by the listen functions; CloseUnclaimed closes those
+// nobody asked for.
+func Inherit(files []*os.File, keys []string) error {
+	if len(files) != len(keys) {
+		return fmt.Errorf("sockets: %d files for %d keys", len(files), len(keys))
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.inherited = make(map[string][]*os.File)
+	for i, f := range files {
+		// Rooms this process starts must not inherit them again.
+		unix.CloseOnExec(int(f.Fd()))
+		reg.inherited[keys[i]] = append(reg.inherited[keys[i]], f)
+	}
+	return nil
+}
+
+// claim returns the next inherited socket asked for under key, or nil.
+func claim(key string) *os.File {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	fs := reg.inherited[key]
+	if len(fs) == 0 {
+		return nil
+	}
+	reg.inherited[key] = fs[1:]
+	return fs[0]
+}
+
+func record(key string, c syscall.Conn) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.bound = append(reg.bound, socket{key, c})
+}
+
+// ListenUDP is net.ListenUDP, or the socket a predecessor bound for the
+// same network and address.
+func ListenUDP(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
+	key := Key(network, laddr.String())
+	if f := claim(key); f != nil {
+		pc, err := net.FilePacketConn(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
+		}
+		c, ok := pc.(*net.UDPConn)
+		if !ok {
+			pc.Close()
+			return nil, fmt.Errorf("sockets: inherited %s is not a UDP socket", key)
+		}
+		record(key, c)
+		return c, nil
+	}
+	c, err := net.ListenUDP(network, laddr)
+	if err == nil {
+		record(key, c)
+	}
+	return c, err
+}
+
+// ListenTCP is net.ListenTCP, or the socket a predecessor bound for the
+// same network and address.
+func ListenTCP(network string, laddr *net.TCPAddr) (*net.TCPListener, error) {
+	key := Key(network, laddr.String())
+	if f := claim(key); f != nil {
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
+		}
+		tl, ok := ln.(*net.TCPListener)
+		if !ok {
+			ln.Close()
+			return nil, fmt.Errorf("sockets: inherited %s is not a TCP listener", key)
+		}
+		record(key, tl)
+		return tl, nil
+	}
+	tl, err := net.ListenTCP(network, laddr)
+	if err == nil {
+		record(key, tl)
+	}
+	return tl, err
+}
+
+// Listen is net.Listen for TCP, or the socket a predecessor bound for the
+// same network and address.
+func Listen(network, address string) (net.Listener, error) {
+	addr, err := net.ResolveTCPAddr(network, address)
+	if err != nil {
+		return nil, err
+	}
+	key := Key(network, address)
+	if f := claim(key); f != nil {
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
+		}
+		record(key, ln.(syscall.Conn))
+		return ln, nil
+	}
+	tl, err := net.ListenTCP(network, addr)
+	if err == nil {
+		record(key, tl)
+	}
+	return tl, err
+}
+
+// CloseUnclaimed closes the inherited sockets no listener asked for (the
+// configuration changed) and returns their keys.
+func CloseUnclaimed() []string {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	var keys []string
+	for key, fs := range reg.inherited {
+		for _, f := range fs {
+			f.Close()
+			keys = append(keys, key)
+		}
+	}
+	reg.inherited = nil
+	return keys
+}
+
+// Files returns a duplicate of every socket still open, and its key, for
+// a successor to inherit (exec.Cmd.ExtraFiles); the caller closes them.
+// The duplicates share the sockets' queues with the originals, and stay
+// in non-blocking mode, which the originals depend on.
+func Files() ([]*os.File, []string, error) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	var files []*os.File
+	var keys []string
+	for _, s := range reg.bound {
+		f, err := dup(s.conn)
+		if errors.Is(err, net.ErrClosed) {
+			continue
+		}
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, fmt.Errorf("sockets: %s: %w", s.key, err)
+		}
+		files = append(files, f)
+		keys = append(keys, s.key)
+	}
+	return files, keys, nil
+}
+
+// dup duplicates c's descriptor. Not with conn.File: os/exec would put
+// that file, and with it the socket the process still reads, in blocking
+// mode (see os.File.Fd); a file made by os.NewFile from a non-blocking
+// descriptor stays as it is.
+func dup(c syscall.Conn) (*os.File, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nfd int
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	return os.NewFile(uintptr(nfd), "socket"), nil
+}

@@ -1,0 +1,165 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/internal/proc"
+)
+
+// tempPrefix starts the name of the temporary directory a supervisor
+// without a state directory keeps its rooms' directories in; its pid and
+// start time follow, so that a later start can tell the directories of
+// supervisors that no longer run (kill -9 leaves them) and remove them.
+const tempPrefix = "foyer-lobby-"
+
+// roomDirs are the rooms' private directories, ROOT/rooms/ID: a room's
+// instance socket, its log once orphaned, and a foreign server's HOME.
+// ROOT is the state directory, locked against a second supervisor, or a
+// temporary directory of this supervisor's, removed at its shutdown.
+type roomDirs struct {
+	root string
+	lock *os.File // state directory only: held with flock(2)
+}
+
+// openRoomDirs makes the rooms' directory under stateDir, locked, or under
+// a new temporary directory; in the latter case it first removes the
+// temporary directories of supervisors that no longer run.
+func openRoomDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
+	if stateDir == "" {
+		removeDeadTemps(log)
+		self, err := proc.ReadStat(os.Getpid())
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: own start time: %w", err)
+		}
+		root, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", tempPrefix, os.Getpid(), self.StartTicks))
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: rooms directory: %w", err)
+		}
+		d := &roomDirs{root: root}
+		return d, os.Mkdir(d.rooms(), 0o700)
+	}
+	if err := os.MkdirAll(filepath.Join(stateDir, "rooms"), 0o700); err != nil {
+		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
+	}
+	d := &roomDirs{root: stateDir, lock: lock}
+	if err := d.relock(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// removeDeadTemps removes the temporary room directories of supervisors
+// that no longer run: a supervisor that was killed could not.
+func removeDeadTemps(log zerolog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	for _, dir := range dirs {
+		name := strings.TrimPrefix(filepath.Base(dir), tempPrefix)
+		id, _, _ := strings.Cut(name, "-")
+		pidText, ticksText, _ := strings.Cut(id, ".")
+		pid, err1 := strconv.Atoi(pidText)
+		ticks, err2 := strconv.ParseUint(ticksText, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue // not one of ours
+		}
+		if st, err := proc.ReadStat(pid); err == nil && st.StartTicks == ticks && st.State != 'Z' {
+			continue // its supervisor runs
+		}
+		if err := os.RemoveAll(dir); err == nil {
+			log.Info().Str("dir", dir).Int("pid", pid).Msg("removed the rooms directory of a lobby that no longer runs")
+		}
+	}
+}
+
+// relock takes the state directory's lock, failing if another supervisor
+// holds it.
+func (d *roomDirs) relock() error {
+	if d.lock == nil {
+		return nil
+	}
+	if err := unix.Flock(int(d.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("supervisor: state_dir %s is in use by another foyer serve", d.root)
+		}
+		return fmt.Errorf("supervisor: state_dir lock: %w", err)
+	}
+	return nil
+}
+
+// unlock lets another supervisor take the state directory.
+func (d *roomDirs) unlock() {
+	if d.lock != nil {
+		_ = unix.Flock(int(d.lock.Fd()), unix.LOCK_UN)
+	}
+}
+
+// rooms is the directory of the rooms' directories.
+func (d *roomDirs) rooms() string { return filepath.Join(d.root, "rooms") }
+
+// path is room id's directory.
+func (d *roomDirs) path(id uint32) string {
+	return filepath.Join(d.rooms(), strconv.FormatUint(uint64(id), 10))
+}
+
+// make makes room id's directory, empty.
+func (d *roomDirs) make(id uint32) (string, error) {
+	dir := d.path(id)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.Mkdir(dir, 0o700)
+}
+
+// remove removes room id's directory and whatever is in it.
+func (d *roomDirs) remove(id uint32) { _ = os.RemoveAll(d.path(id)) }
+
+// close removes a temporary root, or lets go of the state directory.
+func (d *roomDirs) close() {
+	if d.lock == nil {
+		_ = os.RemoveAll(d.root)
+		return
+	}
+	d.unlock()
+	d.lock.Close()
+}
+
+// forwardedLog bounds what of a room's own log reaches the lobby's log
+// when the room is reaped: its end, where the reason it ended is.
+const forwardedLog = 64 << 10
+
+// forwardLog logs, at debug level, the last lines an instance wrote to its
+// log in room id's directory (once no lobby read its stderr: an adopted
+// room's), before the directory goes.
+func (d *roomDirs) forwardLog(id uint32, log zerolog.Logger) {
+	if log.GetLevel() > zerolog.DebugLevel {
+		return
+	}
+	f, err := os.Open(filepath.Join(d.path(id), instancepb.RoomLog))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > forwardedLog {
+		_, _ = f.Seek(fi.Size()-forwardedLog, io.SeekStart)
+	}
+	proc.Lines(f, maxLogLine, func(line []byte) {
+		log.Debug().Uint32("id", id).Str("line", string(line)).Msg("room log")
+	})
+}
+
+// maxLogLine is the longest line of a room's log forwarded whole.
+const maxLogLine = 4096

@@ -1,0 +1,311 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+)
+
+// listLoad keeps sockets asking a lobby for its list, each waiting for
+// the answer to its request (or listWait) before it sends the next.
+type listLoad struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu         sync.Mutex
+	answered   int
+	unanswered int
+	latencies  []listSample
+}
+
+// listSample is one request's send time and how long its answer took.
+type listSample struct {
+	at      time.Time
+	latency time.Duration
+}
+
+// listWait is how long a LIST may go unanswered before it counts as
+// lost: far above any pause a working lobby makes.
+const listWait = 2 * time.Second
+
+func startListLoad(t testing.TB, lobby netip.AddrPort, sockets int, from string) *listLoad {
+	t.Helper()
+	ld := &listLoad{stop: make(chan struct{})}
+	for range sockets {
+		c := newClient(t, from, lobby)
+		ld.wg.Go(func() { ld.run(c) })
+	}
+	return ld
+}
+
+func (ld *listLoad) run(c *client) {
+	for seq := uint16(1); ; seq++ {
+		select {
+		case <-ld.stop:
+			return
+		default:
+		}
+		sent := time.Now()
+		if _, err := c.conn.WriteToUDPAddrPort(encode(compact, listRooms, seq, 0, nil), c.to); err != nil {
+			ld.count(false, sent)
+			continue
+		}
+		ok := false
+		for deadline := sent.Add(listWait); !ok && time.Now().Before(deadline); {
+			r, err := c.tryRecv(time.Until(deadline))
+			if err != nil || r.typ == 0 {
+				break
+			}
+			ok = r.typ == roomList && r.seq == seq
+		}
+		ld.count(ok, sent)
+		time.Sleep(listPace)
+	}
+}
+
+// listPace spaces a socket's requests: steady, not a flood (which the
+// rate limit would rightly cut).
+const listPace = 2 * time.Millisecond
+
+func (ld *listLoad) count(ok bool, sent time.Time) {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if ok {
+		ld.answered++
+		ld.latencies = append(ld.latencies, listSample{sent, time.Since(sent)})
+	} else {
+		ld.unanswered++
+	}
+}
+
+// finish stops the load and returns its counts.
+func (ld *listLoad) finish() (answered, unanswered int) {
+	close(ld.stop)
+	ld.wg.Wait()
+	return ld.answered, ld.unanswered
+}
+
+// A SIGHUP under a steady LIST load from four sockets hands the lobby to a
+// new process with no request unanswered: the new one serves on the same
+// sockets (UDP lobby, GG2 UDP and TCP, GunZ, admin) and adopted every
+// room, and the old one exits 0. A new binary that fails at start, or a
+// config that no longer parses, leaves the old process serving, which
+// says why.
+func TestUpgradeUnderListLoad(t *testing.T) {
+	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 6,
+		sections: "[gg2]\nenabled = true\nlisten = \"127.0.0.1:0\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:0\"\n"})
+	c := newClient(t, "127.0.0.1", l.lobby)
+	for i := range 3 {
+		c.request(compact, createRoom, uint16(1+i), nil)
+	}
+	id := c.list(4)[0].id
+	if r := newClient(t, "127.0.0.1", l.lobby).request(compact, joinRoom, 1, joinPayload(id)); r.typ != joinSuccess {
+		t.Fatalf("JOIN answered %#x", r.typ)
+	}
+	before, addrs := c.list(5), l.ready()
+	old := l.current()
+
+	load := startListLoad(t, l.lobby, 4, "127.0.0.1")
+	time.Sleep(300 * time.Millisecond)
+	pid := l.upgrade()
+	time.Sleep(300 * time.Millisecond)
+	answered, unanswered := load.finish()
+	if unanswered != 0 || answered == 0 {
+		t.Fatalf("during the upgrade %d LISTs answered, %d not", answered, unanswered)
+	}
+	if pid == old {
+		t.Fatal("the same process serves")
+	}
+	if now := l.ready(); !slices.Equal(now.Lobby, addrs.Lobby) || now.Admin != addrs.Admin || now.GG2 != addrs.GG2 || now.Gunz != addrs.Gunz {
+		t.Fatalf("the new process serves on %+v, the old one on %+v", now, addrs)
+	}
+	if after := c.list(6); !slices.Equal(after, before) {
+		t.Fatalf("after the upgrade\n%+v\nwant\n%+v", after, before)
+	}
+	for _, r := range l.adminRooms() {
+		if !r.Adopted {
+			t.Errorf("/rooms shows %+v", r)
+		}
+	}
+	// The neighbour edges answer from the new process, on their sockets.
+	if list := gg2List(t, addrs.GG2, gg2wire.GG2LobbyUUID); len(list.Servers) != 3 {
+		t.Errorf("GG2 list of %d servers", len(list.Servers))
+	}
+	g, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addrs.Gunz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.Write(gunzHex(t, gunzSeedRequest))
+	if gunzRecv(t, g, 5*time.Second) == nil {
+		t.Error("no GunZ answer from the new process")
+	}
+
+	// A binary that fails at start: the old process serves on.
+	good := l.bin + ".good"
+	copyFile(t, l.bin, good)
+	broken := l.bin + ".broken"
+	os.WriteFile(broken, []byte("#!/bin/sh\necho this build is broken >&2\nexit 3\n"), 0o755)
+	os.Rename(broken, l.bin)
+	l.hupRefused(pid, "exit status 3")
+
+	// A config that no longer parses: refused, the running settings stay.
+	os.Rename(good, l.bin)
+	cfg, _ := os.ReadFile(l.config)
+	os.WriteFile(l.config, []byte(strings.Replace(string(cfg), "[room]", "[room]\nmatch_length = \"soon\"", 1)), 0o600)
+	l.hupRefused(pid, "config.toml:")
+	l.hupRefused(pid, "match_length")
+
+	// A new process that fails after it took the rooms over (here, a
+	// listen address it cannot bind) leaves them running: the old one
+	// takes them back, and hears from them again.
+	taken, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	listen := fmt.Sprintf("listen = %q", l.lobby.String())
+	os.WriteFile(l.config, []byte(strings.Replace(string(cfg), listen,
+		fmt.Sprintf("listen = [%q, %q]", l.lobby.String(), taken.LocalAddr().String()), 1)), 0o600)
+	adopted := len(l.logs.lines("room adopted"))
+	l.hupRefused(pid, "address already in use")
+	if n := len(l.logs.lines("room adopted")) - adopted; n != 3 {
+		t.Fatalf("the failed process adopted %d rooms, want 3", n)
+	}
+	if after := c.list(8); !slices.Equal(after, before) {
+		t.Fatalf("after a failed takeover\n%+v\nwant\n%+v", after, before)
+	}
+	match := c.list(9)[1]
+	startMatch(t, match.id, netip.AddrPortFrom(l.lobby.Addr(), match.port))
+	for seq := uint16(10); byID(c.list(seq))[match.id].state != 2; seq++ {
+		if seq > 500 {
+			t.Fatal("the old process no longer hears from its rooms")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before = c.list(600)
+
+	// All fixed: the next SIGHUP upgrades.
+	os.WriteFile(l.config, cfg, 0o600)
+	if l.upgrade() == pid {
+		t.Fatal("not upgraded")
+	}
+	if after := c.list(7); !slices.Equal(after, before) {
+		t.Fatalf("after the second upgrade\n%+v\nwant\n%+v", after, before)
+	}
+}
+
+// hupRefused sends SIGHUP to pid, which must log that the upgrade failed
+// for a reason containing why, and serve on.
+func (l *keptLobby) hupRefused(pid int, why string) {
+	l.t.Helper()
+	failed := len(l.logs.lines("upgrade failed, serving on"))
+	syscall.Kill(pid, syscall.SIGHUP)
+	for deadline := time.Now().Add(keepLimit); len(l.logs.lines("upgrade failed, serving on")) == failed; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no failed upgrade logged\n%s", l.logs)
+		}
+	}
+	line := l.logs.lines("upgrade failed, serving on")[failed]
+	if msg := fmt.Sprint(line["error"]); !strings.Contains(msg, why) {
+		l.t.Errorf("upgrade failed because %q, want %q in it", msg, why)
+	}
+	if l.current() != pid || !processRuns(pid) {
+		l.t.Fatalf("foyer serve %d gone after a failed upgrade", pid)
+	}
+	newClient(l.t, "127.0.0.1", l.lobby).list(900) // answered, or the test fails
+}
+
+func processRuns(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// The deny list changes with a SIGHUP: the new process reads the file, so
+// an address taken off the list is served and one put on it gets nothing;
+// rooms survive, and the others' LISTs are all answered meanwhile.
+func TestDenyListReloads(t *testing.T) {
+	s := keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 4, lobbyKeys: `deny = ["127.0.0.2"]`}
+	l := newKeptLobby(t, s)
+	c := newClient(t, "127.0.0.1", l.lobby)
+	id, _ := c.request(compact, createRoom, 1, nil).roomPort(t)
+	two, three := newClient(t, "127.0.0.2", l.lobby), newClient(t, "127.0.0.3", l.lobby)
+	if !denied(two, 3) {
+		t.Fatal("127.0.0.2 is answered while denied")
+	}
+	if len(three.list(1)) != 1 {
+		t.Fatal("127.0.0.3 not answered")
+	}
+
+	load := startListLoad(t, l.lobby, 2, "127.0.0.1")
+	s.lobbyKeys = `deny = ["127.0.0.3"]`
+	l.writeConfig(s)
+	l.upgrade()
+	answered, unanswered := load.finish()
+	if unanswered != 0 || answered == 0 {
+		t.Fatalf("during the reload %d LISTs answered, %d not", answered, unanswered)
+	}
+	if rooms := two.list(10); len(rooms) != 1 || rooms[0].id != id {
+		t.Fatalf("127.0.0.2, no longer denied, sees %+v", rooms)
+	}
+	if !denied(three, 3) {
+		t.Fatal("127.0.0.3 is answered after being denied")
+	}
+}
+
+// denied sends n LISTs from c and reports whether none was answered.
+func denied(c *client, n int) bool {
+	for i := range n {
+		c.send(encode(compact, listRooms, uint16(500+i), 0, nil))
+		if _, ok := c.recv(quiet); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Under systemd (Type=notify, NotifyAccess=all) an upgrade says RELOADING=1,
+// and the new process says it is the service's main process now and
+// ready; an upgrade that fails says READY=1 again from the old process.
+func TestUpgradeTellsTheServiceManager(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "notify")
+	manager, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manager.Close()
+	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 4,
+		env: []string{"NOTIFY_SOCKET=" + socket}})
+	next := func(want string) {
+		t.Helper()
+		manager.SetReadDeadline(time.Now().Add(keepLimit))
+		buf := make([]byte, 4096)
+		n, err := manager.Read(buf)
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("the service manager got %q (%v), want %q", buf[:n], err, want)
+		}
+	}
+	next("READY=1")
+	pid := l.upgrade()
+	next("RELOADING=1")
+	next(fmt.Sprintf("MAINPID=%d\nREADY=1", pid))
+
+	good := l.bin + ".good"
+	copyFile(t, l.bin, good)
+	os.WriteFile(l.bin+".broken", []byte("#!/bin/sh\nexit 3\n"), 0o755)
+	os.Rename(l.bin+".broken", l.bin)
+	l.hupRefused(pid, "exit status 3")
+	next("RELOADING=1")
+	next("READY=1")
+	os.Rename(good, l.bin)
+
+	l.stop()
+	next("STOPPING=1")
+}
