@@ -487,6 +487,13 @@ func TestClusterBehindOneAddress(t *testing.T) {
 		hosts = append(hosts, cn.newHost(name, i+1, cluster))
 	}
 	cn.forward(hosts[0].ip, hosts)
+	// d keeps its rooms in a state directory: they outlive its lobby.
+	d := hosts[3]
+	conf, _ := os.ReadFile(d.config)
+	conf = []byte(strings.Replace(string(conf), "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\nreattach_grace = \"30s\"\n", t.TempDir()), 1))
+	if err := os.WriteFile(d.config, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for _, h := range hosts {
 		wg.Go(func() { h.start(t) })
@@ -597,6 +604,39 @@ func TestClusterBehindOneAddress(t *testing.T) {
 		}
 	}
 
+	{
+		t.Log("a lobby killed and restarted adopts its rooms: they never leave the lists")
+		seat := createOn(t, cn, hosts, d)
+		await(t, "d's room in every view", func() bool { return listedBy(t, hosts, seat.Room, "d", true) })
+		gone := make(chan bool, 1)
+		stop := make(chan struct{})
+		go func() { // a looks at its list every 50 ms all along
+			missing := false
+			for {
+				select {
+				case <-stop:
+					gone <- missing
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if resp, err := hosts[0].http.Get("http://127.0.0.1:9477/rooms"); err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					missing = missing || !strings.Contains(string(b), fmt.Sprintf(`"id": %d,`, seat.Room))
+				}
+			}
+		}()
+		d.kill9(t)
+		d.start(t)
+		await(t, "d adopted its room", func() bool {
+			return slices.ContainsFunc(d.rooms(t), func(r clusterRoom) bool { return r.ID == seat.Room })
+		})
+		time.Sleep(7 * time.Second) // past the host TTL: a lost heartbeat would have shown by now
+		close(stop)
+		if <-gone {
+			t.Errorf("d's room %d left a's list while d's lobby restarted", seat.Room)
+		}
+	}
 	{
 		t.Log("a host cut off for 20 s while NATS restarts")
 		a, b := hosts[0], hosts[1]
