@@ -74,8 +74,9 @@ type Config struct {
 	// server with JetStream that this process runs itself; with NATS
 	// empty, the host uses it in-process.
 	Embedded string
-	// StoreDir is where the embedded server keeps JetStream; empty means
-	// a temporary directory removed on Close.
+	// StoreDir is where the embedded server keeps JetStream (the command
+	// gives it state_dir/nats); empty means a temporary directory removed
+	// on Close.
 	StoreDir string
 	// Host is this host's name in the cluster: letters, digits, '-', '_'
 	// and inner dots. New fills it from the machine's hostname when empty.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -83,7 +84,7 @@ func natsURLs(v string) ([]string, error) {
 // contradicts: a host's public address defaults to the lobby's first
 // listen address, which must then name one; the GG2 and GunZ front-ends
 // list this host's rooms at it unless told otherwise; a placed CREATE
-// may wait for a spawn.
+// may wait for a spawn; the embedded server keeps its store in state_dir.
 func (k *clusterKeys) check(r *reader, c *Config) {
 	cc := &c.Cluster
 	if cc.TLSCert != "" && cc.TLSKey == "" || cc.TLSCert == "" && cc.TLSKey != "" {
@@ -108,6 +109,9 @@ func (k *clusterKeys) check(r *reader, c *Config) {
 		c.Gunz.Locator.PublicAddr = cc.PublicAddr
 	}
 	cc.CreateTimeout = c.Supervisor.SpawnTimeout + 5*time.Second
+	if c.Supervisor.StateDir != "" {
+		cc.StoreDir = filepath.Join(c.Supervisor.StateDir, "nats")
+	}
 	if c.Supervisor.IDFile != "" {
 		r.warn("id_file does not apply in a cluster: room ids come from the host's range, whose mark is kept in NATS", k.NATS, k.Embedded)
 	}

@@ -27,12 +27,15 @@ func TestCluster(t *testing.T) {
 	if cc.CreateTimeout != 12*time.Second {
 		t.Errorf("create timeout %v, want spawn_timeout + 5s", cc.CreateTimeout)
 	}
-	c, err = Parse("c.toml", "[gg2]\npublic_addr = \"192.0.2.1\"\n[cluster]\nembedded = \"0.0.0.0:4222\"\npublic_addr = \"203.0.113.10\"\n")
+	c, err = Parse("c.toml", "[supervisor]\nstate_dir = \"/var/lib/foyer\"\n[gg2]\npublic_addr = \"192.0.2.1\"\n[cluster]\nembedded = \"0.0.0.0:4222\"\npublic_addr = \"203.0.113.10\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Cluster.PublicAddr != netip.MustParseAddr("203.0.113.10") || c.GG2.Server.PublicAddr != netip.MustParseAddr("192.0.2.1") {
 		t.Errorf("public %v, gg2 %v: [gg2] public_addr, when set, stays", c.Cluster.PublicAddr, c.GG2.Server.PublicAddr)
+	}
+	if c.Cluster.StoreDir != "/var/lib/foyer/nats" {
+		t.Errorf("embedded store %q, want state_dir/nats", c.Cluster.StoreDir)
 	}
 	if c, _ := Parse("c.toml", ""); c.Cluster.Enabled() {
 		t.Error("the defaults are a cluster")
