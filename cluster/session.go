@@ -2,13 +2,17 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/foyerlobby/foyer/room"
 )
 
 // sessions runs one session per connection to NATS until Close: watch the
@@ -157,13 +161,14 @@ func (c *Cluster) watch(w jetstream.KeyWatcher, replayed chan<- struct{}) error 
 // publisher writes this host's table to the bucket during one session.
 type publisher struct {
 	c         *Cluster
-	kv        jetstream.KeyValue // the cluster bucket
-	ids       jetstream.KeyValue // the ids bucket
-	stored    map[uint32][]byte  // this host's rooms as the bucket holds them
-	version   uint64             // local version last written
-	beat      time.Time          // last heartbeat
-	free      int                // free capacity in it
-	refreshed time.Time          // last rewrite of unchanged rooms
+	kv        jetstream.KeyValue   // the cluster bucket
+	ids       jetstream.KeyValue   // the ids bucket
+	stored    map[uint32][]byte    // this host's rooms as the bucket holds them
+	written   map[uint32]room.Room // the rooms as last written
+	version   uint64               // local version last written
+	beat      time.Time            // last heartbeat
+	free      int                  // free capacity in it
+	refreshed time.Time            // last rewrite of unchanged rooms
 }
 
 // minBeat is the shortest time between two heartbeats: a change of free
@@ -179,7 +184,7 @@ func (p *publisher) run(ctx context.Context, replayed <-chan struct{}) error {
 		return ctx.Err()
 	case <-replayed:
 	}
-	p.stored = c.view.ownStored()
+	p.stored, p.written = c.view.ownStored(), make(map[uint32]room.Room)
 	p.refreshed = time.Now()
 	if err := p.reclaim(ctx); err != nil {
 		return err
@@ -224,35 +229,8 @@ func (p *publisher) sync(ctx context.Context, force bool) error {
 	if c.held.Load() {
 		// Handing over: the new process writes the rooms.
 	} else if snap.Version != p.version || force || refresh {
-		seen := make(map[uint32]bool, len(snap.Rooms))
-		for _, r := range snap.Rooms {
-			seen[r.ID] = true
-			b, _ := json.Marshal(recordOf(r)) // plain values: cannot fail
-			old, ok := p.stored[r.ID]
-			if ok && bytes.Equal(old, b) && !refresh {
-				continue
-			}
-			if !ok {
-				if err := p.advance(ctx, r.ID); err != nil {
-					return err
-				}
-			}
-			if err := p.op(ctx, func(ctx context.Context) error {
-				_, err := p.kv.Put(ctx, roomKey(c.me, r.ID), b)
-				return err
-			}); err != nil {
-				return err
-			}
-			p.stored[r.ID] = b
-		}
-		for id := range p.stored {
-			if seen[id] {
-				continue
-			}
-			if err := p.op(ctx, func(ctx context.Context) error { return p.kv.Delete(ctx, roomKey(c.me, id)) }); err != nil {
-				return err
-			}
-			delete(p.stored, id)
+		if err := p.writeRooms(ctx, snap.Rooms, refresh); err != nil {
+			return err
 		}
 		p.version = snap.Version
 		if refresh {
@@ -271,6 +249,47 @@ func (p *publisher) sync(ctx context.Context, force bool) error {
 		return err
 	}
 	p.beat, p.free = now, free
+	return nil
+}
+
+// writeRooms writes the rooms (sorted by id) that differ from what the
+// bucket holds, or all of them on refresh, and deletes the keys of the
+// rooms no longer there. A room equal to the one last written costs a
+// comparison, not an encoding.
+func (p *publisher) writeRooms(ctx context.Context, rooms []room.Room, refresh bool) error {
+	c := p.c
+	for _, r := range rooms {
+		if w, ok := p.written[r.ID]; ok && w == r && !refresh {
+			continue
+		}
+		b, _ := json.Marshal(recordOf(r)) // plain values: cannot fail
+		old, ok := p.stored[r.ID]
+		if !ok {
+			if err := p.advance(ctx, r.ID); err != nil {
+				return err
+			}
+		}
+		if !ok || !bytes.Equal(old, b) || refresh {
+			if err := p.op(ctx, func(ctx context.Context) error {
+				_, err := p.kv.Put(ctx, roomKey(c.me, r.ID), b)
+				return err
+			}); err != nil {
+				return err
+			}
+			p.stored[r.ID] = b
+		}
+		p.written[r.ID] = r
+	}
+	for id := range p.stored {
+		if _, ok := slices.BinarySearchFunc(rooms, id, func(r room.Room, id uint32) int { return cmp.Compare(r.ID, id) }); ok {
+			continue
+		}
+		if err := p.op(ctx, func(ctx context.Context) error { return p.kv.Delete(ctx, roomKey(c.me, id)) }); err != nil {
+			return err
+		}
+		delete(p.stored, id)
+		delete(p.written, id)
+	}
 	return nil
 }
 
