@@ -5,11 +5,12 @@ GO          ?= go
 BIN         := bin/foyer
 CONFIG      ?= config.toml
 # Debian packages the tests talk to: a real DDNet server, a real Teeworlds
-# info client, ip(8) for the LAN test's network namespaces, and what the
-# package test installs Foyer's .deb with: adduser (the package's one
-# dependency) and systemd-analyze (systemd) to verify its unit, and a real
-# browser (run headless) for the admin board.
-DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium
+# info client, ip(8) for the LAN and cluster tests' network namespaces, and
+# what the package test installs Foyer's .deb with: adduser (the package's
+# one dependency) and systemd-analyze (systemd) to verify its unit, a real
+# browser (run headless) for the admin board, and a NATS server and nft(8)
+# for the cluster test's forwarder.
+DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium nats-server nftables
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -104,9 +104,15 @@ type Room struct {
 	Source     Source
 	// Name, Game and Map describe the room to browsers that show them.
 	Name, Game, Map string
-	// Host is where a registered room runs; zero for rooms on the lobby's
-	// own host.
+	// Host is where a room runs when players cannot reach it at the
+	// address they reached the lobby at: a registered room's server, or a
+	// room of another cluster host with another public address. It is zero
+	// for rooms on the lobby's own host, and for rooms of cluster hosts
+	// that share its public address (see package cluster).
 	Host netip.Addr
+	// Node names the cluster host that runs the room; empty outside a
+	// cluster.
+	Node string
 	// Password is set for registered rooms that ask for one.
 	Password bool
 	// Adopted is set for a room this table took over from an earlier run
@@ -186,6 +192,7 @@ const (
 	Stopped      Cause = "stopped"      // the host stopped it
 	Retired      Cause = "retired"      // a warm room past its age
 	Unregistered Cause = "unregistered" // a registered room's server left
+	Lost         Cause = "lost"         // its cluster host left or was cut off
 )
 
 // Event is one change of the room table.
@@ -213,6 +220,9 @@ var (
 	// ErrListing is returned by Register for a listing that cannot be a
 	// room (no address or port, counts outside 0..65535).
 	ErrListing = errors.New("invalid listing")
+	// ErrUnreachable is returned by a Table that forwards a request to
+	// another host when that host did not answer.
+	ErrUnreachable = errors.New("the room's host did not answer")
 )
 
 // reasons names the errors above for counters, in matching order.
@@ -228,13 +238,14 @@ var reasons = []struct {
 	{ErrSpawn, "spawn"},
 	{ErrClosed, "closed"},
 	{ErrListing, "listing"},
+	{ErrUnreachable, "unreachable"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "canceled"},
 }
 
 // Reason is a short, fixed label for err, for counters and metrics:
 // "no_room", "full", "not_joinable", "capacity", "no_ports", "spawn",
-// "closed", "listing", "canceled", or "other".
+// "closed", "listing", "unreachable", "canceled", or "other".
 func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
@@ -242,4 +253,17 @@ func Reason(err error) string {
 		}
 	}
 	return "other"
+}
+
+// ReasonError is the inverse of Reason for the errors above: the error
+// whose Reason is name, so that a refusal sent between hosts by its name
+// arrives as the same sentinel (callers compare some of them with ==).
+// "canceled" gives context.Canceled; "other" and unknown names give nil.
+func ReasonError(name string) error {
+	for _, r := range reasons {
+		if r.name == name {
+			return r.err
+		}
+	}
+	return nil
 }

@@ -54,6 +54,7 @@ func TestReason(t *testing.T) {
 		{room.ErrSpawn, "spawn"},
 		{room.ErrClosed, "closed"},
 		{room.ErrListing, "listing"},
+		{room.ErrUnreachable, "unreachable"},
 		{context.Canceled, "canceled"},
 		{context.DeadlineExceeded, "canceled"},
 		{errors.New("something else"), "other"},
@@ -67,5 +68,22 @@ func TestReason(t *testing.T) {
 func TestSourceOwn(t *testing.T) {
 	if !room.Instance.Own() || !room.Exec.Own() || room.GG2.Own() {
 		t.Error("Instance and Exec rooms are this host's own, GG2 rooms are not")
+	}
+}
+
+// TestReasonError checks that every reason name comes back as the very
+// error it names, so a refusal carried by name between hosts compares
+// equal to the sentinel.
+func TestReasonError(t *testing.T) {
+	for _, err := range []error{room.ErrNoRoom, room.ErrFull, room.ErrNotJoinable, room.ErrCapacity,
+		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, context.Canceled} {
+		if got := room.ReasonError(room.Reason(err)); got != err {
+			t.Errorf("ReasonError(%q) = %v, want %v", room.Reason(err), got, err)
+		}
+	}
+	for _, name := range []string{"other", "", "nonsense"} {
+		if got := room.ReasonError(name); got != nil {
+			t.Errorf("ReasonError(%q) = %v, want nil", name, got)
+		}
 	}
 }

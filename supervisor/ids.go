@@ -44,6 +44,7 @@ type roomIDs struct {
 	wrote   chan struct{} // closed and replaced when a mark is written
 	kick    chan struct{} // one token: a mark is wanted
 	failed  error         // the last write's failure, nil once one succeeds
+	idRange               // set by NewInRange (cluster.go)
 }
 
 // newRoomIDs seeds the ids from the clock and, with a file, from the mark
@@ -99,10 +100,7 @@ func (ids *roomIDs) take() uint32 {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	id := ids.next
-	ids.next++
-	if ids.next == 0 {
-		ids.next = 1
-	}
+	ids.next = ids.successor(id)
 	if ids.file != "" && !after(ids.written, id+idBlock/2) {
 		select {
 		case ids.kick <- struct{}{}:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/config"
 	"github.com/foyerlobby/foyer/internal/limit"
@@ -23,6 +24,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/lobby/web"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -116,19 +118,29 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // (upgrade); once it serves, serve returns nil, leaving the rooms running.
 // up is the old process, when an upgrade started this one.
 func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readiness, up *successor, hup <-chan os.Signal) error {
-	sup, err := supervisor.New(cfg.Supervisor, log)
+	cl, err := cluster.Start(cfg.Cluster, log) // nil when standalone
 	if err != nil {
 		return err
 	}
+	defer cl.Close() // after the rooms are stopped: they leave the lists first
+	sup, err := newSupervisor(cfg.Supervisor, cl, log)
+	if err != nil {
+		return err
+	}
+	if err := cl.Attach(sup); err != nil {
+		leave(sup, cfg, log)
+		return err
+	}
+	rooms := cl.Table(sup)
 	// Every edge draws from one table of per-source buckets and charges one
 	// per-network reply budget.
 	guard := limit.NewGuard(cfg.Limits)
-	edges, err := neighbours(cfg, sup, guard, log)
+	edges, err := neighbours(cfg, rooms, sup, guard, log)
 	if err != nil {
 		leave(sup, cfg, log)
 		return err
 	}
-	l, adm, err := listeners(cfg, sup, guard, edges, log)
+	l, adm, err := listeners(cfg, rooms, sup, cl, guard, edges, log)
 	if err != nil {
 		for _, e := range edges {
 			e.Close()
@@ -178,6 +190,7 @@ wait:
 		case err = <-edgeFailed:
 			break wait
 		case <-hup:
+			cl.Hold(true) // the new process writes the rooms from now on
 			if upgrade(cfg.Supervisor.StateDir, sup, l, r, log) {
 				// The new process serves: this one stops reading and
 				// leaves the rooms to it.
@@ -189,6 +202,7 @@ wait:
 				<-adminDone
 				return nil
 			}
+			cl.Hold(false)
 		}
 	}
 	log.Info().Msg("shutting down")
@@ -212,14 +226,17 @@ wait:
 // listeners binds the native edge and the admin pages; on error nothing is
 // left bound. A taken admin address stops the start like a taken lobby
 // port: an operator who asked for /metrics and /healthz must not run blind.
-func listeners(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, edges []edge, log zerolog.Logger) (*lobby.Lobby, *admin.Server, error) {
-	l, err := lobby.New(cfg.Lobby, sup, guard, log)
+func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, cl *cluster.Cluster, guard *limit.Guard, edges []edge, log zerolog.Logger) (*lobby.Lobby, *admin.Server, error) {
+	l, err := lobby.New(cfg.Lobby, rooms, guard, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: sup.List, Watch: sup.Watch, Guard: func() admin.GuardStats {
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List, Watch: rooms.Watch, Guard: func() admin.GuardStats {
 		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
 	}}
+	if cl != nil {
+		src.Cluster = cl.Stats
+	}
 	for _, e := range edges {
 		switch e := e.(type) {
 		case *gg2.Server:
@@ -246,7 +263,10 @@ type edge interface {
 // neighbours binds the enabled neighbour-protocol front-ends and the public
 // server list, and makes the announcer, if configured; on error nothing is
 // left bound.
-func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
+// The front-ends and the list show the whole table (rooms); registrations
+// go into this host's own (sup), and the announcer announces this host's
+// rooms only.
+func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
 	var edges []edge
 	fail := func(err error) ([]edge, error) {
 		for _, e := range edges {
@@ -256,7 +276,7 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guar
 	}
 	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
-		s, err := gg2.New(cfg.GG2.Server, sup, sup, guard, log)
+		s, err := gg2.New(cfg.GG2.Server, rooms, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -266,14 +286,14 @@ func neighbours(cfg config.Config, sup *supervisor.Supervisor, guard *limit.Guar
 	if cfg.Web.Listen.IsValid() {
 		wc := cfg.Web
 		wc.Lobby, wc.Game, wc.PublicAddr = cfg.GG2.Server.Lobby, cfg.GG2.Server.Game, cfg.GG2.Server.PublicAddr
-		w, err := web.New(wc, sup, describer, guard, log)
+		w, err := web.New(wc, rooms, describer, guard, log)
 		if err != nil {
 			return fail(err)
 		}
 		edges = append(edges, w)
 	}
 	if cfg.Gunz.Enabled {
-		loc, err := gunz.New(cfg.Gunz.Locator, sup, guard, log)
+		loc, err := gunz.New(cfg.Gunz.Locator, rooms, guard, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -327,4 +347,14 @@ func newLogger(c config.Log, w io.Writer) zerolog.Logger {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	}
 	return zerolog.New(w).Level(c.Level).With().Timestamp().Logger()
+}
+
+// newSupervisor starts the supervisor; in a cluster, with the host's range
+// of room ids.
+func newSupervisor(cfg supervisor.Config, cl *cluster.Cluster, log zerolog.Logger) (*supervisor.Supervisor, error) {
+	if cl == nil {
+		return supervisor.New(cfg, log)
+	}
+	first, last, next := cl.IDs()
+	return supervisor.NewInRange(cfg, supervisor.IDRange{First: first, Last: last, Next: next}, log)
 }

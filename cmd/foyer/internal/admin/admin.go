@@ -5,7 +5,8 @@
 //	               drop rates and the spawn latencies (see board.go)
 //	GET /metrics   Foyer's counters and gauges, and the Go runtime's and
 //	               the process's, for Prometheus
-//	GET /healthz   200 "ok" while serving, 503 "shutting down" after Drain
+//	GET /healthz   200 "ok" while serving ("degraded: ..." while cut off from
+//	               the cluster), 503 "shutting down" after Drain
 //	GET /rooms     the room table as JSON
 //
 // It reads what it shows through Sources, plain functions, so it depends
@@ -32,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
@@ -61,6 +63,8 @@ type Sources struct {
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
 	GG2  func() gg2.Stats
 	Gunz func() gunz.Stats
+	// Cluster is the cluster this host is part of; nil when standalone.
+	Cluster func() cluster.Stats
 	// Guard is the rate limiting every edge shares.
 	Guard func() GuardStats
 	// Watch, when set, follows the room table's changes: the board then
@@ -172,6 +176,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "shutting down")
 		return
 	}
+	if s.src.Cluster != nil {
+		if line, degraded := clusterHealth(s.src.Cluster()); degraded {
+			fmt.Fprintln(w, line)
+			return
+		}
+	}
 	fmt.Fprintln(w, "ok")
 }
 
@@ -199,6 +209,7 @@ type roomJSON struct {
 	Game       string    `json:"game,omitempty"`
 	Map        string    `json:"map,omitempty"`
 	Host       string    `json:"host,omitempty"`
+	Node       string    `json:"node,omitempty"`
 	Password   bool      `json:"password,omitempty"`
 	Adopted    bool      `json:"adopted"`
 }
@@ -234,7 +245,7 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 	row := roomJSON{
 		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
-		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Password: r.Password,
+		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
 		Adopted: r.Adopted,
 	}
 	if r.Host.IsValid() {

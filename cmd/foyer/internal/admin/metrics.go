@@ -6,6 +6,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/limit"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
@@ -54,6 +55,9 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	}
 	if src.Guard != nil {
 		cs = append(cs, stats[GuardStats]{src.Guard, guardDescs, collectGuard})
+	}
+	if src.Cluster != nil {
+		cs = append(cs, stats[cluster.Stats]{src.Cluster, clusterDescs, collectCluster})
 	}
 	return cs
 }

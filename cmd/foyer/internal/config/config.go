@@ -19,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
@@ -41,6 +42,7 @@ type Config struct {
 	Room       refroom.Config
 	Admin      Admin
 	Log        Log
+	Cluster    cluster.Config
 	// Warnings are doubts about the file that do not stop the start, in
 	// the file:line: reason form, to be logged.
 	Warnings []string
@@ -91,6 +93,7 @@ func Default() Config {
 		Room:       refroom.DefaultConfig,
 		Admin:      Admin{Listen: "127.0.0.1:9477"},
 		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
+		Cluster:    cluster.DefaultConfig(),
 	}
 	c.Supervisor.Room = c.Room.Settings()
 	return c
@@ -117,6 +120,7 @@ type file struct {
 	Room       toml.Primitive `toml:"room"`
 	Admin      toml.Primitive `toml:"admin"`
 	Log        toml.Primitive `toml:"log"`
+	Cluster    toml.Primitive `toml:"cluster"`
 }
 
 // Parse decodes text, named name in error messages, over the defaults.
@@ -138,7 +142,7 @@ func Parse(name, text string) (Config, error) {
 		keys section
 	}{
 		{f.Lobby, &k.Lobby}, {f.GG2, &k.GG2}, {f.Gunz, &k.Gunz}, {f.Web, &k.Web}, {f.Supervisor, &k.Supervisor},
-		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log},
+		{f.Room, &k.Room}, {f.Admin, &k.Admin}, {f.Log, &k.Log}, {f.Cluster, &k.Cluster},
 	} {
 		if r.table(s.raw, s.keys) {
 			s.keys.apply(r, &c)
@@ -147,6 +151,7 @@ func Parse(name, text string) (Config, error) {
 	c.Supervisor.Room = c.Room.Settings()
 	if len(r.errs) == 0 {
 		k.check(r, &c)
+		k.Cluster.check(r, &c)
 	}
 	r.unknown()
 	if len(r.errs) > 0 {

@@ -29,6 +29,7 @@ type keys struct {
 	Room       roomKeys
 	Admin      adminKeys
 	Log        logKeys
+	Cluster    clusterKeys
 }
 
 type lobbyKeys struct {

@@ -16,6 +16,7 @@
   // room carries it. A field the table gains is one more line here.
   const optionalTags = [
     ["password", () => "password"],
+    ["node", (n) => "host " + n], // the cluster host running it (only in a cluster)
   ];
 
   // The sources of rooms Foyer spawned itself; the others registered.

@@ -1,0 +1,247 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/foyerlobby/foyer/room"
+)
+
+var (
+	public = netip.MustParseAddr("192.0.2.1")
+	other  = netip.MustParseAddr("198.51.100.7")
+	player = netip.MustParseAddrPort("203.0.113.5:5000")
+)
+
+// TestViewsAndPlacement: rooms of every host in every view, at "" for
+// hosts that share the public address and at the address of those that
+// do not; CREATEs placed on the freest host, local on ties; JOIN of
+// another host's room forwarded to it.
+func TestViewsAndPlacement(t *testing.T) {
+	_, _, url := natsServer(t)
+	la, lb, lc := newMemLocal(2), newMemLocal(3), newMemLocal(3)
+	a := join(t, testConfig(url, "a", public), la)
+	b := join(t, testConfig(url, "b", public), lb)
+	join(t, testConfig(url, "c", other), lc)
+	eventually(t, "a sees b and c", func() bool { return a.Stats().Hosts == 3 })
+
+	// b and c are freer than a: b first (by name), then c, then a (local
+	// on a tie of 2).
+	var got []string
+	for range 3 {
+		r, err := a.Create(context.Background(), player)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.Node)
+		eventually(t, "the room in b's view", func() bool { return lists(b, r.ID, r.Node) })
+	}
+	if want := []string{"b", "c", "a"}; !equal(got, want) {
+		t.Errorf("three CREATEs at a went to %v; want %v", got, want)
+	}
+	for _, r := range b.List().Rooms {
+		want := netip.Addr{}
+		if r.Node == "c" {
+			want = other
+		}
+		if r.Host != want {
+			t.Errorf("b lists room %d of %s at %v; want %v", r.ID, r.Node, r.Host, want)
+		}
+	}
+	var onC uint32
+	for _, r := range a.List().Rooms {
+		if r.Node == "c" {
+			onC = r.ID
+		}
+	}
+	// A JOIN at a of c's room holds a seat at c, as c counts it.
+	r, err := a.Join(context.Background(), onC, netip.MustParseAddrPort("203.0.113.6:1"), room.SawListing)
+	if err != nil || r.Node != "c" || r.Seats != 2 {
+		t.Fatalf("JOIN of c's room at a: %+v, %v; want c's room with 2 seats", r, err)
+	}
+	if n := lc.List().Rooms[0].Seats; n != 2 {
+		t.Errorf("c holds %d seats, want 2", n)
+	}
+	eventually(t, "the seat in every view", func() bool {
+		for _, cl := range []*Cluster{a, b} {
+			for _, r := range cl.List().Rooms {
+				if r.ID == onC && r.Seats != 2 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestJoinsExact: JOINs of one room through two other hosts at once get
+// exactly its free seats; the refusals are the lobby's sentinels.
+func TestJoinsExact(t *testing.T) {
+	_, _, url := natsServer(t)
+	la, lb, lc := newMemLocal(0), newMemLocal(0), newMemLocal(1)
+	a := join(t, testConfig(url, "a", public), la)
+	b := join(t, testConfig(url, "b", public), lb)
+	join(t, testConfig(url, "c", public), lc)
+	eventually(t, "a sees c", func() bool { return a.Stats().Hosts == 3 })
+	r, err := a.Create(context.Background(), player)
+	if err != nil || r.Node != "c" {
+		t.Fatalf("CREATE: %+v, %v; want a room on c, the only free host", r, err)
+	}
+	eventually(t, "c's room at b", func() bool { return lists(b, r.ID, "c") })
+	var granted, full atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 50 {
+		via := []*Cluster{a, b}[i%2]
+		p := netip.AddrPortFrom(player.Addr(), uint16(6000+i))
+		wg.Go(func() {
+			_, err := via.Join(context.Background(), r.ID, p, room.Unproven)
+			switch err {
+			case nil:
+				granted.Add(1)
+			case room.ErrFull:
+				full.Add(1)
+			default:
+				t.Errorf("JOIN: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if granted.Load() != 3 || full.Load() != 47 {
+		t.Errorf("50 JOINs of a room of 4 with one seat held: %d granted, %d refused as full; want 3 and 47", granted.Load(), full.Load())
+	}
+	if _, err := a.Join(context.Background(), r.ID+1000, player, room.Unproven); err != room.ErrNoRoom {
+		t.Errorf("JOIN of no room: %v, want room.ErrNoRoom", err)
+	}
+}
+
+// TestHostLeavesAndComesBack: a host that stops heartbeating leaves the
+// views within the TTL; one that leaves with no room says goodbye at
+// once; a host back after an outage rewrites what changed, and its rooms
+// reaped meanwhile leave every view.
+func TestHostLeavesAndComesBack(t *testing.T) {
+	_, _, url := natsServer(t)
+	la, lb := newMemLocal(0), newMemLocal(4)
+	a := join(t, testConfig(url, "a", public), la)
+	b := join(t, testConfig(url, "b", public), lb)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+	r1, err := a.Create(context.Background(), player)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.Create(context.Background(), player)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both rooms at a", func() bool { return lists(a, r2.ID, "b") && lists(a, r1.ID, "b") })
+
+	// Cut b off: it keeps its rooms; the others see them go.
+	b.nc.Close()
+	eventually(t, "b's rooms gone from a's view", func() bool { return len(a.List().Rooms) == 0 })
+	if b.Stats().Up {
+		t.Error("b still up after its connection closed")
+	}
+	if n := len(b.List().Rooms); n != 2 {
+		t.Errorf("b lists %d rooms cut off; want its own 2", n)
+	}
+
+	// b again, as after a restart: a room reaped meanwhile is deleted, the
+	// other rewritten only if changed.
+	lb.remove(r1.ID)
+	b2 := join(t, testConfig(url, "b", public), lb)
+	eventually(t, "b's room back at a", func() bool { return lists(a, r2.ID, "b") })
+	if lists(a, r1.ID, "b") {
+		t.Error("a lists b's room reaped while b was away")
+	}
+
+	// Leaving with no room left: gone from a's view at once.
+	lb.remove(r2.ID)
+	eventually(t, "the reaped room gone", func() bool { return len(a.List().Rooms) == 0 })
+	b2.Close()
+	eventually(t, "b gone from a's hosts", func() bool { return a.Stats().Hosts == 1 })
+}
+
+// TestNATSRestartConverges: the server restarts on its store; every host
+// reconnects by itself, writes its table again and the views converge,
+// nothing duplicated or lost.
+func TestNATSRestartConverges(t *testing.T) {
+	srv, opts, url := natsServer(t)
+	la, lb := newMemLocal(2), newMemLocal(2)
+	a := join(t, testConfig(url, "a", public), la)
+	b := join(t, testConfig(url, "b", public), lb)
+	ra, err := a.Create(context.Background(), player)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a's room at b", func() bool { return lists(b, ra.ID, "a") })
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	eventually(t, "a down", func() bool { return !a.Stats().Up })
+	// Alone, a places on itself; its room changes.
+	ra2, err := a.Create(context.Background(), player)
+	if err != nil || ra2.Node != "a" {
+		t.Fatalf("CREATE cut off: %+v, %v", ra2, err)
+	}
+	la.setPlayers(ra.ID, 1)
+	restart(t, opts)
+	eventually(t, "a and b up", func() bool { return a.Stats().Up && b.Stats().Up })
+	eventually(t, "b sees a's rooms as they are", func() bool {
+		rooms := b.List().Rooms
+		return len(rooms) == 2 && rooms[0].ID == ra.ID && rooms[0].Players == 1 && rooms[1].ID == ra2.ID
+	})
+	if a.Stats().Reconnects == 0 {
+		t.Error("a counted no reconnect")
+	}
+}
+
+// TestCreateSkipsSilentHost: a host that is listed but does not take the
+// CREATE is skipped for the next.
+func TestCreateSkipsSilentHost(t *testing.T) {
+	_, _, url := natsServer(t)
+	la, lb := newMemLocal(1), newMemLocal(4)
+	a := join(t, testConfig(url, "a", public), la)
+	b := join(t, testConfig(url, "b", public), lb)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+	for _, s := range b.subs { // b stops answering, but its heartbeat goes on
+		s.Unsubscribe()
+	}
+	hole, err := b.nc.Subscribe(subjectPrefix+"b.create", func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Unsubscribe()
+	start := time.Now()
+	r, err := a.Create(context.Background(), player)
+	if err != nil || r.Node != "a" {
+		t.Fatalf("CREATE with b silent: %+v, %v; want a room on a", r, err)
+	}
+	t.Logf("placed on a %v after b was skipped", time.Since(start))
+	if a.Stats().Skipped != 1 {
+		t.Errorf("skipped %d hosts, want 1", a.Stats().Skipped)
+	}
+	la.remove(r.ID)
+	if _, err := a.Create(context.Background(), player); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create(context.Background(), player); !errors.Is(err, room.ErrCapacity) && !errors.Is(err, room.ErrUnreachable) {
+		t.Errorf("CREATE with a full and b silent: %v; want a refusal", err)
+	}
+}
