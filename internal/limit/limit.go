@@ -83,7 +83,6 @@ type Sources struct {
 	admit rate.Limiter
 }
 
-
 // sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
 // source is one entry however it arrived (AF_INET, or mapped on a
 // dual-stack socket) and the table hashes and compares one block of
