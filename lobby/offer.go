@@ -32,7 +32,11 @@ const maxLocals = 16
 type offers struct {
 	version uint64
 	byLocal map[netip.Addr]*offer
-	keyed   []packet.Room // scratch for lists under guard
+	// last is the offer get returned last, at lastLocal: a socket bound
+	// to one address asks for the same one every time.
+	last      *offer
+	lastLocal netip.Addr
+	keyed     []packet.Room // scratch for lists under guard
 }
 
 // offer is ROOM_LIST as a client at one local address sees it: the rooms
@@ -45,10 +49,14 @@ type offer struct {
 
 // get returns the offer of table rl at local, built on first use.
 func (os *offers) get(rl *roomList, local netip.Addr) *offer {
+	if os.last != nil && os.version == rl.version && os.lastLocal == local {
+		return os.last
+	}
 	if os.version != rl.version || os.byLocal == nil || len(os.byLocal) >= maxLocals {
 		os.version, os.byLocal = rl.version, make(map[netip.Addr]*offer)
 	}
 	if o := os.byLocal[local]; o != nil {
+		os.last, os.lastLocal = o, local
 		return o
 	}
 	o := &offer{rooms: listed(rl.rooms, local)}
@@ -56,6 +64,7 @@ func (os *offers) get(rl *roomList, local netip.Addr) *offer {
 		o.frames[f] = appendList(nil, packet.Header{Framing: packet.Framing(f)}, o.rooms)
 	}
 	os.byLocal[local] = o
+	os.last, os.lastLocal = o, local
 	return o
 }
 
