@@ -16,6 +16,8 @@
   // room carries it. A field the table gains is one more line here.
   const optionalTags = [
     ["password", () => "password"],
+    ["cpu_seconds", (s) => (s < 60 ? s.toFixed(1) + "s" : duration(s)) + " CPU"],
+    ["memory_bytes", (b) => (b / 1048576).toFixed(b < 10485760 ? 1 : 0) + " MiB"],
   ];
 
   // The sources of rooms Foyer spawned itself; the others registered.
