@@ -49,9 +49,11 @@ const watchBuffer = 256
 
 // Supervisor spawns, tracks and reaps room instances. It implements room.Table.
 type Supervisor struct {
-	cfg  Config
-	log  zerolog.Logger
-	argv []string
+	cfg   Config
+	log   zerolog.Logger
+	argv  []string
+	tree  *cgroup.Tree // the rooms' cgroups; nil without
+	usage usageCache   // guarded by its own lock
 
 	ctx    context.Context // cancelled by Shutdown
 	cancel context.CancelFunc
@@ -71,8 +73,6 @@ type Supervisor struct {
 	ports      *portPool
 	ids        *roomIDs
 	dirs       *roomDirs
-	tree       *cgroup.Tree // the rooms' cgroups; nil without
-	usage      usageCache
 	stats      Stats
 	released   bool      // handed over (Release): no new rooms, no health kills
 	dirty      []*record // rooms whose seats their instance does not have yet
