@@ -91,17 +91,18 @@ func Serve(g Game) {
 		// The host's parent-death signal is SIGTERM, so that the room
 		// ends whole with its host; a game that ignores SIGTERM still
 		// ends with it, when watchParent sees the host gone.
+		s.host = os.Getppid()
 		if !signal.Ignored(syscall.SIGTERM) {
 			term := make(chan os.Signal, 1)
 			signal.Notify(term, syscall.SIGTERM)
 			go func() {
 				<-term
-				s.hostGone()
+				s.exit(1, true)
 			}()
 		}
 		go func() {
-			watchParent(os.Getppid())
-			s.hostGone()
+			watchParent(s.host)
+			s.exit(1, true)
 		}()
 	}
 	go s.exitWhenFinished()
@@ -119,7 +120,7 @@ func Serve(g Game) {
 	// plugin.Serve returns when the host closed its connection: nobody
 	// will Start, Stop or watch this instance any more.
 	s.stopGame(closeGrace)
-	os.Exit(0)
+	s.exit(0, false)
 }
 
 // newGRPCServer is the instance's gRPC server: sized for a handful of
@@ -235,7 +236,10 @@ type server struct {
 	endLife context.CancelFunc
 	orphan  *orphanTimer // nil for an instance that ends with its host
 	cgroup  string       // "TREE/ROOM" of the room's cgroups; "" without
-	endOnce sync.Once    // the room is ended once, by whoever ends it first
+	host    int          // the pid of the host an instance without orphan ends with
+	// exiting is taken by the one caller of exit and never given back:
+	// the process ends once, and never while its room is being ended.
+	exiting sync.Mutex
 	self    proc.Stat    // this process, read at the start
 	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
 
@@ -377,15 +381,33 @@ func (s *server) abandoned() {
 	// To the file itself: Serve put a pipe of go-plugin's in os.Stderr.
 	fmt.Fprintf(s.stderr, "foyer instance: no host for %v: stopping the game\n", s.orphan.grace)
 	s.stopGame(closeGrace)
-	s.endRoom()
-	os.Exit(0)
+	s.exit(0, true)
 }
 
-// hostGone ends an instance whose host died (or sent SIGTERM): nobody
-// will stop the game or hear how it ended, so the room ends at once.
-func (s *server) hostGone() {
-	s.endRoom()
-	os.Exit(1)
+// exit ends the process with code; a second caller waits for that. When
+// no host will end the room (hostGone: it died, or sent SIGTERM, or the
+// orphan's grace ran out; or hostless says so), the room is ended first.
+func (s *server) exit(code int, hostGone bool) {
+	s.exiting.Lock()
+	if hostGone || s.hostless() {
+		s.endRoom()
+	}
+	os.Exit(code)
+}
+
+// hostless reports whether no host will end the room: the host of an
+// instance that ends with it is gone, or, for one that outlives it, none
+// watches and none took the final status.
+func (s *server) hostless() bool {
+	if s.orphan == nil {
+		return os.Getppid() != s.host
+	}
+	select {
+	case <-s.acked:
+		return false
+	default:
+		return !s.watched()
+	}
 }
 
 // endRoomTimeout bounds the killing of what is left of the room.
@@ -397,19 +419,17 @@ const endRoomTimeout = 5 * time.Second
 // of a foreign server is their subreaper, so its server's escapees are
 // among them).
 func (s *server) endRoom() {
-	s.endOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), endRoomTimeout)
-		defer cancel()
-		var err error
-		if tree, room, ok := strings.Cut(s.cgroup, "/"); ok {
-			err = cgroup.End(ctx, tree, room)
-		} else {
-			err = cgroup.KillDescendants(ctx, os.Getpid())
-		}
-		if err != nil {
-			fmt.Fprintf(s.stderr, "foyer instance: ending the room: %v\n", err)
-		}
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), endRoomTimeout)
+	defer cancel()
+	var err error
+	if tree, room, ok := strings.Cut(s.cgroup, "/"); ok {
+		err = cgroup.End(ctx, tree, room)
+	} else {
+		err = cgroup.KillDescendants(ctx, os.Getpid())
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "foyer instance: ending the room: %v\n", err)
+	}
 }
 
 // Describe says who the instance is, for a host about to adopt it.
@@ -564,5 +584,12 @@ func (s *server) exitWhenFinished() {
 	case <-s.acked:
 	case <-t.C:
 	}
-	os.Exit(s.rep.exitCode())
+	s.exit(s.rep.exitCode(), false)
+}
+
+// watched reports whether a host watches the instance now.
+func (s *server) watched() bool {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	return s.watcher != 0
 }
