@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,16 @@ func openTree(cfg Config, log zerolog.Logger) (*cgroup.Tree, error) {
 		why = err
 	}
 	if limited {
-		return nil, fmt.Errorf("supervisor: memory_max, cpu_max and pids_max need cgroups: %w", why)
+		var set []string
+		for _, l := range []struct {
+			key string
+			on  bool
+		}{{"memory_max", cfg.Limits.MemoryMax != 0}, {"cpu_max", cfg.Limits.CPUMax != 0}, {"pids_max", cfg.Limits.PidsMax != 0}} {
+			if l.on {
+				set = append(set, l.key)
+			}
+		}
+		return nil, fmt.Errorf("supervisor: %s: cannot be enforced without cgroups: %w", strings.Join(set, ", "), why)
 	}
 	e := log.Warn().Err(why)
 	if err := cgroup.SetSubreaper(); err != nil {
@@ -132,7 +142,7 @@ func (s *Supervisor) end(id uint32, cg *cgroup.Room) int64 {
 		s.log.Warn().Uint32("id", id).Err(err).Msg("room's cgroup not emptied")
 	}
 	ooms, err := cg.OOMKills()
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone: its instance ended it
 		s.log.Warn().Uint32("id", id).Err(err).Msg("room's OOM kills not known")
 	}
 	if err := cg.Remove(); err != nil {
