@@ -237,11 +237,11 @@ type server struct {
 	orphan  *orphanTimer // nil for an instance that ends with its host
 	cgroup  string       // "TREE/ROOM" of the room's cgroups; "" without
 	host    int          // the pid of the host an instance without orphan ends with
+	self    proc.Stat    // this process, read at the start
+	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
 	// exiting is taken by the one caller of exit and never given back:
 	// the process ends once, and never while its room is being ended.
 	exiting sync.Mutex
-	self    proc.Stat    // this process, read at the start
-	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
 
 	mu       sync.Mutex // serialises Start, and Stop after it; guards the fields below
 	started  bool
