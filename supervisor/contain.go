@@ -35,8 +35,12 @@ import (
 // whose parents died comes back here instead of going to init. Every
 // process of a room carries the room's directory in its environment
 // (instancepb.EnvRoomDir), which is how the reap finds and kills what is
-// left of the room (cgroup.KillCarrying). Keepers are subreapers too, and
-// kill what their server leaves when it exits.
+// left of the room (cgroup.KillCarrying), and reaps it. Keepers are
+// subreapers too, and kill what their server leaves when it exits, so
+// orphans reach this process only when a keeper itself is killed. One
+// that exits by itself before its room is reaped stays a zombie here
+// until this process exits: nothing tells it, by then, from a child
+// something else waits for.
 
 // endTimeout bounds the killing of what is left of one room.
 const endTimeout = 10 * time.Second

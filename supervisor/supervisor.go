@@ -17,6 +17,11 @@
 // and keeps the seats its room holds, which the supervisor sends it on
 // every change.
 //
+// Every room runs in cgroups of its own where the host has them, bounded
+// by Config.Limits and killed whole when it is reaped; where it has none,
+// the supervisor is the child subreaper of what escapes the rooms'
+// process groups (contain.go).
+//
 // One mutex guards the table, the port pool and the counters; nothing
 // blocking (spawning, stopping, waiting for exits) happens under it, so a
 // slow spawn never delays List or Join. Each instance has one goroutine
