@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Timings of the instance side.
@@ -57,7 +59,12 @@ const maxStreams = 16
 // instancepb.EnvReattachGrace): such an instance keeps playing while no
 // host watches it, for the grace it was given, and a new host may adopt
 // it in that time; past it, the instance stops its game (players see the
-// match end as stopped by the host) and exits. From the moment the host
+// match end as stopped by the host), ends its room and exits. Any other
+// instance ends with its host: on SIGTERM (its parent-death signal), or
+// once it sees its parent gone, it ends its room and exits at once.
+// Ending the room kills what the game left of it: every other process in
+// the room's cgroups, which are then removed (instancepb.EnvRoomCgroup),
+// or, without cgroups, every descendant of the instance. From the moment the host
 // that started it stops watching, the instance's stdout and stderr go to
 // room.log in its directory, since nobody reads the pipes any more.
 // Only descriptors 1 and 2 do: what a game writes to the os.Stdout and
@@ -72,13 +79,31 @@ func Serve(g Game) {
 		os.Exit(1)
 	}
 	s := newServer(g, os.Getenv(instancepb.EnvRoomDir))
+	s.cgroup = os.Getenv(instancepb.EnvRoomCgroup)
+	// The pipes to the host that started this process outlive their
+	// reader when the host dies, and the instance has work left then (the
+	// rest of its match, or the end of its room): a write must fail, not
+	// kill.
+	signal.Ignore(syscall.SIGPIPE)
 	if grace, err := time.ParseDuration(os.Getenv(instancepb.EnvReattachGrace)); err == nil && grace > 0 {
-		// The pipes to the host that started this process outlive their
-		// reader when the host dies: a write must fail, not kill.
-		signal.Ignore(syscall.SIGPIPE)
 		s.orphan = newOrphanTimer(grace, s.abandoned)
 	} else {
-		go watchParent(os.Getppid())
+		// The host's parent-death signal is SIGTERM, so that the room
+		// ends whole with its host; a game that ignores SIGTERM still
+		// ends with it, when watchParent sees the host gone.
+		s.host = os.Getppid()
+		if !signal.Ignored(syscall.SIGTERM) {
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
+			go func() {
+				<-term
+				s.exit(1, true)
+			}()
+		}
+		go func() {
+			watchParent(s.host)
+			s.exit(1, true)
+		}()
 	}
 	go s.exitWhenFinished()
 	plugin.Serve(&plugin.ServeConfig{
@@ -95,7 +120,7 @@ func Serve(g Game) {
 	// plugin.Serve returns when the host closed its connection: nobody
 	// will Start, Stop or watch this instance any more.
 	s.stopGame(closeGrace)
-	os.Exit(0)
+	s.exit(0, false)
 }
 
 // newGRPCServer is the instance's gRPC server: sized for a handful of
@@ -114,9 +139,9 @@ func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	)...)
 }
 
-// watchParent exits the process once its parent, the host, is gone. It
-// waits on a pidfd of the parent, which costs an idle room no wake-up; a
-// kernel without pidfds gets the polling fallback.
+// watchParent returns once its parent, the host, is gone. It waits on a
+// pidfd of the parent, which costs an idle room no wake-up; a kernel
+// without pidfds gets the polling fallback.
 func watchParent(ppid int) {
 	// A child is reparented before its parent's pidfd turns readable, so
 	// getppid is the final word on a wake-up.
@@ -125,7 +150,6 @@ func watchParent(ppid int) {
 			pollParent(ppid)
 		}
 	}
-	os.Exit(1)
 }
 
 // awaitParentExit returns nil once the parent ppid has exited (or after a
@@ -211,8 +235,13 @@ type server struct {
 	life    context.Context // the game's lifetime
 	endLife context.CancelFunc
 	orphan  *orphanTimer // nil for an instance that ends with its host
+	cgroup  string       // "TREE/ROOM" of the room's cgroups; "" without
+	host    int          // the pid of the host an instance without orphan ends with
 	self    proc.Stat    // this process, read at the start
 	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
+	// exiting is taken by the one caller of exit and never given back:
+	// the process ends once, and never while its room is being ended.
+	exiting sync.Mutex
 
 	mu       sync.Mutex // serialises Start, and Stop after it; guards the fields below
 	started  bool
@@ -345,13 +374,62 @@ func (s *server) stopGame(grace time.Duration) {
 }
 
 // abandoned ends an instance no host has watched for its grace: the game
-// stops as when the host stops it, and the process exits.
+// stops as when the host stops it, the rest of the room is ended, and the
+// process exits.
 func (s *server) abandoned() {
 	s.logToFile()
 	// To the file itself: Serve put a pipe of go-plugin's in os.Stderr.
 	fmt.Fprintf(s.stderr, "foyer instance: no host for %v: stopping the game\n", s.orphan.grace)
 	s.stopGame(closeGrace)
-	os.Exit(0)
+	s.exit(0, true)
+}
+
+// exit ends the process with code; a second caller waits for that. When
+// no host will end the room (hostGone: it died, or sent SIGTERM, or the
+// orphan's grace ran out; or hostless says so), the room is ended first.
+func (s *server) exit(code int, hostGone bool) {
+	s.exiting.Lock()
+	if hostGone || s.hostless() {
+		s.endRoom()
+	}
+	os.Exit(code)
+}
+
+// hostless reports whether no host will end the room: the host of an
+// instance that ends with it is gone, or, for one that outlives it, none
+// watches and none took the final status.
+func (s *server) hostless() bool {
+	if s.orphan == nil {
+		return os.Getppid() != s.host
+	}
+	select {
+	case <-s.acked:
+		return false
+	default:
+		return !s.watched()
+	}
+}
+
+// endRoomTimeout bounds the killing of what is left of the room.
+const endRoomTimeout = 5 * time.Second
+
+// endRoom ends what this process left of its room when no host will: in
+// the room's cgroups, every other process, and the cgroups themselves
+// (cgroup.End); without cgroups, this process's descendants (the keeper
+// of a foreign server is their subreaper, so its server's escapees are
+// among them).
+func (s *server) endRoom() {
+	ctx, cancel := context.WithTimeout(context.Background(), endRoomTimeout)
+	defer cancel()
+	var err error
+	if tree, room, ok := strings.Cut(s.cgroup, "/"); ok {
+		err = cgroup.End(ctx, tree, room)
+	} else {
+		err = cgroup.KillDescendants(ctx, os.Getpid())
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "foyer instance: ending the room: %v\n", err)
+	}
 }
 
 // Describe says who the instance is, for a host about to adopt it.
@@ -506,5 +584,12 @@ func (s *server) exitWhenFinished() {
 	case <-s.acked:
 	case <-t.C:
 	}
-	os.Exit(s.rep.exitCode())
+	s.exit(s.rep.exitCode(), false)
+}
+
+// watched reports whether a host watches the instance now.
+func (s *server) watched() bool {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	return s.watcher != 0
 }

@@ -191,6 +191,7 @@ const (
 	Unhealthy    Cause = "unhealthy"    // it was silent too long
 	Stopped      Cause = "stopped"      // the host stopped it
 	Retired      Cause = "retired"      // a warm room past its age
+	OOM          Cause = "oom"          // the kernel killed it at its memory limit
 	Unregistered Cause = "unregistered" // a registered room's server left
 	Lost         Cause = "lost"         // its cluster host left or was cut off
 )

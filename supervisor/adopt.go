@@ -21,7 +21,8 @@ const (
 	// trip, so a few in parallel keep both cores busy.
 	adoptWorkers = 16
 	// adoptTimeout is what one room gets to answer; a room that does not
-	// is left to end after its grace, as if no lobby had come back.
+	// is ended with its cgroup, or, without cgroups, left to end after
+	// its grace, as if no lobby had come back.
 	adoptTimeout = 3 * time.Second
 	// keepTimeout bounds one Keep call to an instance.
 	keepTimeout = time.Second
@@ -78,6 +79,10 @@ func (s *Supervisor) adoptAll() {
 		}
 		if f.err != nil {
 			gone++
+			if s.tree == nil {
+				// What the room left (with cgroups, endUnadopted ends it).
+				s.end(f.id, nil)
+			}
 			s.dirs.remove(f.id)
 			e := s.log.Warn()
 			if errors.Is(f.err, host.ErrGone) {
@@ -121,6 +126,7 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 			Source: room.Instance, State: st.State, Players: st.Players, Adopted: true,
 		},
 		proc:       p,
+		cgroup:     s.adoptCgroup(a.RoomID),
 		status:     p.Status(),
 		listed:     d.Kept.Listed,
 		watched:    true,

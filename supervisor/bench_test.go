@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // benchSupervisor runs reference rooms, as a lobby does by default, with
@@ -53,14 +56,54 @@ func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
 }
 
 // BenchmarkColdCreate measures Create from request to a ready reference
-// room, with no warm pool.
+// room, with no warm pool: in cgroups of its own with every limit set
+// (where the host has cgroups), and without cgroups.
 func BenchmarkColdCreate(b *testing.B) {
-	s := benchSupervisor(b, 8, nil)
-	var ds []time.Duration
-	for b.Loop() {
-		ds = append(ds, createAndDiscard(b, s))
+	for _, mode := range containModes {
+		b.Run(mode.name, func(b *testing.B) {
+			s := benchSupervisor(b, 8, func(c *Config) {
+				c.NoCgroups = mode.noCgroups
+				if !mode.noCgroups {
+					c.Limits = cgroup.Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
+				}
+			})
+			var ds []time.Duration
+			for b.Loop() {
+				ds = append(ds, createAndDiscard(b, s))
+			}
+			reportPercentiles(b, "create", ds)
+		})
 	}
-	reportPercentiles(b, "create", ds)
+}
+
+// BenchmarkCPUMax runs a busy loop in a room and reports the share of a
+// core the room used: about 0.2 with cpu_max 0.2, about 1 without.
+func BenchmarkCPUMax(b *testing.B) {
+	for _, max := range []float64{0.2, 0} {
+		name := "unlimited"
+		if max > 0 {
+			name = fmt.Sprintf("cpu_max=%v", max)
+		}
+		b.Run(name, func(b *testing.B) {
+			s, _ := newExec(b, []string{"/bin/sh", "-c", "while :; do :; done & exec sleep 1000 {port}"}, "none", func(c *Config) {
+				c.Limits.CPUMax = max
+			})
+			r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+			if err != nil {
+				b.Fatal(err)
+			}
+			u0, t0 := s.Usage()[r.ID], time.Now()
+			for b.Loop() {
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(usageTTL) // past Usage's cache
+			u1 := s.Usage()[r.ID]
+			if !u0.CPUKnown || !u1.CPUKnown {
+				b.Fatal("no CPU time")
+			}
+			b.ReportMetric((u1.CPU-u0.CPU).Seconds()/time.Since(t0).Seconds(), "cores")
+		})
+	}
 }
 
 // BenchmarkWarmCreate measures Create answered from the warm pool; the

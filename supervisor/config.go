@@ -3,6 +3,8 @@ package supervisor
 import (
 	"net/netip"
 	"time"
+
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Config is the supervisor's part of config.toml, with defaults filled in
@@ -67,4 +69,17 @@ type Config struct {
 	// ReattachGrace is how long an orphaned room keeps playing while it
 	// waits for a supervisor; default 30s. Only with StateDir.
 	ReattachGrace time.Duration
+
+	// Limits bound what each room's processes use together: memory, a
+	// share of a core, processes (see cgroup.Limits); zero fields are
+	// unlimited. Every room runs in cgroups of its own where the host
+	// allows it (root, or a systemd unit with Delegate=yes), and is
+	// killed whole through them; New refuses limits the host cannot
+	// enforce, and says why.
+	Limits cgroup.Limits
+	// NoCgroups runs rooms without cgroups even where the host has them:
+	// as process groups, with this process the child subreaper of what
+	// escapes them. It is for tests of that fallback; a host without
+	// cgroups gets it anyway.
+	NoCgroups bool
 }

@@ -61,7 +61,13 @@ func newExec(t testing.TB, argv []string, probe string, tune func(*Config)) (*Su
 // assembles the reply.
 func askInfo(t *testing.T, port uint16) teeinfo.Info {
 	t.Helper()
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.IPv6Loopback(), port)))
+	return askInfoAt(t, netip.AddrPortFrom(netip.IPv6Loopback(), port))
+}
+
+// askInfoAt is askInfo of the server at addr.
+func askInfoAt(t *testing.T, addr netip.AddrPort) teeinfo.Info {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +97,7 @@ func askInfo(t *testing.T, port uint16) teeinfo.Info {
 			}
 		}
 	}
-	t.Fatalf("no info from port %d", port)
+	t.Fatalf("no info from %v", addr)
 	return teeinfo.Info{}
 }
 

@@ -28,7 +28,8 @@ var testroomBin string
 
 // TestMain builds the test instance once, without the race detector (a
 // race-enabled process starts several times slower, and the churn test
-// starts a thousand), then runs the tests.
+// starts a thousand), then runs the tests, and checks that they left no
+// process and no cgroup behind.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "supervisor-test")
 	if err != nil {
@@ -48,6 +49,10 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if left := leftovers(); left != "" {
+		fmt.Fprintln(os.Stderr, "FAIL: left behind:", left)
+		code = 1
+	}
 	os.Exit(code)
 }
 

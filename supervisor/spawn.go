@@ -11,8 +11,8 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/keeper"
-	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
@@ -61,11 +61,18 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
 	}
-	r, err := s.spawnInstance(ctx, id, dir, t0)
+	cg, err := s.roomCgroup(id)
 	if err != nil {
+		s.dirs.remove(id)
+		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
+	}
+	r, err := s.spawnInstance(ctx, id, dir, cg, t0)
+	if err != nil {
+		s.end(id, cg) // the instance is gone; what it started may not be
 		s.dirs.remove(id)
 		return nil, err
 	}
+	r.cgroup = cg
 	s.awaitDurable(ctx, id)
 	return r, nil
 }
@@ -87,20 +94,23 @@ func (s *Supervisor) awaitDurable(ctx context.Context, id uint32) {
 }
 
 // spawnInstance starts an instance of the go-plugin room (or of the
-// keeper of a foreign server) in dir, as spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, t0 time.Time) (*record, error) {
-	var grace time.Duration
-	if s.cfg.StateDir != "" {
-		grace = s.cfg.ReattachGrace
-	}
-	p, err := host.Launch(ctx, host.LaunchConfig{
+// keeper of a foreign server) in dir and the cgroups cg (if any), as
+// spawn says.
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, cg *cgroup.Room, t0 time.Time) (*record, error) {
+	lc := host.LaunchConfig{
 		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
 		StartTimeout: s.cfg.SpawnTimeout,
 		Log:          s.log,
-		StartProcess: proc.StartOnForkThread,
+		StartProcess: startIn(cg),
 		Dir:          dir,
-		Grace:        grace,
-	})
+	}
+	if s.cfg.StateDir != "" {
+		lc.Grace = s.cfg.ReattachGrace
+	}
+	if cg != nil {
+		lc.Cgroup = s.tree.Name() + "/" + cg.Name()
+	}
+	p, err := host.Launch(ctx, lc)
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, s.spawnError(ctx, err))
 	}

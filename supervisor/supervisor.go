@@ -17,6 +17,11 @@
 // and keeps the seats its room holds, which the supervisor sends it on
 // every change.
 //
+// Every room runs in cgroups of its own where the host has them, bounded
+// by Config.Limits and killed whole when it is reaped; where it has none,
+// the supervisor is the child subreaper of what escapes the rooms'
+// process groups (contain.go).
+//
 // One mutex guards the table, the port pool and the counters; nothing
 // blocking (spawning, stopping, waiting for exits) happens under it, so a
 // slow spawn never delays List or Join. Each instance has one goroutine
@@ -39,6 +44,7 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
@@ -48,9 +54,11 @@ const watchBuffer = 256
 
 // Supervisor spawns, tracks and reaps room instances. It implements room.Table.
 type Supervisor struct {
-	cfg  Config
-	log  zerolog.Logger
-	argv []string
+	cfg   Config
+	log   zerolog.Logger
+	argv  []string
+	tree  *cgroup.Tree // the rooms' cgroups; nil without
+	usage usageCache   // guarded by its own lock
 
 	ctx    context.Context // cancelled by Shutdown
 	cancel context.CancelFunc
@@ -83,6 +91,7 @@ type Supervisor struct {
 type record struct {
 	row    room.Room
 	proc   *host.Process      // nil for registered rooms
+	cgroup *cgroup.Room       // its cgroups; nil without (and for registered rooms)
 	status <-chan host.Status // the instance's pushed status
 	key    string             // registered rooms: the registration key
 	listed bool               // handed out by Create; before that, warm or not yet entered
@@ -129,10 +138,18 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		// counted: only a mark says which ids they had.
 		idFile = filepath.Join(cfg.StateDir, "ids")
 	}
+	tree, err := openTree(cfg, log)
+	if err != nil {
+		dirs.close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ids, err := newRoomIDs(time.Now(), idFile, log)
 	if err != nil {
 		cancel()
+		if tree != nil {
+			tree.Remove()
+		}
 		dirs.close()
 		return nil, err
 	}
@@ -149,6 +166,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		ports:      newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
 		ids:        ids,
 		dirs:       dirs,
+		tree:       tree,
 		stats:      newStats(),
 		keepWake:   make(chan struct{}, 1),
 	}
@@ -157,6 +175,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		s.wg.Add(1)
 		go s.keepSeats()
 	}
+	s.endUnadopted()
 	s.wg.Go(func() { s.ids.writer(s.ctx.Done()) })
 	s.wg.Add(1)
 	go s.housekeep()
@@ -468,17 +487,23 @@ func (s *Supervisor) stop(r *record, cause room.Cause, kill bool) {
 	}
 }
 
-// reap removes an exited instance from the table and returns its port to
-// the pool, after the cooldown.
+// reap kills what is left of an exited instance's room, removes it from
+// the table and returns its port to the pool, after the cooldown.
 func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
+	ooms := s.end(r.row.ID, r.cgroup)
 	s.mu.Lock()
 	delete(s.live, r.row.ID)
 	if i := slices.Index(s.warm, r); i >= 0 {
 		s.warm = slices.Delete(s.warm, i, i+1)
 	}
 	cause := r.cause
-	if cause == "" {
+	switch {
+	case ooms > 0:
+		// Whatever else the room's end was taken for (a crash, a
+		// silence), the limit is why.
+		cause = room.OOM
+	case cause == "":
 		cause = room.Exited
 		if code != 0 || sig != "" {
 			cause = room.Crashed
@@ -494,6 +519,10 @@ func (s *Supervisor) reap(r *record) {
 	s.mu.Unlock()
 	s.dirs.forwardLog(r.row.ID, s.log)
 	s.dirs.remove(r.row.ID)
+	if ooms > 0 {
+		s.log.Warn().Uint32("id", r.row.ID).Int64("oom_kills", ooms).Int64("memory_max", s.cfg.Limits.MemoryMax).
+			Msg("room killed by the OOM killer at its memory_max")
+	}
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
 		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", r.listed).
 		Bool("adopted", r.row.Adopted).Msg("room reaped")
@@ -622,6 +651,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.closeTree()
 		s.dirs.close()
 		return nil
 	case <-ctx.Done():
@@ -632,6 +662,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	<-done
+	s.closeTree()
 	s.dirs.close()
 	return ctx.Err()
 }

@@ -73,8 +73,13 @@ func TestBoardInChromium(t *testing.T) {
 	}
 	b.wait(t, "room "+fmt.Sprint(first.Room)+" as Foyer's, waiting with 1 of 2 places taken",
 		fmt.Sprintf(`(c => c !== null && c.querySelector('.state').textContent === 'waiting' && c.querySelector('.count').textContent === '1/2' &&
-			c.querySelector('.where').textContent.startsWith('port %d ·') && c.querySelector('.tags').textContent === 'Foyer · instance')(%s)`,
+			c.querySelector('.where').textContent.startsWith('port %d ·') && c.querySelector('.tags li').textContent === 'Foyer · instance')(%s)`,
 			first.Port, boardCardExpr(first.Room)))
+	// It runs in cgroups (the tests run as root): its CPU time and memory
+	// are on its card.
+	b.wait(t, "room "+fmt.Sprint(first.Room)+"'s CPU time and memory",
+		fmt.Sprintf(`(c => c !== null && (tags => tags.some(s => /^[0-9.]+s CPU$/.test(s)) && tags.some(s => /^[0-9.]+ MiB$/.test(s)))(
+			[...c.querySelectorAll('.tags li')].map(li => li.textContent)))(%s)`, boardCardExpr(first.Room)))
 	name, _ := json.Marshal(registered.Name)
 	b.wait(t, "the registered room's name as text, on a card marked registered",
 		fmt.Sprintf(`(c => c !== null && c.querySelector('h2').textContent === %s && c.querySelector('.tags').textContent === 'registered · 127.0.0.1' &&

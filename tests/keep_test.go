@@ -372,6 +372,8 @@ type adminRoom struct {
 	PID     int    `json:"pid"`
 	Source  string `json:"source"`
 	Adopted bool   `json:"adopted"`
+	// CPUSeconds is there when the room runs in cgroups.
+	CPUSeconds *float64 `json:"cpu_seconds"`
 }
 
 // adminRooms reads the current process's /rooms.

@@ -10,12 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +36,8 @@ import (
 // bin is the foyer binary TestMain builds once.
 var bin string
 
+// TestMain builds the binary once, runs the tests, and checks that they
+// left no process and no cgroup behind.
 func TestMain(m *testing.M) {
 	// The new process of an upgrade is its predecessor's child; once that
 	// one has exited it is this process's, whose tests wait for it (and
@@ -54,9 +60,102 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// Every lobby and room of this run inherits the mark, so that the end
+	// can tell them from other processes.
+	os.Setenv(runEnv, strconv.Itoa(os.Getpid()))
+	cgroupsBefore := foyerCgroups()
 	code := m.Run()
 	os.RemoveAll(dir)
+	if left := leftovers(cgroupsBefore); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: the tests left behind:", strings.Join(left, ", "))
+		code = 1
+	}
 	os.Exit(code)
+}
+
+// runEnv marks the processes of this test run, by their environment.
+const runEnv = "FOYER_TESTS_RUN"
+
+// leftoverWait is how long the end of the run gives the last rooms to go.
+const leftoverWait = 10 * time.Second
+
+// leftovers returns what the tests left behind: the processes that carry
+// this run's mark (killed now), and the cgroup subtrees of lobbies that
+// are not in before, once they have had leftoverWait to go. A lobby's
+// subtree is foyer-PID-N (a lobby without state_dir, process PID) or
+// foyer-sHASH (one with): the former is left if its lobby is gone, the
+// latter if no process is in it, since concurrent tests of other
+// packages make theirs too.
+func leftovers(before map[string]bool) []string {
+	mark := []byte(runEnv + "=" + strconv.Itoa(os.Getpid()) + "\x00")
+	var left []string
+	for deadline := time.Now().Add(leftoverWait); ; time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(env, mark) && proc.Alive(pid) {
+				pids = append(pids, pid)
+				left = append(left, "process "+e.Name())
+			}
+		}
+		for dir := range foyerCgroups() {
+			if !before[dir] && !inUse(dir) {
+				left = append(left, "cgroup "+dir)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return left
+		}
+	}
+}
+
+// lobbyTree matches the name of a lobby's cgroup subtree.
+var lobbyTree = regexp.MustCompile(`^foyer-(?:(\d+)-\d+|s[0-9a-f]{16})$`)
+
+// foyerCgroups returns the lobbies' cgroup subtrees on this host.
+func foyerCgroups() map[string]bool {
+	out := map[string]bool{}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+2 || (f[sep+1] != "cgroup" && f[sep+1] != "cgroup2") {
+			continue
+		}
+		filepath.WalkDir(f[4], func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && lobbyTree.MatchString(d.Name()) {
+				out[p] = true
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// inUse reports whether the lobby of the cgroup subtree dir may still
+// use it: it runs (foyer-PID-N), or a process is in the subtree.
+func inUse(dir string) bool {
+	if m := lobbyTree.FindStringSubmatch(filepath.Base(dir)); m != nil && m[1] != "" {
+		pid, _ := strconv.Atoi(m[1])
+		return proc.Alive(pid)
+	}
+	busy := false
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if b, rerr := os.ReadFile(filepath.Join(p, "cgroup.procs")); err == nil && d.IsDir() && rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+			busy = true
+		}
+		return nil
+	})
+	return busy
 }
 
 // Message types of the native protocol.
@@ -273,6 +372,9 @@ type server struct {
 	ports [2]int // the instance port pool
 	logs  *logBuffer
 	exit  chan error
+	// killed: the test killed it with SIGKILL (kill9), and stop has no
+	// exit status to check.
+	killed bool
 }
 
 // logBuffer keeps the server's stderr (JSON lines) for the test to read.
@@ -361,20 +463,29 @@ func (s *server) waitReady() {
 	s.t.Fatalf("the lobby never answered:\n%s", s.logs)
 }
 
+// kill9 kills the server with SIGKILL and waits until it is gone.
+func (s *server) kill9() {
+	s.t.Helper()
+	s.cmd.Process.Kill()
+	<-s.exit
+	s.killed = true
+}
+
 // stop sends SIGTERM: the server must stop its instances and exit 0.
 func (s *server) stop() {
 	s.t.Helper()
-	if s.cmd.ProcessState == nil {
+	if !s.killed {
 		s.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case err := <-s.exit:
-		if err != nil {
-			s.t.Errorf("foyer serve did not exit cleanly on SIGTERM: %v\n%s", err, s.logs)
+		select {
+		case err := <-s.exit:
+			if err != nil {
+				s.t.Errorf("foyer serve did not exit cleanly on SIGTERM: %v\n%s", err, s.logs)
+			}
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			s.t.Errorf("foyer serve ignored SIGTERM:\n%s", s.logs)
 		}
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		s.t.Errorf("foyer serve ignored SIGTERM:\n%s", s.logs)
+		s.killed = true // stopped: a second stop has nothing to do
 	}
 	for _, m := range s.logs.lines("room created") {
 		if pid, ok := m["pid"].(float64); ok && proc.Alive(int(pid)) {

@@ -32,6 +32,11 @@ import (
 // SIGINT/SIGTERM; the supervisor's own stop_grace applies per instance.
 const shutdownLimit = 30 * time.Second
 
+// noCgroupsEnv, set to 1, runs the rooms without cgroups where the host
+// has them (supervisor.Config.NoCgroups): a setting for the tests of
+// that fallback only, which no config file can carry.
+const noCgroupsEnv = "FOYER_TEST_NO_CGROUPS"
+
 var serveHelp = help{
 	usage: []string{"foyer serve [--config PATH] [--ready-json]"},
 	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
@@ -87,6 +92,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
+	// Only Foyer's tests of the fallback turn cgroups off.
+	cfg.Supervisor.NoCgroups = os.Getenv(noCgroupsEnv) == "1"
 	log := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
@@ -231,7 +238,7 @@ func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, 
 	if err != nil {
 		return nil, nil, err
 	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List, Watch: rooms.Watch, Guard: func() admin.GuardStats {
+	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List, Usage: sup.Usage, Watch: rooms.Watch, Guard: func() admin.GuardStats {
 		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
 	}}
 	if cl != nil {

@@ -11,6 +11,12 @@
 // since it adopts the keeper, which it started, and never the server.
 // The server dies with its keeper (a parent-death signal), and an
 // orphaned keeper ends the server when its reattach grace runs out.
+//
+// The keeper is the child subreaper of what its server starts: a process
+// the server leaves behind, in a session of its own or not, comes back to
+// the keeper when its parent exits, and is reaped here. When the server
+// exits, whatever it left is killed: the room ends with its server, with
+// or without cgroups.
 package keeper
 
 import (
@@ -20,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,6 +41,7 @@ import (
 	instancepb "github.com/foyerlobby/foyer/instance/proto"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Probes a keeper knows.
@@ -98,6 +106,13 @@ type Keeper struct {
 
 	mu  sync.Mutex
 	srv *server // the running server; nil before Run succeeds
+
+	reaping sync.Once
+	// children holds the server's pid from its start until its Wait
+	// returns, and the reaper of orphans (reapOrphans) while it runs: an
+	// orphan reaped here must never be the server, which its Wait reaps.
+	children sync.Mutex
+	server   int // the pid of the server being waited for; 0: none
 }
 
 var (
@@ -223,7 +238,13 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 			return nil, err
 		}
 	}
+	k.reaping.Do(k.reapOrphans)
+	k.children.Lock()
 	err = proc.StartOnForkThread(cmd)
+	if err == nil {
+		k.server = cmd.Process.Pid
+	}
+	k.children.Unlock()
 	outW.Close()
 	if err != nil {
 		outR.Close()
@@ -235,8 +256,51 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	s := &server{cmd: cmd, pid: cmd.Process.Pid, argv0: argv[0], out: newOutput(), probe: p, exited: make(chan struct{})}
 	s.log = k.log.With().Int("server_pid", s.pid).Logger()
 	go s.forward(outR)
-	go s.wait()
+	go k.wait(s)
 	return s, nil
+}
+
+// leftoverTimeout bounds the killing of what a server left behind.
+const leftoverTimeout = 5 * time.Second
+
+// reapOrphans makes the keeper the subreaper of the server's descendants
+// and reaps, from then on, each orphan that comes back to it and exits.
+func (k *Keeper) reapOrphans() {
+	if err := cgroup.SetSubreaper(); err != nil {
+		k.log.Warn().Err(err).Msg("the server's orphans go to init")
+		return
+	}
+	exits := make(chan os.Signal, 1)
+	signal.Notify(exits, syscall.SIGCHLD)
+	go func() {
+		for range exits {
+			k.reapAdopted()
+		}
+	}()
+}
+
+// reapAdopted reaps the exited orphans, never the server.
+func (k *Keeper) reapAdopted() {
+	k.children.Lock()
+	defer k.children.Unlock()
+	cgroup.ReapAdopted(func(pid int) bool { return pid == k.server })
+}
+
+// wait reaps the server, kills whatever it left behind (its orphans came
+// back here) and records how it ended.
+func (k *Keeper) wait(s *server) {
+	_ = s.cmd.Wait()
+	k.children.Lock()
+	k.server = 0
+	k.children.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), leftoverTimeout)
+	err := cgroup.KillDescendants(ctx, os.Getpid())
+	cancel()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("what the server left behind is not all dead")
+	}
+	k.reapAdopted()
+	s.exit()
 }
 
 // freshHome empties the room's home directory, or makes a temporary one
@@ -253,9 +317,8 @@ func freshHome() (string, error) {
 	return home, os.Mkdir(home, 0o700)
 }
 
-// wait reaps the server and records how it ended.
-func (s *server) wait() {
-	_ = s.cmd.Wait()
+// exit records how the reaped server ended.
+func (s *server) exit() {
 	code, sig := -1, ""
 	if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		if ws.Signaled() {

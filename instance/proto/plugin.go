@@ -65,6 +65,12 @@ const (
 	// EnvReattachGrace is how long an instance without a host keeps
 	// playing before it ends its match and exits.
 	EnvReattachGrace = "FOYER_REATTACH_GRACE"
+	// EnvRoomCgroup names the cgroups the host started the instance in,
+	// "TREE/ROOM" (see package supervisor/cgroup); absent when the host
+	// runs rooms without cgroups. An instance that ends its room without
+	// a host (its grace ran out, or its host died) kills every other
+	// process there and removes them.
+	EnvRoomCgroup = "FOYER_ROOM_CGROUP"
 )
 
 // RoomLog is the name of the file in the room's directory an orphaned

@@ -18,23 +18,29 @@ var forker struct {
 }
 
 type forkRequest struct {
-	cmd  *exec.Cmd
-	done chan error
+	start func() error
+	done  chan error
 }
 
 // StartOnForkThread starts cmd from the process's one locked fork thread.
 // Start every child whose SysProcAttr has a Pdeathsig with it.
-func StartOnForkThread(cmd *exec.Cmd) error {
+func StartOnForkThread(cmd *exec.Cmd) error { return OnForkThread(cmd.Start) }
+
+// OnForkThread runs start, which starts a child (cmd.Start, or something
+// that wraps it), on the process's one locked fork thread, and returns
+// its error. start must return with the thread as it found it: it runs
+// every later start too.
+func OnForkThread(start func() error) error {
 	forker.once.Do(func() {
 		forker.reqs = make(chan forkRequest)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
 			for r := range forker.reqs {
-				r.done <- r.cmd.Start()
+				r.done <- r.start()
 			}
 		}()
 	})
 	done := make(chan error, 1)
-	forker.reqs <- forkRequest{cmd, done}
+	forker.reqs <- forkRequest{start, done}
 	return <-done
 }

@@ -25,6 +25,12 @@
 // names are unique within it (e.g. "room-<id>"), so that a lobby started
 // again finds its rooms by name (List, Room).
 //
+// The tree's own directories exist only while they hold rooms: Open
+// leaves none, Create makes them, and the removal of their last room
+// (Room.Remove, or Leave from inside) removes them. So a lobby killed
+// while it had no room leaves no cgroup, nor does one whose rooms all
+// ended by themselves.
+//
 // # What the host needs
 //
 // Root, or (cgroup v2 only) a systemd service with Delegate=yes, which
@@ -39,11 +45,13 @@
 // descent instead: SetSubreaper on the lobby and on each room's keeper
 // makes every orphan come back to them instead of init; KillDescendants
 // stops, then kills, every descendant of a process; ReapAdopted reaps the
-// orphans no one else waits for. It is a fallback, not containment: no
-// limit can be enforced, and the orphans of a keeper that is itself
-// killed go to the lobby, which can tell no more than that they are
-// strays (all of them are killed at shutdown by KillDescendants of the
-// lobby itself).
+// orphans no one else waits for. What is left of a room once its first
+// process is gone (its orphans came back to the lobby, or went to init)
+// is found by what every process of the room inherited in its
+// environment, the room's own directory, and killed with KillCarrying. It
+// is a fallback, not containment: no limit can be enforced, and a process
+// that both clears its environment and loses every parent between it and
+// the room's first process is beyond reach.
 //
 // # Wiring into the supervisor
 //
@@ -57,24 +65,23 @@
 //
 // Spawn: create the room's cgroups, then start its first process (the
 // go-plugin instance, or the keeper of a foreign server) with Room.Start
-// instead of cmd.Start, on the fork thread:
+// instead of cmd.Start, on the fork thread, telling it the names of its
+// tree and room:
 //
 //	room, err := tree.Create("room-"+id, limits)
 //	err = room.Start(cmd)  // inside the fork thread's loop, where cmd.Start was
 //	// spawn failed: room.Kill(ctx); room.Remove()
 //
-// Nothing is needed in the keeper or the instance: their children inherit
-// the room's cgroups. Reap, stop and shutdown: once the first process has
-// exited (waitid with WNOWAIT, as proc.Reap does) or the stop grace is
-// over:
+// Nothing is needed in the keeper or the instance to be contained: their
+// children inherit the room's cgroups. Reap, stop and shutdown: once the
+// first process has exited (or the stop grace is over):
 //
 //	room.Kill(ctx)                   // everything left, whatever its session; waits until empty
-//	cmd.Wait()                       // reap the first process
 //	if n, _ := room.OOMKills(); n > 0 { cause = oom }
 //	room.Remove()
 //
 // and at shutdown, once every room is gone, tree.Remove(). Usage feeds
-// /rooms and the per-room gauges, which go with Remove. A keeper whose
-// lobby never comes back ends its room itself: KillDescendants(ctx,
-// os.Getpid()), ReapAdopted, then Leave(tree, room) just before it exits.
+// /rooms and the per-room gauges, which go with Remove. A room's first
+// process whose lobby never comes back (or died) ends its room itself
+// with End, which kills every other process of the room and leaves it.
 package cgroup

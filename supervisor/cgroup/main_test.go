@@ -52,6 +52,8 @@ func TestMain(m *testing.M) {
 		os.Exit(doomedLobby(os.Args[1], os.Args[2], os.Args[3]))
 	case "leave":
 		os.Exit(leavingKeeper(os.Args[1], os.Args[2], os.Args[3]))
+	case "end":
+		os.Exit(endingKeeper(os.Args[1], os.Args[2], os.Args[3]))
 	}
 	code := m.Run()
 	if left := leftovers(); left != "" {

@@ -208,12 +208,14 @@ func (r *Room) count() (int, error) {
 	return n, nil
 }
 
-// Remove removes the room's cgroups, which must be empty (see Kill).
-// Removing a removed room does nothing.
+// Remove removes the room's cgroups, which must be empty (see Kill), and
+// the tree's directories if it was their last room. Removing a removed
+// room does nothing.
 func (r *Room) Remove() error {
 	if err := r.removeDirs(len(r.dirs)); err != nil {
 		return fmt.Errorf("cgroup: room %s: %w", r.name, err)
 	}
+	r.t.prune()
 	return nil
 }
 

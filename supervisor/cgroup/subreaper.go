@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -43,6 +44,59 @@ func SetSubreaper() error {
 // resume a stopped sibling (SIGCONT) meanwhile, which is why stopping is
 // checked, not assumed.
 func KillDescendants(ctx context.Context, pid int) error {
+	_, err := killAll(ctx, fmt.Sprintf("the descendants of %d", pid), func(procs map[int]proc.Stat) []int {
+		return descendants(procs, pid)
+	})
+	return err
+}
+
+// KillCarrying kills, as KillDescendants does, every process whose
+// environment holds env (NAME=VALUE, exactly) and every descendant of
+// one, wherever they were reparented, and reaps those that are children
+// of this process. It is how a lobby without cgroups ends what is left of
+// a room whose first process is gone: every process of the room inherited
+// the room's own directory in its environment, and those whose parents
+// died came back to the lobby (SetSubreaper), or went to init. A process
+// that cleared its environment is found only as the descendant of one
+// that did not. It returns how many processes it killed.
+func KillCarrying(ctx context.Context, env string) (int, error) {
+	want := []byte(env + "\x00")
+	killed, err := killAll(ctx, "the processes of "+env, func(procs map[int]proc.Stat) []int {
+		var roots []int
+		for pid := range procs {
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && carries(b, want) {
+				roots = append(roots, pid)
+			}
+		}
+		out := roots
+		for _, r := range roots {
+			out = append(out, descendants(procs, r)...)
+		}
+		return out
+	})
+	// Once they are all dead, every orphan among them has been
+	// reparented: those that came here are this process's to reap.
+	self := os.Getpid()
+	for _, h := range killed {
+		if st, err := proc.ReadStat(h.pid); err == nil && st.StartTicks == h.start && st.PPID == self {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(h.pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+	return len(killed), err
+}
+
+// carries reports whether the environment block b (NAME=VALUE entries,
+// each ended by a zero byte) holds the entry want, zero byte included.
+func carries(b, want []byte) bool {
+	return bytes.HasPrefix(b, want) || bytes.Contains(b, append([]byte{0}, want...))
+}
+
+// killAll stops, then kills, the processes pick chooses from the table of
+// every process (picked again each round, until all of them are stopped),
+// as KillDescendants says, and returns them once none is alive. what names
+// them in errors.
+func killAll(ctx context.Context, what string, pick func(map[int]proc.Stat) []int) ([]heldProc, error) {
 	held := map[int]heldProc{}
 	defer func() {
 		for _, h := range held {
@@ -53,10 +107,10 @@ func KillDescendants(ctx context.Context, pid int) error {
 	for {
 		procs, err := processes()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		settled := true
-		for _, d := range descendants(procs, pid) {
+		for _, d := range pick(procs) {
 			st := procs[d]
 			h, ok := held[d]
 			if ok && h.start != st.StartTicks { // exited, and its id reused
@@ -65,7 +119,7 @@ func KillDescendants(ctx context.Context, pid int) error {
 				ok = false
 			}
 			if !ok {
-				if h, ok = hold(d, st.StartTicks); !ok {
+				if h, ok = hold(d, st); !ok {
 					continue
 				}
 				held[d] = h
@@ -79,51 +133,49 @@ func KillDescendants(ctx context.Context, pid int) error {
 			break
 		}
 		if err := b.wait(ctx); err != nil {
-			return fmt.Errorf("cgroup: stopping the descendants of %d: %w", pid, err)
+			return nil, fmt.Errorf("cgroup: stopping %s: %w", what, err)
 		}
 	}
+	out := make([]heldProc, 0, len(held))
 	for _, h := range held {
 		h.signal(unix.SIGKILL)
+		out = append(out, h)
 	}
 	for {
-		procs, err := processes()
-		if err != nil {
-			return err
-		}
 		alive := 0
-		for _, d := range descendants(procs, pid) {
-			if st := procs[d].State; st != 'Z' && st != 'X' {
+		for _, h := range out {
+			if st, err := proc.ReadStat(h.pid); err == nil && st.StartTicks == h.start && st.State != 'Z' && st.State != 'X' {
 				alive++
 			}
 		}
 		if alive == 0 {
-			return nil
+			return out, nil
 		}
 		if err := b.wait(ctx); err != nil {
-			return fmt.Errorf("cgroup: killing the descendants of %d: %d alive: %w", pid, alive, err)
+			return out, fmt.Errorf("cgroup: killing %s: %d alive: %w", what, alive, err)
 		}
 	}
 }
 
-// heldProc is a descendant pinned by KillDescendants, with the start time
-// that identifies it.
+// heldProc is a process pinned by killAll, with the start time that
+// identifies it.
 type heldProc struct {
 	pinned
 	start uint64
 }
 
-// hold pins pid and checks it is still the process that started at
-// start; false if it is gone or another.
-func hold(pid int, start uint64) (heldProc, bool) {
+// hold pins pid and checks it is still the process st was read from;
+// false if it is gone or another.
+func hold(pid int, st proc.Stat) (heldProc, bool) {
 	p, ok := pin(pid)
 	if !ok {
 		return heldProc{}, false
 	}
-	if st, err := proc.ReadStat(pid); err != nil || st.StartTicks != start {
+	if now, err := proc.ReadStat(pid); err != nil || now.StartTicks != st.StartTicks {
 		p.close()
 		return heldProc{}, false
 	}
-	return heldProc{p, start}, true
+	return heldProc{p, st.StartTicks}, true
 }
 
 // halted reports whether a process in state st cannot fork: stopped,

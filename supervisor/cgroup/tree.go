@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,9 @@ var ErrName = errors.New("invalid name")
 // hierarchy that matters. It is safe for concurrent use.
 type Tree struct {
 	name string
+	// mu orders the making of rooms against the removal of the tree's
+	// directories once its last room is gone (prune), in this process.
+	mu sync.Mutex
 	// hs[0] tracks the rooms' processes (lists and kills them): the
 	// unified hierarchy when there is one, else the first v1 one.
 	hs  []hierarchy
@@ -146,8 +150,14 @@ func open(name string, o options) (*Tree, error) {
 		return nil, fmt.Errorf("cgroup: %w: %s", ErrUnavailable, strings.Join(append(failures, advices...), "; "))
 	}
 	t.assign(why)
+	// An idle lobby holds no cgroup: one killed before it made a room
+	// leaves none behind. Create makes the tree again.
+	t.prune()
 	return t, nil
 }
+
+// Name is the tree's name, as given to Open.
+func (t *Tree) Name() string { return t.name }
 
 // needsV1 reports whether the v1 controller c is worth a directory:
 // memory, cpu and pids when the unified hierarchy does not offer them;
@@ -403,6 +413,9 @@ func (t *Tree) Check(l Limits) error {
 // Create makes the cgroup of the room name and applies l to it. It fails
 // if the cgroup exists (a room of an earlier run: see Room and List), if
 // l cannot be enforced (see Check), or if name is not valid (ErrName).
+// The tree's own directories exist only while they hold rooms: Create
+// makes them when they are missing (the tree's last room was removed, by
+// this process or by a room's keeper that left it).
 func (t *Tree) Create(name string, l Limits) (*Room, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -411,17 +424,55 @@ func (t *Tree) Create(name string, l Limits) (*Room, error) {
 		return nil, err
 	}
 	r := t.room(name)
+	t.mu.Lock()
 	for i, d := range r.dirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
+		err := os.Mkdir(d, 0o755)
+		// Another process (a keeper leaving its room) may remove the
+		// tree between remaking it and the room's mkdir: a few tries.
+		for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
+			if err = t.hs[i].remake(); err == nil {
+				err = os.Mkdir(d, 0o755)
+			}
+		}
+		if err != nil {
+			t.mu.Unlock()
 			r.removeDirs(i)
 			return nil, fmt.Errorf("cgroup: room %s: %w", name, err)
 		}
 	}
+	t.mu.Unlock()
 	if err := r.apply(l); err != nil {
-		r.removeDirs(len(r.dirs))
+		r.Remove()
 		return nil, fmt.Errorf("cgroup: room %s: %w", name, err)
 	}
 	return r, nil
+}
+
+// remake makes the tree's directory in h again, as Open prepared it.
+func (h hierarchy) remake() error {
+	err := os.Mkdir(h.dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil || !h.v2 {
+		return err
+	}
+	for _, c := range h.controllers {
+		if err := write(h.dir+"/cgroup.subtree_control", "+"+c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prune removes the tree's directories that hold no room; the kernel
+// refuses to remove one that does.
+func (t *Tree) prune() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range t.hs {
+		_ = os.Remove(h.dir)
+	}
 }
 
 // Room returns the existing cgroup of the room name, as a lobby adopting
@@ -454,6 +505,9 @@ func (t *Tree) List() ([]string, error) {
 	var names []string
 	for _, h := range t.hs {
 		ents, err := os.ReadDir(h.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no room: see Create
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
@@ -498,52 +552,6 @@ func checkName(name string) error {
 	}
 	if !ok {
 		return fmt.Errorf("cgroup: %w: %q", ErrName, name)
-	}
-	return nil
-}
-
-// Leave is the last thing a room's keeper does when no lobby will come
-// back for its room, once every other process of the room is gone (see
-// KillDescendants): it moves the calling process out of the room's
-// cgroups, into the lobby's own (the "foyer-lobby" leaf on v2 when there
-// is one), and removes them, so that the room leaves nothing behind. tree
-// and room are the names given to Open and Create; a hierarchy where the
-// caller is not in tree/room is left alone, so a process that is in no
-// room moves nowhere.
-func Leave(tree, room string) error {
-	if err := errors.Join(checkName(tree), checkName(room)); err != nil {
-		return err
-	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("cgroup: %w", err)
-	}
-	pc, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return fmt.Errorf("cgroup: %w", err)
-	}
-	var left []string
-	for _, p := range locate(parseMountinfo(mi), parseProcCgroup(pc)) {
-		if path.Base(p.dir) != room || path.Base(path.Dir(p.dir)) != tree {
-			continue
-		}
-		dest := path.Dir(path.Dir(p.dir))
-		if leaf := path.Join(dest, lobbyLeaf); p.v2 && exists(leaf) {
-			dest = leaf
-		}
-		if err := write(dest+"/cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
-			return fmt.Errorf("cgroup: leaving room %s: %w", room, err)
-		}
-		left = append(left, p.dir)
-	}
-	var errs []error
-	for _, d := range left {
-		if err := os.Remove(d); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("cgroup: leaving room %s: %w", room, err)
 	}
 	return nil
 }

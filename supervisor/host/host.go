@@ -65,8 +65,14 @@ type LaunchConfig struct {
 	Dir string
 	// Grace, when positive, lets the instance outlive its host: it has no
 	// parent-death signal and keeps playing for Grace without a host,
-	// waiting to be adopted (see Attach). Zero ties it to the host.
+	// waiting to be adopted (see Attach). Zero ties it to the host: its
+	// parent-death signal is SIGTERM, on which it ends its room whole
+	// (see instance.Serve) and exits.
 	Grace time.Duration
+	// Cgroup, "TREE/ROOM", names the cgroups StartProcess starts the
+	// instance in (package cgroup), so that an instance that ends its
+	// room without a host ends what is there too. Empty: none.
+	Cgroup string
 }
 
 // Process is a running instance seen from the host: one it launched, or
@@ -100,7 +106,7 @@ type life interface {
 }
 
 // Launch starts the process and completes the plugin handshake. The
-// process runs in its own process group with SIGKILL as its parent-death
+// process runs in its own process group with SIGTERM as its parent-death
 // signal (unless cfg.Grace lets it outlive the host), and gets cmd.Env
 // (the host's environment if nil) plus the handshake's variables. On
 // success the status stream is already open; on failure the process group
@@ -124,9 +130,13 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		env = append(env, instancepb.EnvReattachGrace+"="+cfg.Grace.String())
 	} else {
 		cmd.SysProcAttr = proc.Attr(cmd.SysProcAttr)
+		cmd.SysProcAttr.Pdeathsig = unix.SIGTERM
 	}
 	if cfg.Dir != "" {
 		env = append(env, instancepb.EnvRoomDir+"="+cfg.Dir)
+	}
+	if cfg.Cgroup != "" {
+		env = append(env, instancepb.EnvRoomCgroup+"="+cfg.Cgroup)
 	}
 
 	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead()}

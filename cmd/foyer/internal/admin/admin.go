@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	stdlog "log"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -41,6 +42,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gunz"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Config is the [admin] section of config.toml.
@@ -60,6 +62,9 @@ type Sources struct {
 	Lobby      func() lobby.Stats
 	Supervisor func() supervisor.Stats
 	Rooms      func() room.Snapshot
+	// Usage is what each room's processes use, by room id; a room it
+	// leaves out shows none (it runs without cgroups).
+	Usage func() map[uint32]cgroup.Usage
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
 	GG2  func() gg2.Stats
 	Gunz func() gunz.Stats
@@ -212,6 +217,11 @@ type roomJSON struct {
 	Node       string    `json:"node,omitempty"`
 	Password   bool      `json:"password,omitempty"`
 	Adopted    bool      `json:"adopted"`
+	// CPUSeconds and MemoryBytes are what the room's processes use
+	// (CPU time since the room started, resident memory now), where the
+	// host measures them.
+	CPUSeconds  *float64 `json:"cpu_seconds,omitempty"`
+	MemoryBytes *int64   `json:"memory_bytes,omitempty"`
 }
 
 // tableJSON is the body of /rooms.
@@ -221,22 +231,52 @@ type tableJSON struct {
 }
 
 func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
-	var snap room.Snapshot
-	if s.src.Rooms != nil {
-		snap = s.src.Rooms()
-	}
+	snap := s.src.snapshot()
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(roomTable(snap, time.Now())) // a write error means the client left
+	enc.Encode(roomTable(snap, s.src.usage(snap), time.Now())) // a write error means the client left
 }
 
-func roomTable(snap room.Snapshot, now time.Time) tableJSON {
+// snapshot is the room table, empty without a source.
+func (src Sources) snapshot() room.Snapshot {
+	if src.Rooms == nil {
+		return room.Snapshot{}
+	}
+	return src.Rooms()
+}
+
+// usage is what the rooms of snap use, when there are rooms to ask for.
+func (src Sources) usage(snap room.Snapshot) map[uint32]cgroup.Usage {
+	if src.Usage == nil || len(snap.Rooms) == 0 {
+		return nil
+	}
+	return src.Usage()
+}
+
+// roomTable is the table as /rooms and the board show it, each room with
+// its usage.
+func roomTable(snap room.Snapshot, usage map[uint32]cgroup.Usage, now time.Time) tableJSON {
 	out := tableJSON{Version: snap.Version, Rooms: make([]roomJSON, 0, len(snap.Rooms))} // "[]", never null
 	for _, r := range snap.Rooms {
-		out.Rooms = append(out.Rooms, roomRow(r, now))
+		row := roomRow(r, now)
+		if u, ok := usage[r.ID]; ok {
+			row.setUsage(u)
+		}
+		out.Rooms = append(out.Rooms, row)
 	}
 	return out
+}
+
+// setUsage adds what the host measures of u to the row.
+func (row *roomJSON) setUsage(u cgroup.Usage) {
+	if u.CPUKnown {
+		secs := math.Round(u.CPU.Seconds()*1000) / 1000
+		row.CPUSeconds = &secs
+	}
+	if u.ResidentKnown {
+		row.MemoryBytes = &u.Resident
+	}
 }
 
 // roomRow is r as /rooms and the board show it: a field added here shows

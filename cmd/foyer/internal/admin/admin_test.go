@@ -40,6 +40,7 @@ func sourcesOf(l *foyertest.Lobby) Sources {
 		Lobby:      l.Lobby().Stats,
 		Supervisor: l.Supervisor().Stats,
 		Rooms:      l.Supervisor().List,
+		Usage:      l.Supervisor().Usage,
 		Watch:      l.Supervisor().Watch,
 	}
 }
@@ -235,6 +236,11 @@ func TestRoomsPage(t *testing.T) {
 		r.Players+r.Seats != 1 || r.PID == 0 || r.Source != "instance" || r.AgeSeconds < 0 || r.AgeSeconds > sincePage.Seconds() ||
 		r.StartedAt.Before(beforeCreate.Round(0)) || r.StartedAt.After(afterPage.Round(0)) || table.Version <= empty.Version {
 		t.Errorf("/rooms row %+v (version %d after %d) for room %d port %d", r, table.Version, empty.Version, seat.Room, seat.Port)
+	}
+	// The room runs in cgroups (the tests run as root): what it uses is
+	// measured, and the page says so.
+	if r.CPUSeconds == nil || *r.CPUSeconds <= 0 || r.MemoryBytes == nil || *r.MemoryBytes < 0 {
+		t.Errorf("/rooms row without usage:\n%s", body)
 	}
 }
 

@@ -286,11 +286,8 @@ type latencyJSON struct {
 // render makes the frame of the table now, the samples and the ended
 // rooms.
 func (b *board) render(now time.Time, samples []sample, ended []endedRoom) []byte {
-	var snap room.Snapshot
-	if b.src.Rooms != nil {
-		snap = b.src.Rooms()
-	}
-	rows := roomTable(snap, now).Rooms
+	snap := b.src.snapshot()
+	rows := roomTable(snap, b.src.usage(snap), now).Rooms
 	slices.SortFunc(rows, func(a, b roomJSON) int { return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID)) })
 	f := frameJSON{Version: snap.Version, Ended: []endedJSON{}, Rates: rates(samples)}
 	f.Totals.States = make(map[string]int, len(roomStates))

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // The edges count with plain atomics (see lobby/internal/tally): on the
@@ -46,6 +49,9 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	}
 	if src.Rooms != nil {
 		cs = append(cs, stats[room.Snapshot]{src.Rooms, roomsDescs, collectRooms})
+	}
+	if src.Usage != nil {
+		cs = append(cs, stats[map[uint32]cgroup.Usage]{src.Usage, usageDescs, collectUsage})
 	}
 	if src.GG2 != nil {
 		cs = append(cs, stats[gg2.Stats]{src.GG2, gg2Descs, collectGG2})
@@ -210,6 +216,28 @@ func collectRooms(ch chan<- prometheus.Metric, snap room.Snapshot) {
 	byName(ch, rooms, prometheus.GaugeValue, byState)
 	gauge(ch, roomPlayers, players)
 	gauge(ch, roomSeats, seats)
+}
+
+// The rooms' usage is one series per room that runs now, labelled by its
+// id: a reaped room's series are gone from the next scrape, so the
+// number of series is bounded by max_instances.
+var (
+	roomCPU    = desc("foyer_room_cpu_seconds_total", "CPU time used by each listed room's processes since it started.", "room")
+	roomMemory = desc("foyer_room_memory_bytes", "Resident memory of each listed room's processes.", "room")
+
+	usageDescs = []*prometheus.Desc{roomCPU, roomMemory}
+)
+
+func collectUsage(ch chan<- prometheus.Metric, rooms map[uint32]cgroup.Usage) {
+	for id, u := range rooms {
+		label := strconv.FormatUint(uint64(id), 10)
+		if u.CPUKnown {
+			ch <- prometheus.MustNewConstMetric(roomCPU, prometheus.CounterValue, u.CPU.Seconds(), label)
+		}
+		if u.ResidentKnown {
+			ch <- prometheus.MustNewConstMetric(roomMemory, prometheus.GaugeValue, float64(u.Resident), label)
+		}
+	}
 }
 
 var (

@@ -17,6 +17,7 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // foyerRegistry is a pedantic registry of the collectors of src alone:
@@ -211,6 +212,28 @@ foyer_rooms{state="playing"} 0
 foyer_rooms{state="waiting"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foyer_rooms"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Each room that runs has its usage series, labelled by its id, and only
+// those its host measures.
+func TestMetricsOfRoomUsage(t *testing.T) {
+	reg := foyerRegistry(t, Sources{Usage: func() map[uint32]cgroup.Usage {
+		return map[uint32]cgroup.Usage{
+			7: {CPU: 1500 * time.Millisecond, Resident: 12 << 20, CPUKnown: true, ResidentKnown: true},
+			9: {Resident: 4096, ResidentKnown: true},
+		}
+	}})
+	const want = `# HELP foyer_room_cpu_seconds_total CPU time used by each listed room's processes since it started.
+# TYPE foyer_room_cpu_seconds_total counter
+foyer_room_cpu_seconds_total{room="7"} 1.5
+# HELP foyer_room_memory_bytes Resident memory of each listed room's processes.
+# TYPE foyer_room_memory_bytes gauge
+foyer_room_memory_bytes{room="7"} 1.2582912e+07
+foyer_room_memory_bytes{room="9"} 4096
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 }

@@ -43,6 +43,9 @@ probe = "none"
 warm = 2
 state_dir = "/var/lib/foyer"
 reattach_grace = "3s"
+memory_max = "256MiB"
+cpu_max = 0.5
+pids_max = 64
 [room]
 countdown = "0s"
 [log]
@@ -65,6 +68,9 @@ format = "json"
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
+	}
+	if l := s.Limits; l.MemoryMax != 256<<20 || l.CPUMax != 0.5 || l.PidsMax != 64 {
+		t.Errorf("limits = %+v", l)
 	}
 	if c.Room.Countdown != 0 || s.Room["countdown"] != "0s" || s.Room["min_players"] != "2" || s.Room["match_duration"] != "2m0s" {
 		t.Errorf("room = %+v, settings %v", c.Room, s.Room)
@@ -265,6 +271,12 @@ func TestRefusals(t *testing.T) {
 		{"state_dir relative", "[supervisor]\nstate_dir = \"var/foyer\"\n", `bad.toml:2: [supervisor] state_dir "var/foyer": not an absolute path`},
 		{"state_dir too long", "[supervisor]\nstate_dir = \"/" + strings.Repeat("d", 80) + "\"\n", `bad.toml:2: [supervisor] state_dir "/ddd`},
 		{"reattach_grace short", "[supervisor]\nreattach_grace = \"10ms\"\n", `bad.toml:2: [supervisor] reattach_grace "10ms": must be at least 500ms`},
+		{"memory_max small", "[supervisor]\nmemory_max = \"1MiB\"\n", `bad.toml:2: [supervisor] memory_max "1MiB": must be at least 33554432 bytes (32 MiB), or "" for no limit`},
+		{"memory_max no size", "[supervisor]\nmemory_max = \"lots\"\n", `bad.toml:2: [supervisor] memory_max "lots": not a size`},
+		{"cpu_max zero", "[supervisor]\ncpu_max = 0\n", `bad.toml:2: [supervisor] cpu_max 0: must be between 0.01 and 1024, or "" for no limit`},
+		{"cpu_max a word", "[supervisor]\ncpu_max = \"half\"\n", `bad.toml:2: [supervisor] cpu_max "half": want a number such as 0.5`},
+		{"pids_max small", "[supervisor]\npids_max = 4\n", `bad.toml:2: [supervisor] pids_max 4: must be at least 16, or "" for no limit`},
+		{"pids_max a float", "[supervisor]\npids_max = 64.5\n", `bad.toml:2: [supervisor] pids_max 64.5: want an integer`},
 		{"command relative with probe", "[supervisor]\ncommand = [\"bin/game\"]\nprobe = \"none\"\n",
 			`bad.toml:2: [supervisor] command ["bin/game"]: "bin/game" is relative to the room's fresh working directory`},
 		{"max_players above the built-in room", "[supervisor]\nmax_players = 256\n", `bad.toml:2: [supervisor] max_players 256: the built-in room seats at most 255`},

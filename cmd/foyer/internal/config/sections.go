@@ -179,6 +179,9 @@ type supervisorKeys struct {
 	IDFile         toml.Primitive `toml:"id_file"`
 	StateDir       toml.Primitive `toml:"state_dir"`
 	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
+	MemoryMax      toml.Primitive `toml:"memory_max"`
+	CPUMax         toml.Primitive `toml:"cpu_max"`
+	PidsMax        toml.Primitive `toml:"pids_max"`
 }
 
 // minHealthTimeout is the shortest health_timeout that lets a healthy
@@ -215,7 +218,24 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 		return nil
 	}))
 	r.get(k.ReattachGrace, duration(&sc.ReattachGrace, minReattachGrace))
+	// Whether the host can enforce them is known once the lobby opens
+	// its cgroups: the start refuses what it cannot.
+	l := &sc.Limits
+	r.get(k.MemoryMax, unlimitedOr(memory(&l.MemoryMax, minMemoryMax)))
+	r.get(k.CPUMax, unlimitedOr(share(&l.CPUMax, minCPUMax, maxCPUMax)))
+	r.get(k.PidsMax, unlimitedOr(count(&l.PidsMax, minPidsMax, maxPidsMax)))
 }
+
+// Bounds of the room limits: below these a room cannot start (an
+// instance runs about 10 threads, which count as processes, and holds
+// about 15 MiB), or the kernel has no such setting.
+const (
+	minMemoryMax = 32 << 20
+	minCPUMax    = 0.01 // the kernel's smallest quota: 1 ms per 100 ms
+	maxCPUMax    = 1024
+	minPidsMax   = 16
+	maxPidsMax   = 1 << 22 // the kernel's most processes
+)
 
 // minReattachGrace is the shortest grace an orphaned room gets: enough
 // for a lobby restarted at once to find it.

@@ -66,7 +66,7 @@ func boolean(dst *bool) value {
 }
 
 // count reads an integer in [lo, hi].
-func count(dst *int, lo, hi int) value {
+func count[T int | int64](dst *T, lo, hi T) value {
 	return as("an integer", func(n int64) error {
 		switch {
 		case n < int64(lo):
@@ -74,7 +74,7 @@ func count(dst *int, lo, hi int) value {
 		case n > int64(hi):
 			return fmt.Errorf("must be at most %d", hi)
 		}
-		*dst = int(n)
+		*dst = T(n)
 		return nil
 	})
 }
@@ -145,6 +145,59 @@ func size(dst *int, lo int) value {
 			return fmt.Errorf("must be between %d and %d bytes", lo, math.MaxInt32)
 		}
 		*dst = int(n)
+		return nil
+	}
+}
+
+// unlimitedOr reads "" as no limit, which leaves the zero value in
+// place, and anything else with v.
+func unlimitedOr(v value) value {
+	return func(raw any) error {
+		if s, ok := raw.(string); ok && s == "" {
+			return nil
+		}
+		if err := v(raw); err != nil {
+			return fmt.Errorf(`%w, or "" for no limit`, err)
+		}
+		return nil
+	}
+}
+
+// memory reads a byte count of at least lo, as size does, without its
+// upper bound.
+func memory(dst *int64, lo int64) value {
+	return func(raw any) error {
+		n, ok := raw.(int64)
+		if s, isStr := raw.(string); isStr {
+			var err error
+			if n, err = parseSize(s); err != nil {
+				return err
+			}
+		} else if !ok {
+			return errors.New(`want a size such as "256MiB"`)
+		}
+		if n < lo {
+			return fmt.Errorf("must be at least %d bytes (%d MiB)", lo, lo>>20)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// share reads a number (integer or float) in [lo, hi].
+func share(dst *float64, lo, hi float64) value {
+	return func(raw any) error {
+		f, isFloat := raw.(float64)
+		if n, isInt := raw.(int64); isInt {
+			f, isFloat = float64(n), true
+		}
+		switch {
+		case !isFloat:
+			return errors.New("want a number such as 0.5")
+		case !(f >= lo) || f > hi:
+			return fmt.Errorf("must be between %v and %v", lo, hi)
+		}
+		*dst = f
 		return nil
 	}
 }

@@ -17,6 +17,8 @@
   const optionalTags = [
     ["password", () => "password"],
     ["node", (n) => "host " + n], // the cluster host running it (only in a cluster)
+    ["cpu_seconds", (s) => (s < 60 ? s.toFixed(1) + "s" : duration(s)) + " CPU"],
+    ["memory_bytes", (b) => (b / 1048576).toFixed(b < 10485760 ? 1 : 0) + " MiB"],
   ];
 
   // The sources of rooms Foyer spawned itself; the others registered.

@@ -1,0 +1,267 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/supervisor/cgroup"
+)
+
+// Every room runs in cgroups of its own (package cgroup) where the host
+// has them: its first process, the go-plugin instance or the keeper of a
+// foreign server, is started in them, so everything the room ever starts
+// is there too, whatever it does with sessions and process groups. When
+// the room is reaped its cgroups are killed until empty and removed;
+// Config.Limits bound each room.
+//
+// Without cgroups (no permission, no cgroup filesystem, or
+// Config.NoCgroups), rooms are process groups and this process is the
+// child subreaper of what escapes them: a process left behind by a room
+// whose parents died comes back here instead of going to init. Every
+// process of a room carries the room's directory in its environment
+// (instancepb.EnvRoomDir), which is how the reap finds and kills what is
+// left of the room (cgroup.KillCarrying), and reaps it. Keepers are
+// subreapers too, and kill what their server leaves when it exits, so
+// orphans reach this process only when a keeper itself is killed. One
+// that exits by itself before its room is reaped stays a zombie here
+// until this process exits: nothing tells it, by then, from a child
+// something else waits for.
+
+// endTimeout bounds the killing of what is left of one room.
+const endTimeout = 10 * time.Second
+
+// usageTTL is how long Usage answers from what it last read: the kernel
+// folds memory statistics in every 2 s, and the board asks every second.
+const usageTTL = time.Second
+
+// treeSeq numbers the trees of the supervisors of one process.
+var treeSeq atomic.Uint32
+
+// treeName is the name of the supervisor's cgroup subtree: fixed for a
+// state directory, so that the supervisor started next with it finds its
+// rooms, whatever process it is (an upgrade's); else this supervisor's
+// own, since the rooms die with it.
+func treeName(stateDir string) string {
+	if stateDir != "" {
+		h := fnv.New64a()
+		h.Write([]byte(filepath.Clean(stateDir)))
+		return fmt.Sprintf("foyer-s%016x", h.Sum64())
+	}
+	return fmt.Sprintf("foyer-%d-%d", os.Getpid(), treeSeq.Add(1))
+}
+
+// cgroupName is the name of room id's cgroups in the tree.
+func cgroupName(id uint32) string { return "room-" + strconv.FormatUint(uint64(id), 10) }
+
+// openTree opens the rooms' cgroup subtree, or returns nil where rooms
+// run without cgroups, having said so. Limits that cannot be enforced
+// are an error.
+func openTree(cfg Config, log zerolog.Logger) (*cgroup.Tree, error) {
+	limited := cfg.Limits != cgroup.Limits{}
+	var why error
+	if cfg.NoCgroups {
+		why = errors.New("turned off")
+	} else {
+		tree, err := cgroup.Open(treeName(cfg.StateDir))
+		if err == nil {
+			if err := tree.Check(cfg.Limits); err != nil {
+				_ = tree.Remove()
+				return nil, fmt.Errorf("supervisor: %w", err)
+			}
+			log.Info().Str("cgroups", tree.String()).Int64("memory_max", cfg.Limits.MemoryMax).
+				Float64("cpu_max", cfg.Limits.CPUMax).Int64("pids_max", cfg.Limits.PidsMax).Msg("rooms contained in cgroups")
+			return tree, nil
+		}
+		why = err
+	}
+	if limited {
+		var set []string
+		for _, l := range []struct {
+			key string
+			on  bool
+		}{{"memory_max", cfg.Limits.MemoryMax != 0}, {"cpu_max", cfg.Limits.CPUMax != 0}, {"pids_max", cfg.Limits.PidsMax != 0}} {
+			if l.on {
+				set = append(set, l.key)
+			}
+		}
+		return nil, fmt.Errorf("supervisor: %s: cannot be enforced without cgroups: %w", strings.Join(set, ", "), why)
+	}
+	e := log.Warn().Err(why)
+	if err := cgroup.SetSubreaper(); err != nil {
+		e = e.AnErr("subreaper", err)
+	}
+	e.Msg("rooms are not in cgroups: each is a process group, what escapes it comes back to this process and is killed with its room, and no room is limited")
+	return nil, nil
+}
+
+// startIn returns how an instance is started: on the fork thread, in the
+// room's cgroups when it has them.
+func startIn(cg *cgroup.Room) func(*exec.Cmd) error {
+	if cg == nil {
+		return proc.StartOnForkThread
+	}
+	return func(cmd *exec.Cmd) error { return proc.OnForkThread(func() error { return cg.Start(cmd) }) }
+}
+
+// roomCgroup makes room id's cgroups, or returns nil without cgroups.
+func (s *Supervisor) roomCgroup(id uint32) (*cgroup.Room, error) {
+	if s.tree == nil {
+		return nil, nil
+	}
+	return s.tree.Create(cgroupName(id), s.cfg.Limits)
+}
+
+// end kills what is left of room id, whose first process has exited: in
+// its cgroups cg, every process, and then the cgroups; without cgroups,
+// the processes that carry the room's directory. It returns how many
+// processes of the room the OOM killer killed.
+func (s *Supervisor) end(id uint32, cg *cgroup.Room) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
+	defer cancel()
+	if cg == nil {
+		n, err := cgroup.KillCarrying(ctx, instancepb.EnvRoomDir+"="+s.dirs.path(id))
+		if err != nil {
+			s.log.Warn().Uint32("id", id).Err(err).Msg("room's leftover processes not all killed")
+		} else if n > 0 {
+			s.log.Info().Uint32("id", id).Int("processes", n).Msg("room's leftover processes killed")
+		}
+		return 0
+	}
+	if err := cg.Kill(ctx); err != nil {
+		s.log.Warn().Uint32("id", id).Err(err).Msg("room's cgroup not emptied")
+	}
+	ooms, err := cg.OOMKills()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone: its instance ended it
+		s.log.Warn().Uint32("id", id).Err(err).Msg("room's OOM kills not known")
+	}
+	if err := cg.Remove(); err != nil {
+		s.log.Warn().Uint32("id", id).Err(err).Msg("room's cgroup not removed")
+	}
+	return ooms
+}
+
+// adoptCgroup returns the cgroups of adopted room id, or nil when it has
+// none here (it was started without cgroups, or elsewhere).
+func (s *Supervisor) adoptCgroup(id uint32) *cgroup.Room {
+	if s.tree == nil {
+		return nil
+	}
+	cg, err := s.tree.Room(cgroupName(id))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn().Uint32("id", id).Err(err).Msg("adopted room's cgroup")
+		}
+		return nil
+	}
+	return cg
+}
+
+// endUnadopted kills and removes the rooms' cgroups in the tree that no
+// adopted room claims: rooms that ended, or did not answer, while no
+// lobby ran, and what they left behind. Called by New after the
+// adoption.
+func (s *Supervisor) endUnadopted() {
+	if s.tree == nil {
+		return
+	}
+	names, err := s.tree.List()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("rooms' cgroups not listed")
+		return
+	}
+	// An adopted room reaped meanwhile has ended its cgroup already.
+	s.mu.Lock()
+	claimed := make(map[string]bool, len(s.live))
+	for _, r := range s.live {
+		if r.cgroup != nil {
+			claimed[r.cgroup.Name()] = true
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range names {
+		if claimed[name] {
+			continue
+		}
+		cg, err := s.tree.Room(name)
+		if err != nil {
+			continue
+		}
+		procs, _ := cg.Procs()
+		ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
+		err = cg.Kill(ctx)
+		cancel()
+		if err == nil {
+			err = cg.Remove()
+		}
+		s.log.Info().Str("cgroup", name).Int("processes", len(procs)).AnErr("error", err).Msg("cgroup of a room not adopted ended")
+	}
+}
+
+// closeTree removes the tree once every room is gone.
+func (s *Supervisor) closeTree() {
+	if s.tree == nil {
+		return
+	}
+	if err := s.tree.Remove(); err != nil {
+		s.log.Warn().Err(err).Msg("rooms' cgroup subtree not removed")
+	}
+}
+
+// usageCache is what Usage last read.
+type usageCache struct {
+	mu    sync.Mutex // held while reading: one reader of the kernel at a time
+	at    time.Time
+	rooms map[uint32]cgroup.Usage
+}
+
+// Usage returns what the processes of each listed room use (CPU time,
+// resident memory), by room id; rooms without cgroups are left out. It
+// reads the kernel's account of the rooms at most once every second,
+// outside the table's lock; the map is shared by every caller until then
+// and must not be modified.
+func (s *Supervisor) Usage() map[uint32]cgroup.Usage {
+	if s.tree == nil {
+		return nil
+	}
+	s.usage.mu.Lock()
+	defer s.usage.mu.Unlock()
+	if now := time.Now(); now.Sub(s.usage.at) < usageTTL {
+		return s.usage.rooms
+	}
+	type listed struct {
+		id uint32
+		cg *cgroup.Room
+	}
+	var rooms []listed
+	s.mu.Lock()
+	for _, r := range s.live {
+		if r.listed && r.cgroup != nil {
+			rooms = append(rooms, listed{r.row.ID, r.cgroup})
+		}
+	}
+	s.mu.Unlock()
+	out := make(map[uint32]cgroup.Usage, len(rooms))
+	for _, r := range rooms {
+		// A room reaped meanwhile has no cgroup any more: left out.
+		if u, err := r.cg.Usage(); err == nil {
+			out[r.id] = u
+		}
+	}
+	s.usage.at, s.usage.rooms = time.Now(), out
+	return out
+}
