@@ -131,6 +131,18 @@ func duration(dst *time.Duration, lo time.Duration) value {
 // size reads a byte count of at least lo: an integer, or a string with a
 // unit ("256KiB", "1MiB", "64kB", "512B").
 func size(dst *int, lo int) value {
+	return bytesIn(func(n int64) error {
+		if n < int64(lo) || n > math.MaxInt32 {
+			return fmt.Errorf("must be between %d and %d bytes", lo, math.MaxInt32)
+		}
+		*dst = int(n)
+		return nil
+	})
+}
+
+// bytesIn reads a byte count, an integer or a string with a unit, and
+// hands it to set, which says why it is wrong.
+func bytesIn(set func(int64) error) value {
 	return func(raw any) error {
 		n, ok := raw.(int64)
 		if s, isStr := raw.(string); isStr {
@@ -141,11 +153,7 @@ func size(dst *int, lo int) value {
 		} else if !ok {
 			return errors.New(`want a size such as "256KiB"`)
 		}
-		if n < int64(lo) || n > math.MaxInt32 {
-			return fmt.Errorf("must be between %d and %d bytes", lo, math.MaxInt32)
-		}
-		*dst = int(n)
-		return nil
+		return set(n)
 	}
 }
 
@@ -166,22 +174,13 @@ func unlimitedOr(v value) value {
 // memory reads a byte count of at least lo, as size does, without its
 // upper bound.
 func memory(dst *int64, lo int64) value {
-	return func(raw any) error {
-		n, ok := raw.(int64)
-		if s, isStr := raw.(string); isStr {
-			var err error
-			if n, err = parseSize(s); err != nil {
-				return err
-			}
-		} else if !ok {
-			return errors.New(`want a size such as "256MiB"`)
-		}
+	return bytesIn(func(n int64) error {
 		if n < lo {
 			return fmt.Errorf("must be at least %d bytes (%d MiB)", lo, lo>>20)
 		}
 		*dst = n
 		return nil
-	}
+	})
 }
 
 // share reads a number (integer or float) in [lo, hi].
