@@ -187,12 +187,12 @@ type Cluster struct {
 	// leaving asks the publisher for a last write before Close.
 	leaving chan chan error
 
-	mu       sync.Mutex // the merged snapshot and the watchers
+	mu       sync.Mutex // the merged snapshot; emit holds it so events go out in version order
 	snap     room.Snapshot
 	snapL    uint64 // local version of snap
 	snapR    uint64 // view version of snap
 	snapOK   bool
-	watchers map[chan room.Event]struct{}
+	watchers room.Watchers
 
 	up    atomic.Bool // connected, and the table written since
 	held  atomic.Bool // see Hold
@@ -233,7 +233,6 @@ func Start(cfg Config, log zerolog.Logger) (*Cluster, error) {
 		firstSync: make(chan struct{}),
 		creates:   make(chan struct{}, maxRemoteCreates),
 		leaving:   make(chan chan error),
-		watchers:  make(map[chan room.Event]struct{}),
 	}
 	c.view = newView(c.me, c.addr, cfg.HostTTL)
 	if err := c.start(); err != nil {
@@ -470,17 +469,7 @@ func (c *Cluster) Table(local Local) room.Table {
 // Watch delivers table changes, local and remote, until ctx is done. A
 // watcher that falls watchBuffer events behind misses events.
 func (c *Cluster) Watch(ctx context.Context) <-chan room.Event {
-	ch := make(chan room.Event, watchBuffer)
-	c.mu.Lock()
-	c.watchers[ch] = struct{}{}
-	c.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		delete(c.watchers, ch)
-		close(ch)
-		c.mu.Unlock()
-	})
-	return ch
+	return c.watchers.Watch(ctx, watchBuffer)
 }
 
 // emit hands ev to every watcher, with the version of the merged table:
@@ -490,13 +479,7 @@ func (c *Cluster) emit(ev room.Event, local uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ev.Version = local + c.view.version()
-	for ch := range c.watchers {
-		select {
-		case ch <- ev:
-		default:
-			c.stats.watchDrops.Add(1)
-		}
-	}
+	c.watchers.Send(ev)
 }
 
 // emitAll emits the view's events.
@@ -567,7 +550,7 @@ type Stats struct {
 type counters struct {
 	reconnects, placedLocal, placedRemote, skipped   atomic.Uint64
 	forwarded, forwardRefused, servedCreates, served atomic.Uint64
-	malformed, watchDrops                            atomic.Uint64
+	malformed                                        atomic.Uint64
 }
 
 // Stats returns the current counters; nil-safe (zero Stats).
@@ -582,7 +565,7 @@ func (c *Cluster) Stats() Stats {
 		PlacedRemote: c.stats.placedRemote.Load(), Skipped: c.stats.skipped.Load(),
 		JoinsForwarded: c.stats.forwarded.Load(), JoinsRefused: c.stats.forwardRefused.Load(),
 		ServedCreates: c.stats.servedCreates.Load(), ServedJoins: c.stats.served.Load(),
-		Malformed: c.stats.malformed.Load(), WatchDrops: c.stats.watchDrops.Load(),
+		Malformed: c.stats.malformed.Load(), WatchDrops: c.watchers.Drops(),
 	}
 }
 

@@ -87,3 +87,36 @@ func TestReasonError(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchers: every watcher gets the events it has room for, in the
+// order they were sent; what a full one misses is counted; a watcher's
+// channel is closed once its context is done, and sends go on to the
+// others.
+func TestWatchers(t *testing.T) {
+	var w room.Watchers
+	ctx, cancel := context.WithCancel(context.Background())
+	slow := w.Watch(ctx, 1)
+	fast := w.Watch(context.Background(), 3)
+	for v := uint64(1); v <= 3; v++ {
+		w.Send(room.Event{Kind: room.Changed, Version: v})
+	}
+	if w.Drops() != 2 {
+		t.Fatalf("drops %d, want 2: the slow watcher had room for one event of three", w.Drops())
+	}
+	if ev := <-slow; ev.Version != 1 {
+		t.Fatalf("slow watcher got version %d, want 1", ev.Version)
+	}
+	for v := uint64(1); v <= 3; v++ {
+		if ev := <-fast; ev.Version != v {
+			t.Fatalf("fast watcher got version %d, want %d", ev.Version, v)
+		}
+	}
+	cancel()
+	if _, open := <-slow; open {
+		t.Fatal("the slow watcher's channel is open after its context is done")
+	}
+	w.Send(room.Event{Kind: room.Reaped, Version: 4})
+	if ev := <-fast; ev.Version != 4 || w.Drops() != 2 {
+		t.Fatalf("after a watcher left: got version %d, drops %d; want 4 and 2", ev.Version, w.Drops())
+	}
+}

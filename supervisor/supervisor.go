@@ -74,7 +74,7 @@ type Supervisor struct {
 	version    uint64
 	snap       room.Snapshot
 	snapOK     bool
-	watchers   map[chan room.Event]struct{}
+	watchers   room.Watchers
 	ports      *portPool
 	ids        *roomIDs
 	dirs       *roomDirs
@@ -162,7 +162,6 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		refill:     make(chan struct{}, 1),
 		live:       make(map[uint32]*record),
 		registered: make(map[string]*record),
-		watchers:   make(map[chan room.Event]struct{}),
 		ports:      newPortPool(cfg.FirstPort, cfg.LastPort, cfg.PortCooldown, cfg.PortQuarantine),
 		ids:        ids,
 		dirs:       dirs,
@@ -210,17 +209,7 @@ func (s *Supervisor) List() room.Snapshot {
 // A watcher that falls watchBuffer events behind misses events (counted in
 // Stats.WatchDrops); it can catch up with List.
 func (s *Supervisor) Watch(ctx context.Context) <-chan room.Event {
-	ch := make(chan room.Event, watchBuffer)
-	s.mu.Lock()
-	s.watchers[ch] = struct{}{}
-	s.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		delete(s.watchers, ch)
-		close(ch)
-		s.mu.Unlock()
-	})
-	return ch
+	return s.watchers.Watch(ctx, watchBuffer)
 }
 
 // Create starts a room, from the warm pool when one is ready, and holds a
@@ -388,13 +377,7 @@ func (s *Supervisor) emit(ev room.Event) {
 	s.version++
 	s.snapOK = false
 	ev.Version = s.version
-	for ch := range s.watchers {
-		select {
-		case ch <- ev:
-		default:
-			s.stats.WatchDrops++
-		}
-	}
+	s.watchers.Send(ev)
 }
 
 // track follows one instance from registration to exit: it applies every
@@ -673,6 +656,7 @@ func (s *Supervisor) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Reaped = maps.Clone(s.stats.Reaped)
+	st.WatchDrops = s.watchers.Drops()
 	st.SpawnLatency.Counts = slices.Clone(s.stats.SpawnLatency.Counts)
 	for _, r := range s.live {
 		if r.listed {

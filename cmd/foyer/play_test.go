@@ -174,57 +174,49 @@ func TestPlayLeaveSendsDisconnect(t *testing.T) {
 	}
 }
 
+// TestPlayDenied: someone else takes a one-player room's only slot
+// first; play then says the room denied it, in either framing.
 func TestPlayDenied(t *testing.T) {
-	port, _ := startRoom(t, 1, 1, nil)
-	l := clienttest.Start(t)
-	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 4, Port: port})
+	for _, c := range []struct {
+		name    string
+		framing packet.Framing
+		first   game.Type // what the first player sends
+		answer  game.Type // and what the room answers it
+		args    []string
+		denial  string
+	}{
+		{"compact", packet.Compact, game.ClientHello, game.ServerHello, nil,
+			"the room denied the hello: the room is full"},
+		{"legacy", packet.Legacy, game.ClientJoinRequest, game.ServerJoinAccept, []string{"--legacy"},
+			"the room denied the join request: the room is full or the match has begun"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port, _ := startRoom(t, 1, 1, nil)
+			l := clienttest.Start(t)
+			l.SetRooms(packet.Room{ID: 1, MaxPlayers: 4, Port: port})
 
-	// Someone else takes the only slot first.
-	other, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	hello, _ := (&game.Message{Type: game.ClientHello}).Append(nil)
-	other.Write(hello)
-	other.SetReadDeadline(time.Now().Add(patience))
-	buf := make([]byte, game.MaxLen)
-	if n, err := other.Read(buf); err != nil {
-		t.Fatal(err)
-	} else if m, err := game.Parse(buf[:n]); err != nil || m.Type != game.ServerHello {
-		t.Fatalf("first player's hello answered %+v, %v", m, err)
-	}
+			other, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			first, _ := (&game.Message{Framing: c.framing, Type: c.first}).Append(nil)
+			other.Write(first)
+			other.SetReadDeadline(time.Now().Add(patience))
+			buf := make([]byte, game.MaxLen)
+			if n, err := other.Read(buf); err != nil {
+				t.Fatal(err)
+			} else if m, err := game.Parse(buf[:n]); err != nil || m.Type != c.answer {
+				t.Fatalf("first player's %v answered %+v, %v", c.first, m, err)
+			}
 
-	code, out, errOut := run(t, "play", "--ready", l.Addr.String(), "1")
-	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 1: the room denied the hello: the room is full\n", port)
-	if code != 1 || errOut != want || out != fmt.Sprintf("joined room 1, port %d\n", port) {
-		t.Fatalf("play of a full room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
-	}
-}
-
-func TestPlayDeniedLegacy(t *testing.T) {
-	port, _ := startRoom(t, 1, 1, nil)
-	l := clienttest.Start(t)
-	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 4, Port: port})
-	other, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	join, _ := (&game.Message{Framing: packet.Legacy, Type: game.ClientJoinRequest}).Append(nil)
-	other.Write(join)
-	other.SetReadDeadline(time.Now().Add(patience))
-	buf := make([]byte, game.MaxLen)
-	if n, err := other.Read(buf); err != nil {
-		t.Fatal(err)
-	} else if m, err := game.Parse(buf[:n]); err != nil || m.Type != game.ServerJoinAccept {
-		t.Fatalf("first player's join request answered %+v, %v", m, err)
-	}
-
-	code, out, errOut := run(t, "play", "--legacy", "--ready", l.Addr.String(), "1")
-	want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 1: the room denied the join request: the room is full or the match has begun\n", port)
-	if code != 1 || errOut != want || out != fmt.Sprintf("joined room 1, port %d\n", port) {
-		t.Fatalf("legacy play of a full room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
+			args := append(append([]string{"play"}, c.args...), "--ready", l.Addr.String(), "1")
+			code, out, errOut := run(t, args...)
+			want := fmt.Sprintf("foyer: play 127.0.0.1:%d room 1: %s\n", port, c.denial)
+			if code != 1 || errOut != want || out != fmt.Sprintf("joined room 1, port %d\n", port) {
+				t.Fatalf("play of a full room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
+			}
+		})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"sync"
@@ -19,29 +18,7 @@ import (
 // room's cgroups are removed, and with them the tree's, whose last room
 // it was.
 func TestEndFromInside(t *testing.T) {
-	for name, o := range variants(t) {
-		t.Run(name, func(t *testing.T) {
-			tr := openTree(t, o)
-			m := marker()
-			s := startRoom(t, tr, "room", Limits{PidsMax: 16}, "env", helperEnv+"=end", os.Args[0], tr.name, "room", m)
-			if !s.out.Scan() || s.out.Text() != "ended" {
-				t.Fatalf("keeper said %q", s.out.Text())
-			}
-			<-s.exited
-			if s.err != nil {
-				t.Fatalf("keeper: %v", s.err)
-			}
-			if _, err := tr.Room("room"); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("the room's cgroup is still there: %v", err)
-			}
-			for _, h := range tr.hs {
-				if exists(h.dir) {
-					t.Errorf("the tree's %s is still there", h.dir)
-				}
-			}
-			noneLeft(t, m)
-		})
-	}
+	keeperEndsRoom(t, "end", "ended", true)
 }
 
 // endingKeeper is a room's first process whose lobby is gone: it runs a

@@ -94,12 +94,21 @@ func doomedLobby(tree, leader, escapee string) int {
 // TestKeeperLeaves: a keeper whose lobby is gone for good kills its room
 // and removes the room's cgroups itself before it exits.
 func TestKeeperLeaves(t *testing.T) {
+	keeperEndsRoom(t, "leave", "left", false)
+}
+
+// keeperEndsRoom starts, in every variant of the tree, a room whose
+// keeper is the helper named mode; the keeper must say says and exit
+// cleanly, the room's cgroups must be gone and so must its escapee.
+// With treeGone the tree's own cgroups must be gone too: the room was
+// its last.
+func keeperEndsRoom(t *testing.T, mode, says string, treeGone bool) {
 	for name, o := range variants(t) {
 		t.Run(name, func(t *testing.T) {
 			tr := openTree(t, o)
 			m := marker()
-			s := startRoom(t, tr, "room", Limits{PidsMax: 16}, "env", helperEnv+"=leave", os.Args[0], tr.name, "room", m)
-			if !s.out.Scan() || s.out.Text() != "left" {
+			s := startRoom(t, tr, "room", Limits{PidsMax: 16}, "env", helperEnv+"="+mode, os.Args[0], tr.name, "room", m)
+			if !s.out.Scan() || s.out.Text() != says {
 				t.Fatalf("keeper said %q", s.out.Text())
 			}
 			<-s.exited
@@ -108,6 +117,11 @@ func TestKeeperLeaves(t *testing.T) {
 			}
 			if _, err := tr.Room("room"); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("the room's cgroup is still there: %v", err)
+			}
+			for _, h := range tr.hs {
+				if treeGone && exists(h.dir) {
+					t.Errorf("the tree's %s is still there", h.dir)
+				}
 			}
 			noneLeft(t, m)
 		})

@@ -22,17 +22,16 @@ type Table struct {
 	next     uint32
 	rooms    map[uint32]room.Room
 	keys     map[string]uint32
-	watchers map[chan room.Event]struct{}
+	watchers room.Watchers
 	snap     *room.Snapshot // List's answer until the next change
 }
 
 // New returns an empty table.
 func New() *Table {
 	return &Table{
-		next:     1,
-		rooms:    make(map[uint32]room.Room),
-		keys:     make(map[string]uint32),
-		watchers: make(map[chan room.Event]struct{}),
+		next:  1,
+		rooms: make(map[uint32]room.Room),
+		keys:  make(map[string]uint32),
 	}
 }
 
@@ -41,12 +40,7 @@ func New() *Table {
 func (t *Table) emit(kind room.EventKind, r room.Room) {
 	t.version++
 	t.snap = nil
-	for ch := range t.watchers {
-		select {
-		case ch <- room.Event{Kind: kind, Room: r, Version: t.version}:
-		default:
-		}
-	}
+	t.watchers.Send(room.Event{Kind: kind, Room: r, Version: t.version})
 }
 
 // Add puts r in the table under a new id (its Source defaults to
@@ -129,17 +123,7 @@ func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort, _ ro
 
 // Watch delivers events until ctx is done.
 func (t *Table) Watch(ctx context.Context) <-chan room.Event {
-	ch := make(chan room.Event, 64)
-	t.mu.Lock()
-	t.watchers[ch] = struct{}{}
-	t.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		delete(t.watchers, ch)
-		close(ch)
-		t.mu.Unlock()
-	})
-	return ch
+	return t.watchers.Watch(ctx, 64)
 }
 
 // Register adds or updates the room registered under key.

@@ -79,13 +79,20 @@ func count[T int | int64](dst *T, lo, hi T) value {
 	})
 }
 
+// number is a TOML number as a float64, whether written as an integer or
+// a float.
+func number(raw any) (float64, bool) {
+	if n, isInt := raw.(int64); isInt {
+		return float64(n), true
+	}
+	f, isFloat := raw.(float64)
+	return f, isFloat
+}
+
 // rate reads a positive number of events per second (integer or float).
 func rate(dst *float64) value {
 	return func(raw any) error {
-		f, isFloat := raw.(float64)
-		if n, isInt := raw.(int64); isInt {
-			f, isFloat = float64(n), true
-		}
+		f, isFloat := number(raw)
 		switch {
 		case !isFloat:
 			return errors.New("want a number")
@@ -186,10 +193,7 @@ func memory(dst *int64, lo int64) value {
 // share reads a number (integer or float) in [lo, hi].
 func share(dst *float64, lo, hi float64) value {
 	return func(raw any) error {
-		f, isFloat := raw.(float64)
-		if n, isInt := raw.(int64); isInt {
-			f, isFloat = float64(n), true
-		}
+		f, isFloat := number(raw)
 		switch {
 		case !isFloat:
 			return errors.New("want a number such as 0.5")
