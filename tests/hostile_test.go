@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,5 +298,63 @@ func TestDeniedSourceGetsNothing(t *testing.T) {
 	}
 	if resp, _ := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/status", webPort)); resp.StatusCode != 200 {
 		t.Errorf("status page for an allowed source: %d", resp.StatusCode)
+	}
+}
+
+// A room-id file left empty, cut short or overwritten by a crash or a
+// hand does not stop the start: it is reported, ids come from the clock
+// (above any id of an earlier run that made under a room a second), and a
+// good mark replaces it. Seats, which remote traffic takes, are counted
+// and logged at debug level only, never one info line each.
+func TestDamagedIDFileIsRecovered(t *testing.T) {
+	for name, content := range map[string]string{"empty": "", "truncated": "4", "garbage": "\x00\xffnot a number\n"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "ids")
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			clock := uint32(time.Now().Unix())
+			s := startServer(t, "", fmt.Sprintf("id_file = %q", file))
+			c := newClient(t, "127.0.0.1", s.lobby)
+			id, _ := c.request(compact, createRoom, 1, nil).roomPort(t)
+			if id < clock {
+				t.Errorf("room id %d, below the clock seed %d", id, clock)
+			}
+			warned := len(s.logs.lines("room id mark unreadable, ids seeded from the clock"))
+			if want := map[bool]int{true: 0, false: 1}[name == "truncated"]; warned != want {
+				t.Errorf("%d warnings about the unreadable mark, want %d", warned, want)
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mark, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err != nil || uint32(mark) < id {
+				t.Errorf("id file holds %q after the start, want a mark at or above room %d", b, id)
+			}
+
+			before := s.metrics(t)["foyer_supervisor_seats_held_total"]
+			const players = 3
+			for i := range players {
+				newClient(t, "127.0.0.1", s.lobby).request(compact, joinRoom, uint16(i), joinPayload(id)).roomPort(t)
+			}
+			if held := s.metrics(t)["foyer_supervisor_seats_held_total"] - before; held != players {
+				t.Errorf("%v seats counted for %d JOINs", held, players)
+			}
+			// The lobby logs at debug level here, so each seat has its
+			// line; the log comes through a pipe and may lag.
+			var joined []map[string]any
+			for deadline := time.Now().Add(5 * time.Second); len(joined) < players && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				joined = s.logs.lines("room joined")
+			}
+			if len(joined) != players {
+				t.Errorf("%d seat lines for %d JOINs", len(joined), players)
+			}
+			for _, m := range joined {
+				if m["level"] != "debug" {
+					t.Errorf("a seat logged at %v", m["level"])
+				}
+			}
+		})
 	}
 }

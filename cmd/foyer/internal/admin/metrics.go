@@ -142,6 +142,8 @@ var (
 	supervisorExits         = desc("foyer_supervisor_instance_exits_total", "Instances reaped, by cause.", "cause")
 	supervisorCreated       = desc("foyer_supervisor_rooms_created_total", "Rooms handed out, warm or cold.", "")
 	supervisorWarmHits      = desc("foyer_supervisor_warm_hits_total", "Creates answered from the warm pool.", "")
+	supervisorSeatsHeld     = desc("foyer_supervisor_seats_held_total", "Seats newly held by JOIN (each one is a debug log line only).", "")
+	supervisorSeatsMoved    = desc("foyer_supervisor_seats_displaced_total", "Seats of unproven JOINs given to JOINs that proved they saw a listing.", "")
 	supervisorSpawnFailures = desc("foyer_supervisor_spawn_failures_total", "Spawns that produced no instance.", "")
 	supervisorQuarantines   = desc("foyer_supervisor_port_quarantines_total", "Ports quarantined because something else held them.", "")
 	supervisorWatchDrops    = desc("foyer_supervisor_watch_drops_total", "Room-table events a slow watcher missed.", "")
@@ -150,7 +152,7 @@ var (
 	supervisorPorts         = desc("foyer_supervisor_ports", "Ports of the pool, by state.", "state")
 
 	supervisorDescs = []*prometheus.Desc{supervisorSpawnSeconds, supervisorExits, supervisorCreated, supervisorWarmHits,
-		supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
+		supervisorSeatsHeld, supervisorSeatsMoved, supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
 )
 
 func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
@@ -160,6 +162,8 @@ func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
 	}
 	counter(ch, supervisorCreated, s.Created)
 	counter(ch, supervisorWarmHits, s.WarmHits)
+	counter(ch, supervisorSeatsHeld, s.SeatsHeld)
+	counter(ch, supervisorSeatsMoved, s.SeatsDisplaced)
 	counter(ch, supervisorSpawnFailures, s.SpawnFailures)
 	counter(ch, supervisorQuarantines, s.Quarantines)
 	counter(ch, supervisorWatchDrops, s.WatchDrops)
