@@ -602,6 +602,12 @@ func TestClusterBehindOneAddress(t *testing.T) {
 		if !listedBy(t, hosts, seat.Room, "", false) {
 			t.Errorf("room %d of c's previous run is listed again: a ghost", seat.Room)
 		}
+		// foyer rooms, reading a's admin listener, names each room's host.
+		r := cliRun(t, []string{"ip", "netns", "exec", hosts[0].ns}, "rooms", "--admin", "127.0.0.1:9477")
+		row := regexp.MustCompile(fmt.Sprintf(`(?m)^%d +\S+ +\S+ +%d +c$`, s.Room, s.Port))
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "ROOM ") || !strings.Contains(strings.Split(r.stdout, "\n")[0], "HOST") || !row.MatchString(r.stdout) {
+			t.Errorf("foyer rooms --admin at a: exit %d, want room %d on host c in a HOST column:\n%s%s", r.code, s.Room, r.stdout, r.stderr)
+		}
 	}
 
 	{

@@ -124,6 +124,7 @@ type roomJSON struct {
 	Players    uint16 `json:"players"`
 	MaxPlayers uint16 `json:"max_players"`
 	Port       uint16 `json:"port"`
+	Host       string `json:"host,omitempty"` // the cluster host, from an admin listener only
 }
 
 func roomsJSON(rooms []packet.Room) []roomJSON {

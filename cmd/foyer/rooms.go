@@ -16,6 +16,7 @@ var roomsHelp = help{
 	usage: []string{
 		"foyer rooms [flags] [ADDR]",
 		"foyer rooms --lan [--port 7777] [--wait 2s] [flags]",
+		"foyer rooms --admin ADMIN_ADDR [--token-file FILE] [flags]",
 	},
 	about: `List a lobby's rooms: id, state, players/max and the room's UDP port.
 ADDR is host:port; it defaults to ` + defaultLobby + `, and a host without a port
@@ -26,11 +27,18 @@ With --lan, find the lobbies on the local network instead: the request is
 broadcast to --port on every IPv4 interface, and every lobby that answers
 within --wait is listed with its address. Exits 1 if none answers.
 
+With --admin, read the room table from the lobby's admin listener
+(host:port or URL) instead: every room it keeps, registered servers and
+the rooms of other cluster hosts too, with a HOST column when the rooms
+are on more than one host. An admin listener off loopback wants its bearer
+token: --token-file names the file that holds it.
+
 ` + waitingAbout,
 	example: []string{
 		"foyer rooms 192.168.1.20",
 		"foyer rooms --json 127.0.0.1:7777",
 		"foyer rooms --lan --wait 1s",
+		"foyer rooms --admin 127.0.0.1:9477",
 	},
 }
 
@@ -41,10 +49,21 @@ func runRooms(args []string, stdout, stderr io.Writer) int {
 	port := c.fs.Uint("port", 7777, "with --lan: the lobby `port` to broadcast to")
 	wait := c.fs.Duration("wait", 2*time.Second, "with --lan: how long to collect answers")
 	broadcast := c.fs.String("broadcast", "", "with --lan: comma-separated `addresses` to send to instead of every interface's broadcast address")
+	admin := c.fs.String("admin", "", "read the room table from the admin listener at this `address` (shows each room's host)")
+	tokenFile := c.fs.String("token-file", "", "with --admin: the `file` holding the admin listener's bearer token")
 	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
+	}
+	if *admin != "" {
+		if *lan || len(pos) > 0 {
+			return c.usageError("--admin reads one admin listener; it takes no ADDR and no --lan")
+		}
+		return c.adminRooms(*admin, *tokenFile, lf.timeout*time.Duration(lf.attempts), *asJSON)
+	}
+	if *tokenFile != "" {
+		return c.usageError("--token-file goes with --admin")
 	}
 	if *lan {
 		if len(pos) > 0 {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+)
+
+// adminTableLimit bounds what foyer rooms --admin reads of /rooms: far
+// above the largest table a lobby keeps (a row is about 300 bytes).
+const adminTableLimit = 64 << 20
+
+// adminRoom is the part of a row of the admin listener's /rooms that
+// foyer rooms --admin shows.
+type adminRoom struct {
+	ID         uint32 `json:"id"`
+	State      string `json:"state"`
+	Players    int    `json:"players"`
+	Seats      int    `json:"seats"`
+	MaxPlayers int    `json:"max_players"`
+	Port       uint16 `json:"port"`
+	Node       string `json:"node"`
+}
+
+// adminRooms lists the room table of the admin listener at addr: every
+// room the lobby keeps, registered ones and those of other cluster hosts
+// too, with the host of each when they are on more than one.
+func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON bool) int {
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	base = strings.TrimSuffix(base, "/")
+	req, err := http.NewRequest(http.MethodGet, base+"/rooms", nil)
+	if err != nil {
+		return c.usageError("--admin %q: %v", addr, err)
+	}
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return c.fail(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rows, err := fetchRooms(req.WithContext(ctx))
+	if err != nil {
+		return c.fail(fmt.Errorf("%s: %w", base, err))
+	}
+	rooms := make([]packet.Room, 0, len(rows))
+	hosts := make(map[uint32]string, len(rows))
+	several := false
+	for _, r := range rows {
+		rooms = append(rooms, packet.Room{ID: r.ID, State: stateNamed(r.State), Port: r.Port,
+			Players: uint16(min(r.Players+r.Seats, 65535)), MaxPlayers: uint16(min(r.MaxPlayers, 65535))})
+		hosts[r.ID] = r.Node
+		several = several || r.Node != rows[0].Node
+	}
+	switch {
+	case asJSON:
+		out := roomsJSON(rooms)
+		for i := range out {
+			out[i].Host = hosts[out[i].ID]
+		}
+		writeJSON(c.stdout, lobbyJSON{Lobby: base, Rooms: out})
+	case len(rooms) == 0:
+		fmt.Fprintf(c.stdout, "no rooms on %s\n", base)
+	case several:
+		writeRooms(c.stdout, rooms, roomColumn{"HOST", func(r packet.Room) string { return hosts[r.ID] }})
+	default:
+		writeRooms(c.stdout, rooms)
+	}
+	return exitOK
+}
+
+// fetchRooms reads the rows of /rooms.
+func fetchRooms(req *http.Request) ([]adminRoom, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return nil, errors.New("the admin listener wants its token: give the file that holds it with --token-file")
+	default:
+		return nil, fmt.Errorf("/rooms answered %s", resp.Status)
+	}
+	var table struct {
+		Rooms []adminRoom `json:"rooms"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, adminTableLimit)).Decode(&table); err != nil {
+		return nil, fmt.Errorf("/rooms: %w", err)
+	}
+	return table.Rooms, nil
+}
+
+// stateNamed is the room state whose String is name; an unknown name is
+// a state no room has, shown as such.
+func stateNamed(name string) packet.RoomState {
+	for s := packet.Waiting; s <= packet.Finished; s++ {
+		if s.String() == name {
+			return s
+		}
+	}
+	return packet.RoomState(255)
+}
