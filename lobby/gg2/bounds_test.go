@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/web"
@@ -162,4 +163,50 @@ func TestOtherLobbies(t *testing.T) {
 	if len(got) != 1 || got[0] != (web.Details{Lobby: vanguard, Bots: 1, GameVersion: "v1", GameURL: "http://example.org/"}) {
 		t.Errorf("described %+v", got)
 	}
+}
+
+// A listed TCP server is checked again once its last good check is a TTL
+// old: when its port stopped answering it leaves the lists a TTL after its
+// last good check, though it keeps registering; once the port answers
+// again it is back within a few registrations, not a TTL later. The
+// re-checks of a listed server are not charged to its network's budget.
+func TestListedServerCheckedAgain(t *testing.T) {
+	f := start(t, func(c *Config) { c.TTL = 900 * time.Millisecond })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().(*net.TCPAddr).AddrPort()
+	reg := registration(1, addr.Port(), gg2wire.TCP, gg2wire.Counted, "name", "flaky")
+	// The server registers every 100 ms all along, as GG2 servers do
+	// every 30 s.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			f.send(reg)
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	listed := func() bool { _, ok := f.table.Registered(tcpKey(addr.Port())); return ok }
+
+	edgetest.Eventually(t, "the server listed", listed)
+	l.Close()
+	edgetest.Eventually(t, "the server whose port closed unlisted", func() bool { return !listed() })
+	if st := f.srv.Stats(); st.Drops["unreachable"] == 0 || st.Drops["check_limited"] != 0 {
+		t.Errorf("drops %v: want a failed check and none limited", st.Drops)
+	}
+
+	again, err := net.Listen("tcp", addr.String())
+	if err != nil {
+		t.Fatalf("the port cannot be listened on again: %v", err)
+	}
+	defer again.Close()
+	edgetest.Eventually(t, "the server listed again once its port answers", listed)
 }

@@ -14,11 +14,26 @@ import (
 // A registration's source address can be forged, and a TCP server is
 // checked with a connect to that address: without bounds, forged
 // registrations would make Foyer a connect-scanner. So the outcome of a
-// check is kept per target for TTL, and each target network (/24, or /56
-// for IPv6) gets checkBurst checks, then one per checkEvery.
+// check is kept per target (a success for TTL, a failure for a third of
+// it and at most failedFor, so that a server whose port is fixed is listed
+// at its next registration: GG2 servers register every 30 s), and each target network (/24, or /56 for IPv6) gets
+// checkBurst checks of servers not listed, then one per checkEvery. A
+// listed server is checked again once per TTL at most, outside that budget:
+// its target proved to be a server.
 const (
 	checkBurst = 8
 	checkEvery = 10 * time.Second
+	failedFor  = 20 * time.Second
+)
+
+// checkOutcome is what startCheck found or did.
+type checkOutcome int
+
+const (
+	reachable   checkOutcome = iota // a check less than a TTL old worked
+	unreachable                     // a recent check failed
+	started                         // a check runs
+	skipped                         // no check now: too many run, or the target network's budget is spent
 )
 
 // reach remembers the outcomes of TCP checks and bounds new ones. It is
@@ -51,39 +66,38 @@ func (r *reach) init(cfg Config) {
 	r.running = make(chan struct{}, cfg.MaxChecks)
 }
 
-// startCheck lists e if its target was reachable within TTL, drops it if
-// it was not, and otherwise starts a check within the bounds; t.mu is
-// held.
-func (t *table) startCheck(ctx context.Context, e *entry, now time.Time) {
+// startCheck says what a recent check of e's target found or, without
+// one, starts a check within the bounds; t.mu is held.
+func (t *table) startCheck(ctx context.Context, e *entry, now time.Time) checkOutcome {
 	r := &t.reach
 	if e.checking {
-		return
+		return started
 	}
 	if res, ok := r.results[e.addr]; ok && now.Before(res.expires) {
 		if res.ok {
-			t.publish(e)
-		} else {
-			t.s.drops.Add("unreachable_cached")
+			return reachable
 		}
-		return
+		t.s.drops.Add("unreachable_cached")
+		return unreachable
 	}
 	select {
 	case r.running <- struct{}{}:
 	default:
 		t.s.drops.Add("check_busy")
-		return
+		return skipped
 	}
-	if !r.budget.Allow(e.addr.Addr(), 1, now) {
+	if e.room == 0 && !r.budget.Allow(e.addr.Addr(), 1, now) {
 		<-r.running
 		t.s.drops.Add("check_limited")
-		return
+		return skipped
 	}
 	e.checking = true
 	t.s.work.Go(func() { t.check(ctx, e) })
+	return started
 }
 
-// check lists a TCP server once a TCP connect to it works; until then it
-// is kept (and expires) unlisted.
+// check lists or refreshes a TCP server when a TCP connect to it works;
+// else it is kept (and expires) unlisted, or listed until it expires.
 func (t *table) check(ctx context.Context, e *entry) {
 	d := net.Dialer{Timeout: t.s.cfg.DialTimeout}
 	c, err := d.DialContext(ctx, "tcp", e.addr.String())
@@ -104,14 +118,18 @@ func (t *table) check(ctx context.Context, e *entry) {
 		t.s.drops.Add("unreachable")
 		t.s.log.Debug().Str("key", e.key).Err(err).Msg("server unreachable")
 	default:
+		e.expires = now.Add(t.s.cfg.TTL)
 		t.publish(e)
 	}
 }
 
-// record keeps the outcome of a check of target until TTL from now,
-// forgetting the oldest outcomes beyond max.
+// record keeps the outcome of a check of target (a failure for less
+// long), forgetting the oldest outcomes beyond max.
 func (r *reach) record(target netip.AddrPort, ok bool, now time.Time) {
 	exp := now.Add(r.ttl)
+	if !ok {
+		exp = now.Add(min(r.ttl/3, failedFor))
+	}
 	r.results[target] = reachResult{ok: ok, expires: exp}
 	r.order = append(r.order, reachItem{target, exp})
 	for len(r.results) > r.max || len(r.order)-r.head > 2*r.max {
@@ -119,7 +137,9 @@ func (r *reach) record(target netip.AddrPort, ok bool, now time.Time) {
 	}
 }
 
-// expire forgets the outcomes past their time.
+// expire forgets the outcomes past their time, from the oldest recorded
+// (a failure recorded after a success may wait for it: lookups check the
+// time anyway).
 func (r *reach) expire(now time.Time) {
 	for r.head < len(r.order) && now.After(r.order[r.head].expires) {
 		r.pop()

@@ -150,9 +150,10 @@ func (e *entry) setKV(kv gg2wire.KeyValues) {
 }
 
 // apply adds or refreshes the server u describes, from ip. A UDP server,
-// or a TCP server that already passed its check, goes to the room table
-// at once; a new TCP server waits for a check. The list caches are
-// invalidated only when something a list shows changed.
+// or a TCP server whose port answered a check less than a TTL ago, goes to
+// the room table at once; a new TCP server waits for a check, and a listed
+// one is checked again once a TTL. The list caches are invalidated only
+// when something a list shows changed.
 func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Time) {
 	addr := netip.AddrPortFrom(ip, u.port)
 	k := key(addr, u.transport)
@@ -197,16 +198,30 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 	if changed && e.room != 0 {
 		t.gen++
 	}
-	e.expires = now.Add(t.s.cfg.TTL)
 	switch {
-	case e.room != 0:
-		if changed {
+	case u.transport == gg2wire.UDP:
+		e.expires = now.Add(t.s.cfg.TTL)
+		if e.room == 0 || changed {
 			t.publish(e)
 		}
-	case u.transport == gg2wire.UDP:
-		t.publish(e)
+	case e.room == 0:
+		e.expires = now.Add(t.s.cfg.TTL)
+		if t.startCheck(ctx, e, now) == reachable {
+			t.publish(e)
+		}
 	default:
-		t.startCheck(ctx, e, now)
+		// A listed TCP server stays listed while its port answers: it is
+		// refreshed on a check less than a TTL old that worked, or when no
+		// check can run now (it passed one before), and otherwise left to
+		// expire a TTL after its last refresh, as when its port stopped
+		// answering. A check that runs refreshes it if it works.
+		switch t.startCheck(ctx, e, now) {
+		case reachable, skipped:
+			e.expires = now.Add(t.s.cfg.TTL)
+			if changed {
+				t.publish(e)
+			}
+		}
 	}
 }
 
