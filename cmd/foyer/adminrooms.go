@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -53,8 +54,11 @@ func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON b
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	rows, err := fetchRooms(req.WithContext(ctx))
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // the URL is said once, below
+	}
 	if err != nil {
-		return c.fail(fmt.Errorf("%s: %w", base, err))
+		return c.fail(fmt.Errorf("admin %s/rooms: %w", base, err))
 	}
 	rooms := make([]packet.Room, 0, len(rows))
 	hosts := make(map[uint32]string, len(rows))
