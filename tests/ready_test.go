@@ -90,7 +90,9 @@ type readyJSON struct {
 	Lobby   []netip.AddrPort `json:"lobby"`
 	Admin   netip.AddrPort   `json:"admin"`
 	GG2     netip.AddrPort   `json:"gg2"`
+	Legacy  netip.AddrPort   `json:"gg2_legacy"`
 	Gunz    netip.AddrPort   `json:"gunz"`
+	Web     netip.AddrPort   `json:"web"`
 }
 
 // readyServeJSON starts cmd, a `foyer serve --ready-json`, and returns it
@@ -136,9 +138,13 @@ listen = ["127.0.0.1:0", "127.0.0.1:0"]
 [gg2]
 enabled = true
 listen = "127.0.0.1:0"
+legacy_listen = "127.0.0.1:0"
 
 [gunz]
 enabled = true
+listen = "127.0.0.1:0"
+
+[web]
 listen = "127.0.0.1:0"
 
 [admin]
@@ -150,7 +156,7 @@ listen = "127.0.0.1:0"
 		t.Fatalf("ready line %s: want foyer ready, version 1, pid %d, two lobby addresses", line, cmd.Process.Pid)
 	}
 	for name, ap := range map[string]netip.AddrPort{"lobby 1": ready.Lobby[0], "lobby 2": ready.Lobby[1],
-		"admin": ready.Admin, "gg2": ready.GG2, "gunz": ready.Gunz} {
+		"admin": ready.Admin, "gg2": ready.GG2, "gg2_legacy": ready.Legacy, "gunz": ready.Gunz, "web": ready.Web} {
 		if ap.Addr() != netip.MustParseAddr("127.0.0.1") || ap.Port() == 0 {
 			t.Errorf("ready line %s: %s is %v, want 127.0.0.1 and the port chosen", line, name, ap)
 		}
@@ -169,6 +175,10 @@ listen = "127.0.0.1:0"
 		t.Errorf("admin /healthz at %s: %d %s", ready.Admin, code, body)
 	}
 	gg2List(t, ready.GG2, gg2wire.GG2LobbyUUID) // fails the test without a list
+	legacyQuery(t, ready.Legacy, []byte{1})     // likewise
+	if resp, _ := httpGet(t, "http://"+ready.Web.String()+"/status.json"); resp.StatusCode != 200 {
+		t.Errorf("web /status.json at %s: %s", ready.Web, resp.Status)
+	}
 	u, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(ready.Gunz))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -103,7 +104,8 @@ func (ld *listLoad) finish() (answered, unanswered int) {
 // says why.
 func TestUpgradeUnderListLoad(t *testing.T) {
 	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 6,
-		sections: "[gg2]\nenabled = true\nlisten = \"127.0.0.1:0\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:0\"\n"})
+		sections: "[gg2]\nenabled = true\nlisten = \"127.0.0.1:0\"\nlegacy_listen = \"127.0.0.1:0\"\n" +
+			"[gunz]\nenabled = true\nlisten = \"127.0.0.1:0\"\n[web]\nlisten = \"127.0.0.1:0\"\n"})
 	c := newClient(t, "127.0.0.1", l.lobby)
 	for i := range 3 {
 		c.request(compact, createRoom, uint16(1+i), nil)
@@ -126,7 +128,8 @@ func TestUpgradeUnderListLoad(t *testing.T) {
 	if pid == old {
 		t.Fatal("the same process serves")
 	}
-	if now := l.ready(); !slices.Equal(now.Lobby, addrs.Lobby) || now.Admin != addrs.Admin || now.GG2 != addrs.GG2 || now.Gunz != addrs.Gunz {
+	if now := l.ready(); !slices.Equal(now.Lobby, addrs.Lobby) || now.Admin != addrs.Admin || now.GG2 != addrs.GG2 ||
+		now.Legacy != addrs.Legacy || now.Gunz != addrs.Gunz || now.Web != addrs.Web {
 		t.Fatalf("the new process serves on %+v, the old one on %+v", now, addrs)
 	}
 	if after := c.list(6); !slices.Equal(after, before) {
@@ -140,6 +143,14 @@ func TestUpgradeUnderListLoad(t *testing.T) {
 	// The neighbour edges answer from the new process, on their sockets.
 	if list := gg2List(t, addrs.GG2, gg2wire.GG2LobbyUUID); len(list.Servers) != 3 {
 		t.Errorf("GG2 list of %d servers", len(list.Servers))
+	}
+	if own := legacyQuery(t, addrs.Legacy, []byte{1}); len(own) != 3 {
+		t.Errorf("legacy list of %d servers", len(own))
+	}
+	var status statusJSON
+	if resp, body := httpGet(t, "http://"+addrs.Web.String()+"/status.json"); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &status) != nil ||
+		len(status.Lobbies) != 1 || len(status.Lobbies[0].Servers) != 3 {
+		t.Errorf("the new process's /status.json: %s %s", resp.Status, body)
 	}
 	g, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addrs.Gunz))
 	if err != nil {

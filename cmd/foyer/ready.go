@@ -17,6 +17,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2"
 	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/web"
 )
 
 // readiness tells whoever started foyer serve where it listens and when it
@@ -44,7 +45,10 @@ type readyLine struct {
 	Lobby   []netip.AddrPort `json:"lobby"`
 	Admin   *netip.AddrPort  `json:"admin,omitempty"`
 	GG2     *netip.AddrPort  `json:"gg2,omitempty"` // UDP and TCP
-	Gunz    *netip.AddrPort  `json:"gunz,omitempty"`
+	// GG2Legacy is the GG2 legacy protocol's port, UDP and TCP.
+	GG2Legacy *netip.AddrPort `json:"gg2_legacy,omitempty"`
+	Gunz      *netip.AddrPort `json:"gunz,omitempty"`
+	Web       *netip.AddrPort `json:"web,omitempty"` // the public server list
 }
 
 // notifySocket returns the address of the service manager's notification
@@ -74,9 +78,15 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 	for _, e := range edges {
 		switch e := e.(type) {
 		case *gg2.Server:
-			line.GG2 = &e.Addrs()[0]
+			addrs := e.Addrs()
+			line.GG2 = &addrs[0]
+			if len(addrs) > 1 {
+				line.GG2Legacy = &addrs[1]
+			}
 		case *gunz.Locator:
 			line.Gunz = &e.Addrs()[0]
+		case *web.Server:
+			line.Web = &e.Addrs()[0]
 		}
 	}
 	if r.upgraded {

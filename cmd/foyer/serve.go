@@ -57,10 +57,11 @@ playing for reattach_grace, and the next foyer serve adopts them.
 Once every listener serves, a unit with Type=notify gets READY=1 (through
 $NOTIFY_SOCKET), and STOPPING=1 when the shutdown begins. --ready-json
 prints one line on stdout at that moment, with every bound address (a
-port 0 in the config shows as the port the system chose; admin, gg2 and
-gunz appear when enabled):
+port 0 in the config shows as the port the system chose; admin, gg2,
+gg2_legacy, gunz and web appear when enabled):
   {"foyer":"ready","version":1,"pid":4242,"lobby":["127.0.0.1:7777"],
-   "admin":"127.0.0.1:9477","gg2":"0.0.0.0:29944","gunz":"0.0.0.0:8900"}
+   "admin":"127.0.0.1:9477","gg2":"0.0.0.0:29944",
+   "gg2_legacy":"0.0.0.0:29942","gunz":"0.0.0.0:8900","web":"0.0.0.0:29950"}
 Nothing else is written to stdout; the log goes to stderr.`,
 	example: []string{
 		"foyer serve --config config.toml",

@@ -35,6 +35,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
@@ -132,7 +133,8 @@ func New(cfg Config, rooms room.Table, describer Describer, guard *limit.Guard, 
 	if ap.Addr().Is4() {
 		network = "tcp4"
 	}
-	ln, err := net.ListenTCP(network, net.TCPAddrFromAddrPort(ap))
+	// Through sockets: an upgrade hands the listener to the next process.
+	ln, err := sockets.ListenTCP(network, net.TCPAddrFromAddrPort(ap))
 	if err != nil {
 		return nil, fmt.Errorf("web: listen %v: %w", cfg.Listen, err)
 	}
