@@ -320,3 +320,41 @@ func TestUpgradeTellsTheServiceManager(t *testing.T) {
 	l.stop()
 	next("STOPPING=1")
 }
+
+// A SIGHUP that cannot hand over says why and changes nothing: without
+// state_dir the rooms could not follow, and the cluster's embedded NATS
+// server holds a port and a store no new process can take.
+func TestUpgradeRefusedWhereRoomsCannotFollow(t *testing.T) {
+	t.Run("no state_dir", func(t *testing.T) {
+		s := startServer(t, "", "")
+		c := newClient(t, "127.0.0.1", s.lobby)
+		id, _ := c.request(compact, createRoom, 1, nil).roomPort(t)
+		s.cmd.Process.Signal(syscall.SIGHUP)
+		awaitLog(t, s.logs, "upgrade refused: the rooms can follow a new process only with [supervisor] state_dir; nothing changed")
+		if rooms := c.list(2); len(rooms) != 1 || rooms[0].id != id {
+			t.Fatalf("after the refused upgrade the lobby lists %+v", rooms)
+		}
+	})
+	t.Run("embedded NATS", func(t *testing.T) {
+		l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 2,
+			sections: fmt.Sprintf("[cluster]\nembedded = \"127.0.0.1:%d\"\nhost = \"solo\"\n", gg2FreePort(t))})
+		pid := l.current()
+		syscall.Kill(pid, syscall.SIGHUP)
+		awaitLog(t, l.logs, "upgrade refused: this host runs the cluster's embedded NATS server, which cannot be handed over; "+
+			"restart foyer instead (its rooms play on and are adopted); nothing changed")
+		if l.current() != pid || !processRuns(pid) {
+			t.Fatal("the lobby is gone after a refused upgrade")
+		}
+		newClient(t, "127.0.0.1", l.lobby).list(1) // answered, or the test fails
+	})
+}
+
+// awaitLog waits until the server logged msg.
+func awaitLog(t *testing.T, logs *logBuffer, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(logs.lines(msg)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never logged:\n%s", msg, logs)
+		}
+	}
+}

@@ -124,10 +124,17 @@ func (s *successor) serving() {
 // disk, as the comment at the top says, and reports whether it did: then
 // the caller stops reading its sockets and exits, leaving the rooms
 // running; otherwise it serves on.
-func upgrade(stateDir string, sup *supervisor.Supervisor, l *lobby.Lobby, r readiness, log zerolog.Logger) bool {
+func upgrade(stateDir, embedded string, sup *supervisor.Supervisor, l *lobby.Lobby, r readiness, log zerolog.Logger) bool {
 	t0 := time.Now()
-	if stateDir == "" {
+	switch {
+	case stateDir == "":
 		log.Warn().Msg("upgrade refused: the rooms can follow a new process only with [supervisor] state_dir; nothing changed")
+		return false
+	case embedded != "":
+		// The NATS server binds its own port and locks its store: a
+		// new process could take neither while this one runs it.
+		log.Warn().Str("embedded", embedded).Msg("upgrade refused: this host runs the cluster's embedded NATS server, " +
+			"which cannot be handed over; restart foyer instead (its rooms play on and are adopted); nothing changed")
 		return false
 	}
 	r.send("RELOADING=1")

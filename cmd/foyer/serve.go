@@ -199,7 +199,7 @@ wait:
 			break wait
 		case <-hup:
 			cl.Hold(true) // the new process writes the rooms from now on
-			if upgrade(cfg.Supervisor.StateDir, sup, l, r, log) {
+			if upgrade(cfg.Supervisor.StateDir, cfg.Cluster.Embedded, sup, l, r, log) {
 				// The new process serves: this one stops reading and
 				// leaves the rooms to it.
 				stopEdges()
