@@ -40,7 +40,7 @@ func checkRoundTrip[T any](t *testing.T, b []byte, decode func([]byte) (T, error
 	if err != nil {
 		t.Fatalf("decode(%x) = %+v, which does not encode: %v", b, v, err)
 	}
-	if !header(&v).Compressed {
+	if !header(&v).Compressed && !originalLeftZero(b) {
 		if !bytes.Equal(again, b) {
 			t.Fatalf("decode(%x) = %+v, re-encoded as %x", b, v, again)
 		}
@@ -50,10 +50,20 @@ func checkRoundTrip[T any](t *testing.T, b []byte, decode func([]byte) (T, error
 	if err != nil {
 		t.Fatalf("re-encoded %+v as %x, which the decoder refuses: %v", v, again, err)
 	}
-	header(&v2).Compressed = true // the encoder sends a block only when it shrinks
+	if header(&v).Compressed {
+		header(&v2).Compressed = true // the encoder sends a block only when it shrinks
+	}
 	if !reflect.DeepEqual(v2, v) {
 		t.Fatalf("decode(%x) = %+v, its re-encoding decodes to %+v", b, v, v2)
 	}
+}
+
+// originalLeftZero reports whether b is a legacy datagram with a payload
+// and originalSize 0, as the original game sends a plain payload: the
+// encoder writes the payload's size there, so only the message survives a
+// round trip, not the bytes.
+func originalLeftZero(b []byte) bool {
+	return len(b) >= LegacyHeaderLen && b[0] == legacyMagic[0] && b[15] == 0 && b[16] == 0 && (b[13] != 0 || b[14] != 0)
 }
 
 func checkParse(t *testing.T, b []byte) {

@@ -15,6 +15,9 @@ const maxExpansion = 255
 // checkCompression applies the size rules that hold before any inflating.
 func checkCompression(w wire) error {
 	n := len(w.payload)
+	if w.hdr.Framing == Legacy && !w.flagged && w.original == 0 {
+		return nil // the original game's encoder leaves it 0 on a plain payload
+	}
 	if w.original < n {
 		return ErrCompression
 	}

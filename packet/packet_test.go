@@ -215,6 +215,13 @@ func TestLegacyFraming(t *testing.T) {
 		t.Errorf("legacy CRC %08x is not the IEEE CRC of header and payload", crc)
 	}
 
+	// The original game's encoder leaves originalSize 0 on a plain
+	// payload: with the compressed bit clear, that is a plain payload.
+	zero := legacy(1, 1, 0x44, 4, 0, []byte{0, 0, 0, 7})
+	if got, err := Parse(zero); err != nil || got.Type != JoinRoom || got.RoomID != 7 || got.Compressed {
+		t.Errorf("legacy JOIN with originalSize 0: %+v, %v", got, err)
+	}
+
 	c := Message{Header: Header{Framing: Legacy, Type: RoomList, Compressed: true}, Rooms: sampleRooms(100)}
 	cb, _ := c.Append(nil)
 	if cb[4] != 0x81 {
@@ -303,6 +310,8 @@ func TestMalformed(t *testing.T) {
 		{"legacy JOIN_FAILED sent by a client", legacy(1, 1, 0x46, 0, 0, nil), ErrDirection},
 		{"originalSize below payloadSize", compact(1, 0x44, 4, 3, []byte{0, 0, 0, 1}), ErrCompression},
 		{"legacy flag without compression", legacy(0x81, 1, 0x44, 4, 4, []byte{0, 0, 0, 1}), ErrCompression},
+		{"legacy flag with originalSize 0", legacy(0x81, 1, 0x44, 4, 0, []byte{0, 0, 0, 1}), ErrCompression},
+		{"legacy originalSize neither 0 nor payloadSize", legacy(1, 1, 0x44, 4, 3, []byte{0, 0, 0, 1}), ErrCompression},
 		{"legacy compression without flag", legacy(1, 2, 0x41, uint16(len(block)), 2+50*11, block), ErrCompression},
 		{"LZ4 block corrupt", compact(2, 0x41, 4, 200, []byte{0xFF, 0xFF, 0xFF, 0xFF}), ErrCompression},
 		{"LZ4 block inflates short", compact(2, 0x41, uint16(len(short)), 2+50*11, short), ErrCompression},

@@ -38,10 +38,15 @@ var roomPayloads = [2]map[byte]int{
 		gameAllReady: 0, gameTick: 1},
 }
 
-// roomMatch is a lobby whose rooms count down 2 s and play 4 s.
+// roomMatch is a lobby whose rooms count down 2 s and play 7 s: longer
+// than the 5 s the original client waits for a sign of life.
 func roomMatch(t *testing.T) *foyertest.Lobby {
-	return cliLobby(t, foyertest.MaxPlayers(4), foyertest.Countdown(2*time.Second), foyertest.MatchDuration(4*time.Second))
+	return cliLobby(t, foyertest.MaxPlayers(4), foyertest.Countdown(2*time.Second), foyertest.MatchDuration(7*time.Second))
 }
+
+// originalLimit is how long the original client plays on without a
+// datagram from the room before it gives up ("Server timeout").
+const originalLimit = 5 * time.Second
 
 // gamer is one player on a fresh socket of its own, as the original
 // client opens one for the game. Its methods report errors instead of
@@ -222,13 +227,46 @@ func (g *gamer) readyToStart() ([]string, error) {
 	return seen, fmt.Errorf("%s: no ALL_READY within 30 s", g.name)
 }
 
-// waitEnd reads GAME_END and returns its payload.
+// waitEnd plays the match to its GAME_END and returns its payload. A
+// legacy player does what the original client does in a match: one input
+// (its controls, with originalSize left 0 as that client sends it), then
+// nothing, giving up when the room is silent for originalLimit; the room's
+// keepalive pongs must keep it. A compact player pings every 2 s.
 func (g *gamer) waitEnd() ([]byte, error) {
-	r, err := g.must()
-	if err == nil && r.typ != gameEnd {
-		err = fmt.Errorf("%s: %#x instead of GAME_END", g.name, r.typ)
+	wait := 2 * time.Second
+	if g.f == legacy {
+		wait = originalLimit
+		if _, err := g.c.conn.WriteToUDPAddrPort(originalInput(g.seq+1), g.c.to); err != nil {
+			return nil, err
+		}
 	}
-	return r.payload, err
+	for {
+		r, err := g.next(wait)
+		switch {
+		case err != nil:
+			return nil, err
+		case r.typ == 0 && g.f == legacy:
+			return nil, fmt.Errorf("%s: the room was silent for %v in the match: the original client quits", g.name, wait)
+		case r.typ == 0:
+			g.seq++
+			if err := g.send(gamePing, g.seq, 0, nil); err != nil {
+				return nil, err
+			}
+		case r.typ == gamePong:
+		case r.typ == gameEnd:
+			return r.payload, nil
+		default:
+			return nil, fmt.Errorf("%s: %#x in the match", g.name, r.typ)
+		}
+	}
+}
+
+// originalInput is a CLIENT_INPUT as the original client sends it: player
+// 1 moving up at x 100, y 50, with originalSize 0.
+func originalInput(seq uint16) []byte {
+	b := []byte{0xA3, 0x5F, 0xC8, 0x1D, 1, 1, 0x05, byte(seq >> 8), byte(seq), 0, 0, 0, 0, 0, 18, 0, 0}
+	b = append(b, 0, 0, 0, 1, 0, 1, 0x42, 0xc8, 0, 0, 0x42, 0x48, 0, 0, 0, 0, 0, 0)
+	return appendChecksum(b)
 }
 
 // playAll runs f for every player at once and fails the test with the
@@ -286,11 +324,12 @@ func TestOriginalClientPlaysARoom(t *testing.T) {
 		t.Fatalf("carol after the start: denied %v, %v", denied, err)
 	}
 
-	for _, g := range players {
+	playAll(t, players, func(g *gamer) error {
 		if end, err := g.waitEnd(); err != nil || !bytes.Equal(end, []byte{1, 0}) {
-			t.Fatalf("%s: GAME_END %x, %v; want victory 1, no scores", g.name, end, err)
+			return fmt.Errorf("%s: GAME_END %x, %v; want victory 1, no scores", g.name, end, err)
 		}
-	}
+		return nil
+	})
 }
 
 // A compact player and one of the original game's play one match, each
@@ -331,7 +370,7 @@ func TestMixedFramingsPlayAMatch(t *testing.T) {
 	}
 
 	want := map[*gamer][]string{
-		alice: {"tick 2", "tick 1", "start 4 s"},
+		alice: {"tick 2", "tick 1", "start 7 s"},
 		bob:   {"all ready", "tick 2", "tick 1", "start"},
 	}
 	playAll(t, []*gamer{alice, bob}, func(g *gamer) error {
@@ -341,10 +380,11 @@ func TestMixedFramingsPlayAMatch(t *testing.T) {
 		}
 		return err
 	})
-	if end, err := alice.waitEnd(); err != nil || !bytes.Equal(end, []byte{1}) {
-		t.Fatalf("alice: GAME_END %x, %v; want reason 1", end, err)
-	}
-	if end, err := bob.waitEnd(); err != nil || !bytes.Equal(end, []byte{1, 0}) {
-		t.Fatalf("bob: GAME_END %x, %v; want victory 1, no scores", end, err)
-	}
+	ends := map[*gamer][]byte{alice: {1}, bob: {1, 0}}
+	playAll(t, []*gamer{alice, bob}, func(g *gamer) error {
+		if end, err := g.waitEnd(); err != nil || !bytes.Equal(end, ends[g]) {
+			return fmt.Errorf("%s: GAME_END %x, %v; want %x", g.name, end, err, ends[g])
+		}
+		return nil
+	})
 }

@@ -49,6 +49,7 @@ type Room struct {
 	nextTick     time.Time // next CountdownTick; zero once all are sent
 	ticksLeft    int       // the seconds the next tick announces
 	matchEnd     time.Time
+	nextAlive    time.Time // next keepalive to legacy players, in a match
 
 	out []Datagram
 }
@@ -114,6 +115,9 @@ func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
 			r.remove(now, from)
 			p = nil
 		}
+	case game.ClientInput:
+		// A room that plays no game reads an input only as a sign of
+		// life: in a match it is what the original client sends.
 	default:
 		return // a server's message, sent to a server: ignored
 	}
@@ -134,8 +138,10 @@ func (r *Room) welcome(p *player, req game.Type) game.Message {
 
 // admit seats a new player who sent req, or answers with a deny and
 // returns nil.
+// A player may join until the match begins: in Countdown the newcomer
+// plays when it starts, as the lobby's rule (room.Room.JoinError) says.
 func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
-	if r.state != packet.Waiting {
+	if r.state != packet.Waiting && r.state != packet.Countdown {
 		r.answer(from, req, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyInProgress})
 		return nil
 	}
@@ -178,7 +184,7 @@ func (r *Room) Advance(now time.Time) {
 		return
 	}
 	for addr, p := range r.players {
-		if now.Sub(p.lastSeen) >= r.cfg.SilenceTimeout {
+		if r.silent(p, now) {
 			r.remove(now, addr)
 		}
 	}
@@ -199,12 +205,39 @@ func (r *Room) Advance(now time.Time) {
 			r.tick()
 		}
 	case packet.Playing:
-		if len(r.players) == 0 {
+		switch {
+		case len(r.players) == 0:
 			r.finish(game.EndAbandoned)
-		} else if !now.Before(r.matchEnd) {
+		case !now.Before(r.matchEnd):
 			r.finish(game.EndTimeUp)
+		case !now.Before(r.nextAlive):
+			r.keepAlive(now)
 		}
 	}
+}
+
+// keepAliveEvery is how often a legacy player hears from the room in a
+// match. The original client gives up on a server silent for 5 s, and its
+// server sends a snapshot every tick; a room with no world to show sends
+// an empty SERVER_PONG, which that client takes as a sign of life and
+// nothing more.
+const keepAliveEvery = time.Second
+
+// keepAlive sends the legacy players their keepalive.
+func (r *Room) keepAlive(now time.Time) {
+	r.broadcastIn(game.Message{Type: game.ServerPong}, packet.Legacy)
+	r.nextAlive = now.Add(keepAliveEvery)
+}
+
+// silent reports whether p has been silent for silence_timeout. A legacy
+// player is never silent in a match: the original client sends nothing
+// there but the inputs of a player who moves, and leaves when the match
+// ends.
+func (r *Room) silent(p *player, now time.Time) bool {
+	if r.state == packet.Playing && p.framing == packet.Legacy {
+		return false
+	}
+	return now.Sub(p.lastSeen) >= r.cfg.SilenceTimeout
 }
 
 func (r *Room) allReady() bool {
@@ -237,6 +270,7 @@ func (r *Room) startCountdown(now time.Time) {
 func (r *Room) play(now time.Time) {
 	r.setState(packet.Playing)
 	r.matchEnd = now.Add(r.cfg.MatchDuration)
+	r.nextAlive = now.Add(keepAliveEvery)
 	r.broadcast(game.Message{Type: game.GameStart, Seconds: uint16(min(ceilSeconds(r.cfg.MatchDuration), 0xFFFF))})
 }
 
@@ -292,9 +326,12 @@ func (r *Room) Next() time.Time {
 		earliest(r.countdownEnd)
 	case packet.Playing:
 		earliest(r.matchEnd)
+		earliest(r.nextAlive)
 	}
 	for _, p := range r.players {
-		earliest(p.lastSeen.Add(r.cfg.SilenceTimeout))
+		if r.state != packet.Playing || p.framing != packet.Legacy {
+			earliest(p.lastSeen.Add(r.cfg.SilenceTimeout))
+		}
 	}
 	return next
 }
@@ -325,12 +362,15 @@ func (r *Room) answer(to netip.AddrPort, req, m game.Message) {
 // broadcast sends m to every player in slot order, so that the numbering
 // is reproducible, each in its framing; a player whose framing lacks m's
 // type (ALL_READY, for compact players) is skipped.
-func (r *Room) broadcast(m game.Message) {
+func (r *Room) broadcast(m game.Message) { r.broadcastIn(m, packet.Compact, packet.Legacy) }
+
+// broadcastIn is broadcast to the players of the framings given only.
+func (r *Room) broadcastIn(m game.Message, framings ...packet.Framing) {
 	addrs := slices.SortedFunc(maps.Keys(r.players), func(a, b netip.AddrPort) int {
 		return cmp.Compare(r.players[a].slot, r.players[b].slot)
 	})
 	for _, addr := range addrs {
-		if f := r.players[addr].framing; m.Type.In(f) {
+		if f := r.players[addr].framing; m.Type.In(f) && slices.Contains(framings, f) {
 			m.Framing = f
 			r.send(addr, m)
 		}

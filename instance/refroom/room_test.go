@@ -159,8 +159,31 @@ func TestRoomDeniesWhenFullOrStarted(t *testing.T) {
 	say(r, at(0), carol, game.ClientReady)
 	outbox(r)
 	say(r, at(0), bob, game.ClientHello)
+	check(t, "full in the countdown", outbox(r), "127.0.0.2:SERVER_JOIN_DENY(1)")
+	r.Advance(at(time.Second))
+	outbox(r)
+	say(r, at(time.Second), carol, game.ClientDisconnect)
+	say(r, at(time.Second), bob, game.ClientHello)
 	check(t, "in progress", outbox(r), "127.0.0.2:SERVER_JOIN_DENY(2)")
-	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 -127.0.0.2 +127.0.0.3 countdown")
+	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 -127.0.0.2 +127.0.0.3 countdown playing -127.0.0.3")
+}
+
+// Until the match begins a newcomer may join, as the lobby's rule says:
+// one who joins in the countdown plays when it starts, ready or not.
+func TestRoomJoinInTheCountdown(t *testing.T) {
+	r, rec := newTestRoom(t, 3, map[string]string{"countdown": "2s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), bob, game.ClientHello)
+	say(r, at(0), alice, game.ClientReady)
+	say(r, at(0), bob, game.ClientReady)
+	outbox(r)
+	r.Receive(at(time.Second/2), carol, legacyMsg(game.ClientJoinRequest, 1, 0))
+	check(t, "join in the countdown", outbox(r), "127.0.0.3:SERVER_JOIN_ACCEPT[1,0]")
+	r.Advance(at(time.Second))
+	check(t, "the countdown goes on", outbox(r), "127.0.0.1:COUNTDOWN_TICK(1) 127.0.0.2:COUNTDOWN_TICK(1) 127.0.0.3:COUNTDOWN_TICK[6,0](1)")
+	r.Advance(at(2 * time.Second))
+	check(t, "all three start", outbox(r), "127.0.0.1:GAME_START(120) 127.0.0.2:GAME_START(120) 127.0.0.3:GAME_START[9,0]")
+	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 countdown +127.0.0.3 playing")
 }
 
 func TestRoomIgnoresStrangers(t *testing.T) {
@@ -377,14 +400,14 @@ func TestRoomLegacyDenies(t *testing.T) {
 		t.Fatalf("state %v with both players ready", r.State())
 	}
 	r.Receive(at(0), bob, legacyMsg(game.ClientJoinRequest, 5, 0))
-	check(t, "started", outbox(r), "127.0.0.2:SERVER_JOIN_DENY[5,0]")
+	check(t, "full in the countdown", outbox(r), "127.0.0.2:SERVER_JOIN_DENY[5,0]")
 	// A seated legacy player's repeats are still welcome.
 	r.Receive(at(0), carol, legacyMsg(game.ClientJoinRequest, 7, 0))
 	check(t, "seated repeat", outbox(r), "127.0.0.3:SERVER_JOIN_ACCEPT[7,0]")
 }
 
 func TestRoomMixedFramingsPlayAMatch(t *testing.T) {
-	r, rec := newTestRoom(t, 4, map[string]string{"countdown": "2s", "match_duration": "5s"})
+	r, rec := newTestRoom(t, 4, map[string]string{"countdown": "2s", "match_duration": "5s", "silence_timeout": "3s"})
 	say(r, at(0), alice, game.ClientHello)
 	var seq uint16
 	welcomeRound(r, at(0), bob, &seq)
@@ -398,14 +421,18 @@ func TestRoomMixedFramingsPlayAMatch(t *testing.T) {
 	check(t, "tick", outbox(r), "127.0.0.1:COUNTDOWN_TICK(1) 127.0.0.2:COUNTDOWN_TICK[5,0](1)")
 	r.Advance(at(2 * time.Second))
 	check(t, "start", outbox(r), "127.0.0.1:GAME_START(5) 127.0.0.2:GAME_START[7,0]")
-	// Bob pings every 2 s in the match, as the original client does.
-	for s := 3; s < 7; s += 2 {
-		r.Receive(at(time.Duration(s)*time.Second), bob, legacyMsg(game.ClientPing, 0, 0))
+	// In the match the original client sends only the inputs of a player
+	// who moves, and gives up on a room silent for 5 s: bob moves once,
+	// then idles past silence_timeout and stays, hearing a keepalive every
+	// second. Alice, compact, keeps herself seated.
+	r.Receive(at(2500*time.Millisecond), bob, game.Message{Framing: packet.Legacy, Type: game.ClientInput, Seq: 1})
+	for s := 3; s < 7; s++ {
 		say(r, at(time.Duration(s)*time.Second), alice, game.ClientReady)
+		r.Advance(at(time.Duration(s) * time.Second))
 	}
-	check(t, "pongs", outbox(r), "127.0.0.2:SERVER_PONG[0,0] 127.0.0.2:SERVER_PONG[0,0]")
+	check(t, "keepalives", outboxByPlayer(r)[bob], "127.0.0.2:SERVER_PONG[8,0] 127.0.0.2:SERVER_PONG[9,0] 127.0.0.2:SERVER_PONG[10,0] 127.0.0.2:SERVER_PONG[11,0]")
 	r.Advance(at(7 * time.Second))
-	check(t, "end", outbox(r), "127.0.0.1:GAME_END(1) 127.0.0.2:GAME_END[9,0](1)")
+	check(t, "end", outbox(r), "127.0.0.1:GAME_END(1) 127.0.0.2:GAME_END[13,0](1)")
 	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 countdown playing finished")
 }
 

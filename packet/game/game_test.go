@@ -5,19 +5,22 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
-// golden holds every message once, encoded by hand from the layout in the
-// package doc (CRCs computed independently).
-var golden = []struct {
+type goldenMsg struct {
 	name string
 	msg  Message
 	hex  string
-}{
+}
+
+// golden holds every message once, encoded by hand from the layout in the
+// package doc (CRCs computed independently).
+var golden = []goldenMsg{
 	{"client-hello", Message{Type: ClientHello, Seq: 1}, "0101000100000000329ffdf3"},
 	{"client-ready", Message{Type: ClientReady, Seq: 2}, "0103000200000000e2a0960a"},
 	{"client-ping", Message{Type: ClientPing, Seq: 3, Token: 0xCAFEBABE}, "0104000300040004cafebabefcb2cf95"},
@@ -39,6 +42,10 @@ var golden = []struct {
 	{"legacy-client-ping", legacy(ClientPing, 2, 7), "a35fc81d01010400020000000700000000b868e5fd"},
 	{"legacy-client-ready", legacy(ClientReady, 1000, 0), "a35fc81d01010303e80000000000000000675c9c18"},
 	{"legacy-client-disconnect", legacy(ClientDisconnect, 0, 0), "a35fc81d01010700000000000000000000bd5c776a"},
+	// Player 1 firing at x 100, y 50, angle 0.
+	{"legacy-client-input", Message{Framing: packet.Legacy, Type: ClientInput, Seq: 7, Input: [LegacyInputLen]byte{
+		0, 0, 0, 1, 0, 0x10, 0x42, 0xc8, 0, 0, 0x42, 0x48, 0, 0, 0, 0, 0, 0}},
+		"a35fc81d0101050007000000000012001200000001001042c800004248000000000000cdb8f522"},
 	{"legacy-server-hello", legacy(ServerHello, 0, 0), "a35fc81d010210000000000000000000004d0f74d2"},
 	{"legacy-server-join-accept", legacy(ServerJoinAccept, 1, 0), "a35fc81d010211000100000000000000009bfabf51"},
 	{"legacy-server-join-deny", legacy(ServerJoinDeny, 1, 0), "a35fc81d010212000100000000000000000218d950"},
@@ -81,6 +88,16 @@ func TestGolden(t *testing.T) {
 				t.Fatal("Is = false")
 			}
 		})
+	}
+}
+
+// The original client fills in originalSize only when it compresses: its
+// inputs carry 0 there, and read as the same input.
+func TestOriginalInputParses(t *testing.T) {
+	b := wiretest.Hex(t, "a35fc81d0101050007000000000012000000000001001042c800004248000000000000aa4ec8d9")
+	m, err := Parse(b)
+	if want := golden[slices.IndexFunc(golden, func(g goldenMsg) bool { return g.name == "legacy-client-input" })].msg; err != nil || m != want {
+		t.Fatalf("Parse = %+v, %v; want %+v", m, err, want)
 	}
 }
 
@@ -135,7 +152,8 @@ func TestAppendRejects(t *testing.T) {
 		{Message{Type: ClientJoinRequest}, ErrType},
 		{Message{Type: ServerJoinAccept}, ErrType},
 		{Message{Type: AllReady}, ErrType},
-		{Message{Framing: packet.Legacy, Type: 0x05}, ErrType},
+		{Message{Type: ClientInput}, ErrType},
+		{Message{Framing: packet.Legacy, Type: 0x06}, ErrType},
 	} {
 		b, err := tc.m.Append([]byte{1, 2})
 		if !errors.Is(err, tc.want) || len(b) != 2 {
@@ -166,7 +184,9 @@ func TestParseMalformed(t *testing.T) {
 		{"unknown type", frame(packet.Compact, packet.ClientToServer, 0x05, ""), ErrType},
 		{"join request compact", frame(packet.Compact, packet.ClientToServer, 0x02, ""), ErrType},
 		{"all ready compact", frame(packet.Compact, packet.ServerToClient, 0x1F, ""), ErrType},
-		{"legacy input", frame(packet.Legacy, packet.ClientToServer, 0x05, "abc"), ErrType},
+		{"legacy acknowledge", frame(packet.Legacy, packet.ClientToServer, 0x06, ""), ErrType},
+		{"legacy input of 3 bytes", frame(packet.Legacy, packet.ClientToServer, 0x05, "abc"), ErrSize},
+		{"compact input", frame(packet.Compact, packet.ClientToServer, 0x05, "0123456789abcdefgh"), ErrType},
 		{"legacy lobby type", frame(packet.Legacy, packet.ClientToServer, 0x40, ""), ErrType},
 		{"legacy accept from the client side", frame(packet.Legacy, packet.ClientToServer, 0x11, ""), ErrDirection},
 		{"legacy hello with payload", frame(packet.Legacy, packet.ClientToServer, 0x01, "x"), ErrSize},
@@ -275,7 +295,7 @@ func TestLegacyWithoutCRCFails(t *testing.T) {
 
 func TestIsRejects(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"legacy input":          frame(packet.Legacy, packet.ClientToServer, 0x05, ""),
+		"legacy acknowledge":    frame(packet.Legacy, packet.ClientToServer, 0x06, ""),
 		"compact join request":  frame(packet.Compact, packet.ClientToServer, 0x02, ""),
 		"legacy hello as reply": frame(packet.Legacy, packet.ServerToClient, 0x01, ""),
 		"lobby list":            frame(packet.Compact, packet.ClientToServer, 0x40, ""),
@@ -302,7 +322,7 @@ func TestTypeString(t *testing.T) {
 		compact, l bool
 	}{
 		{ClientHello, true, true}, {ClientJoinRequest, false, true}, {AllReady, false, true},
-		{ServerJoinAccept, false, true}, {CountdownTick, true, true}, {0x05, false, false},
+		{ServerJoinAccept, false, true}, {CountdownTick, true, true}, {ClientInput, false, true}, {0x06, false, false},
 	} {
 		if tc.t.In(packet.Compact) != tc.compact || tc.t.In(packet.Legacy) != tc.l || tc.t.In(2) {
 			t.Errorf("%v.In: compact %v, legacy %v", tc.t, tc.t.In(packet.Compact), tc.t.In(packet.Legacy))

@@ -10,13 +10,15 @@ import (
 // Type is a game message's messageType byte.
 type Type uint8
 
-// The game messages. Three exist only in the Legacy framing, as the
-// original game's: ClientJoinRequest, ServerJoinAccept and AllReady.
+// The game messages. Four exist only in the Legacy framing, as the
+// original game's: ClientJoinRequest, ClientInput, ServerJoinAccept and
+// AllReady.
 const (
 	ClientHello       Type = 0x01
 	ClientJoinRequest Type = 0x02 // Legacy only
 	ClientReady       Type = 0x03
 	ClientPing        Type = 0x04
+	ClientInput       Type = 0x05 // Legacy only
 	ClientDisconnect  Type = 0x07
 	ServerHello       Type = 0x10
 	ServerJoinAccept  Type = 0x11 // Legacy only
@@ -39,6 +41,7 @@ var kinds = [256]kind{
 	ClientJoinRequest: {packet.ClientToServer, "CLIENT_JOIN_REQUEST"},
 	ClientReady:       {packet.ClientToServer, "CLIENT_READY"},
 	ClientPing:        {packet.ClientToServer, "CLIENT_PING"},
+	ClientInput:       {packet.ClientToServer, "CLIENT_INPUT"},
 	ClientDisconnect:  {packet.ClientToServer, "CLIENT_DISCONNECT"},
 	ServerHello:       {packet.ServerToClient, "SERVER_HELLO"},
 	ServerJoinAccept:  {packet.ServerToClient, "SERVER_JOIN_ACCEPT"},
@@ -53,7 +56,7 @@ var kinds = [256]kind{
 // sizes is the set of payload sizes a type may have in one framing: bit n
 // set means n bytes are well-formed. Zero means the type is not a message
 // of that framing.
-type sizes uint8
+type sizes uint32
 
 func sizeSet(ns ...int) sizes {
 	var s sizes
@@ -63,7 +66,7 @@ func sizeSet(ns ...int) sizes {
 	return s
 }
 
-func (s sizes) has(n int) bool { return n < 8 && s&(1<<n) != 0 }
+func (s sizes) has(n int) bool { return n < 32 && s&(1<<n) != 0 }
 
 // shapes holds the payload sizes of every type, per framing.
 var shapes = [2][256]sizes{
@@ -84,6 +87,7 @@ var shapes = [2][256]sizes{
 		ClientJoinRequest: sizeSet(0, legacyJoinUserLen),
 		ClientReady:       sizeSet(0),
 		ClientPing:        sizeSet(0),
+		ClientInput:       sizeSet(LegacyInputLen),
 		ClientDisconnect:  sizeSet(0),
 		ServerHello:       sizeSet(0),
 		ServerJoinAccept:  sizeSet(0),
@@ -98,6 +102,9 @@ var shapes = [2][256]sizes{
 
 // Payload sizes of the Legacy framing's non-empty messages.
 const (
+	// LegacyInputLen is a CLIENT_INPUT: playerId u32, flags u16, then x,
+	// y and angle as float32.
+	LegacyInputLen = 18
 	// legacyJoinUserLen is a CLIENT_JOIN_REQUEST of later versions of the
 	// original client: spectator u8, userId u32.
 	legacyJoinUserLen = 5
@@ -132,7 +139,7 @@ type DenyReason uint8
 // so a newer room can add reasons. A legacy deny carries no reason.
 const (
 	DenyFull       DenyReason = 1 // every slot is taken
-	DenyInProgress DenyReason = 2 // the countdown or the match has begun
+	DenyInProgress DenyReason = 2 // the match has begun
 )
 
 // EndReason says why a match ended.
@@ -167,11 +174,14 @@ type Message struct {
 	HasUser    bool       // ClientJoinRequest (legacy): carries Spectator and UserID
 	Spectator  bool       // ClientJoinRequest (legacy, HasUser)
 	UserID     uint32     // ClientJoinRequest (legacy, HasUser)
+	// Input is a ClientInput's payload as sent (legacy): the original
+	// game's controls, which a room that plays no game reads only as a
+	// sign of life.
+	Input [LegacyInputLen]byte
 }
 
-// MaxLen is the longest encoded game message: a legacy CLIENT_JOIN_REQUEST
-// with a user.
-const MaxLen = packet.LegacyHeaderLen + legacyJoinUserLen + packet.CRCLen
+// MaxLen is the longest encoded game message: a legacy CLIENT_INPUT.
+const MaxLen = packet.LegacyHeaderLen + LegacyInputLen + packet.CRCLen
 
 // legacyFirstByte opens every legacy datagram (package packet's magic).
 const legacyFirstByte = 0xA3
@@ -268,12 +278,14 @@ func (m *Message) readLegacy(p []byte) error {
 		}
 	case CountdownTick:
 		m.Seconds = uint16(p[0])
+	case ClientInput:
+		m.Input = [LegacyInputLen]byte(p)
 	}
 	return nil
 }
 
 // maxPayload is the longest payload of any game message.
-const maxPayload = 6
+const maxPayload = LegacyInputLen
 
 // Append appends the encoding of m to b. It fails with ErrFraming for a
 // framing other than Compact and Legacy, ErrType for a type that is not a
@@ -332,6 +344,8 @@ func (m *Message) legacyPayload(p []byte) []byte {
 		p = append(p, flag(m.End == EndTimeUp), 0)
 	case CountdownTick:
 		p = append(p, byte(m.Seconds))
+	case ClientInput:
+		p = append(p, m.Input[:]...)
 	}
 	return p
 }
