@@ -254,6 +254,40 @@ func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
 	}
 }
 
+// The original client reads a lobby reply into 2,048 bytes and drops a
+// longer list: a legacy ROOM_LIST carries at most 184 rooms, joinable
+// first, while a compact one carries them all.
+func TestLegacyListFitsTheOriginalClient(t *testing.T) {
+	rooms := newMemRooms(8)
+	const n = 300
+	for i := range n {
+		r := room.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Playing}
+		if i >= n-10 {
+			r.State = packet.Waiting // the last ten are the joinable ones
+		}
+		rooms.add(r)
+	}
+	_, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	if got := c.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0).Rooms; len(got) != n {
+		t.Fatalf("compact list of %d rooms, want %d", len(got), n)
+	}
+	c.send(hdr(packet.Legacy, packet.ListRooms, 2), 0)
+	b, err := udptest.Read(c.conn, 5*time.Second)
+	if err != nil || b == nil {
+		t.Fatalf("no legacy list: %v", err)
+	}
+	m, err := packet.Parse(b)
+	if err != nil || len(b) > 2048 || len(m.Rooms) != packet.MaxLegacyListRooms || packet.MaxLegacyListRooms != 184 {
+		t.Fatalf("legacy list of %d bytes, %d rooms (%v); want 184 rooms in at most 2048 bytes", len(b), len(m.Rooms), err)
+	}
+	for i, r := range m.Rooms[:10] {
+		if r.State != packet.Waiting {
+			t.Fatalf("room %d at %d is not joinable: the joinable ones come first", r.ID, i)
+		}
+	}
+}
+
 func TestMalformedDroppedAndCounted(t *testing.T) {
 	l, addr := start(t, testConfig(), newMemRooms(8))
 	c := dial(t, "127.0.0.1", addr)

@@ -40,11 +40,20 @@ type offers struct {
 }
 
 // offer is ROOM_LIST as a client at one local address sees it: the rooms
-// offered there, at most packet.MaxRooms, joinable first when there are
-// more, encoded once in both framings with sequence and tick 0.
+// offered there, at most packet.MaxRooms (packet.MaxLegacyListRooms in
+// the original game's framing), joinable first when there are more,
+// encoded once in both framings with sequence and tick 0.
 type offer struct {
 	rooms  []packet.Room
 	frames [2][]byte // by packet.Framing
+}
+
+// in returns the rooms o lists in framing f.
+func (o *offer) in(f packet.Framing) []packet.Room {
+	if f == packet.Legacy {
+		return o.rooms[:min(len(o.rooms), packet.MaxLegacyListRooms)]
+	}
+	return o.rooms
 }
 
 // get returns the offer of table rl at local, built on first use.
@@ -61,7 +70,7 @@ func (os *offers) get(rl *roomList, local netip.Addr) *offer {
 	}
 	o := &offer{rooms: listed(rl.rooms, local)}
 	for f := range o.frames {
-		o.frames[f] = appendList(nil, packet.Header{Framing: packet.Framing(f)}, o.rooms)
+		o.frames[f] = appendList(nil, packet.Header{Framing: packet.Framing(f)}, o.in(packet.Framing(f)))
 	}
 	os.byLocal[local] = o
 	os.last, os.lastLocal = o, local
@@ -90,7 +99,7 @@ func (os *offers) appendReply(b []byte, o *offer, h packet.Header, mask uint32) 
 	if mask == 0 {
 		return o.appendReply(b, h)
 	}
-	os.keyed = append(os.keyed[:0], o.rooms...)
+	os.keyed = append(os.keyed[:0], o.in(h.Framing)...)
 	for i := range os.keyed {
 		os.keyed[i].ID ^= mask
 	}
@@ -98,8 +107,9 @@ func (os *offers) appendReply(b []byte, o *offer, h packet.Header, mask uint32) 
 }
 
 // listed converts the rooms offered at local to list entries. A datagram
-// holds at most packet.MaxRooms rooms; beyond that the joinable ones come
-// first, because those are the ones a client can do something with.
+// holds at most packet.MaxRooms rooms, and the original client reads at
+// most packet.MaxLegacyListRooms; beyond that the joinable ones come first,
+// because those are the ones a client can do something with.
 func listed(rooms []room.Room, local netip.Addr) []packet.Room {
 	var here []room.Room
 	for _, r := range rooms {
@@ -107,9 +117,9 @@ func listed(rooms []room.Room, local netip.Addr) []packet.Room {
 			here = append(here, r)
 		}
 	}
-	if len(here) > packet.MaxRooms {
+	if len(here) > packet.MaxLegacyListRooms {
 		slices.SortStableFunc(here, func(a, b room.Room) int { return cmp.Compare(rank(a), rank(b)) })
-		here = here[:packet.MaxRooms]
+		here = here[:min(len(here), packet.MaxRooms)]
 	}
 	out := make([]packet.Room, len(here))
 	for i, r := range here {

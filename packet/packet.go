@@ -140,6 +140,12 @@ type Room struct {
 // more and decoders reject more, so both ends agree on the limit.
 const MaxRooms = 5037
 
+// MaxLegacyListRooms is the most rooms a ROOM_LIST in the Legacy framing
+// should carry: the original game's client reads a lobby reply into 2,048
+// bytes and drops a list cut short, so 17 + 2 + 11n + 4 must fit: 184
+// rooms. Decoders still accept up to MaxRooms.
+const MaxLegacyListRooms = (2048 - LegacyHeaderLen - roomCountLen - CRCLen) / roomLen
+
 // Header is what both framings carry besides the payload sizes, which
 // encoders derive and decoders check.
 type Header struct {

@@ -64,6 +64,7 @@ func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
 	t.Helper()
 	cfg := gg2.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.LegacyListen = netip.AddrPort{} // not the well-known port: the host may hold it
 	cfg.TTL = upstreamTTL
 	table := memrooms.New()
 	srv, err := gg2.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
