@@ -341,7 +341,7 @@ func TestUpgradeRefusedWhereRoomsCannotFollow(t *testing.T) {
 		pid := l.current()
 		syscall.Kill(pid, syscall.SIGHUP)
 		awaitLog(t, l.logs, "upgrade refused: this host runs the cluster's embedded NATS server, which cannot be handed over; "+
-			"restart foyer instead (its rooms play on and are adopted); nothing changed")
+			"upgrades without a gap need NATS run on its own ([cluster] nats); nothing changed")
 		if l.current() != pid || !processRuns(pid) {
 			t.Fatal("the lobby is gone after a refused upgrade")
 		}

@@ -134,7 +134,7 @@ func upgrade(stateDir, embedded string, sup *supervisor.Supervisor, l *lobby.Lob
 		// The NATS server binds its own port and locks its store: a
 		// new process could take neither while this one runs it.
 		log.Warn().Str("embedded", embedded).Msg("upgrade refused: this host runs the cluster's embedded NATS server, " +
-			"which cannot be handed over; restart foyer instead (its rooms play on and are adopted); nothing changed")
+			"which cannot be handed over; upgrades without a gap need NATS run on its own ([cluster] nats); nothing changed")
 		return false
 	}
 	r.send("RELOADING=1")
