@@ -343,6 +343,13 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		l.stats.drop("denied")
 		return out
 	}
+	if packet.DirOf(b) == packet.ServerToClient && packet.Is(b) {
+		// A reply, which a lobby never takes, may carry an LZ4 block that
+		// inflates 200-fold: dropped before anything is checked or
+		// inflated, so that it costs what a plain datagram costs.
+		l.stats.drop("not_request")
+		return out
+	}
 	m, err := packet.Parse(b)
 	if err != nil {
 		l.stats.drop(packet.Reason(err))

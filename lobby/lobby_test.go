@@ -1,8 +1,10 @@
 package lobby
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"hash/crc32"
 	"net"
 	"net/netip"
 	"slices"
@@ -296,9 +298,18 @@ func TestMalformedDroppedAndCounted(t *testing.T) {
 	badCRC := slices.Clone(list)
 	badCRC[11] ^= 1
 	reply, _ := hex.DecodeString("02460009000000000dccfa26") // a server message sent to the server
+	// A full list in a small LZ4 block, inflating 200-fold: as a reply it
+	// is dropped unparsed, and as a LIST claiming that size it is refused
+	// before anything is inflated.
+	bomb := packet.Message{Header: packet.Header{Type: packet.RoomList, Compressed: true}, Rooms: make([]packet.Room, packet.MaxRooms)}
+	zipped, _ := bomb.Append(nil)
+	zippedList := slices.Clone(zipped)
+	zippedList[0], zippedList[1] = byte(packet.ClientToServer), byte(packet.ListRooms)
+	n := len(zippedList) - packet.CRCLen
+	binary.BigEndian.PutUint32(zippedList[n:], crc32.ChecksumIEEE(zippedList[:n]))
 	for name, b := range map[string][]byte{
 		"empty": {}, "short": list[:7], "truncated": join[:15], "bad crc": badCRC,
-		"long": append(slices.Clone(list), 0), "reply": reply,
+		"long": append(slices.Clone(list), 0), "reply": reply, "compressed reply": zipped, "compressed list": zippedList,
 		"legacy garbage": {0xA3, 0, 0, 0, 1, 1, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 	} {
 		c.sendRaw(b)
@@ -314,7 +325,7 @@ func TestMalformedDroppedAndCounted(t *testing.T) {
 	for _, n := range s.Drops {
 		dropped += n
 	}
-	if dropped != 7 || s.Drops["crc"] != 1 || s.Drops["not_request"] != 1 {
+	if dropped != 9 || s.Drops["crc"] != 1 || s.Drops["not_request"] != 2 || s.Drops["compression"] != 1 {
 		t.Errorf("drops %v", s.Drops)
 	}
 	if s.Requests["list"] != 1 || s.Replies["room_list"] != 1 {

@@ -115,6 +115,23 @@ func Is(b []byte) bool {
 	return err == nil && validDir(w.dir)
 }
 
+// DirOf returns the packetType in the header of a datagram in either
+// framing, or 0 if b is too short for a header. Like [TypeOf] it checks
+// nothing else: a server that answers requests only can drop a datagram
+// that [Is] accepts but that travels the other way before parsing it.
+func DirOf(b []byte) Direction {
+	if len(b) > 0 && b[0] == legacyMagic[0] {
+		if len(b) < LegacyHeaderLen {
+			return 0
+		}
+		return Direction(b[5])
+	}
+	if len(b) < CompactHeaderLen {
+		return 0
+	}
+	return Direction(b[0])
+}
+
 // TypeOf returns the message type in the header of a datagram in either
 // framing, or 0 (no message type) if b is too short for a header. It
 // checks nothing else, not even the magic: it is for a datagram whose
@@ -137,10 +154,19 @@ func TypeOf(b []byte) Type {
 // ParseFrame checks a datagram's framing, length, CRC and compression.
 // It checks in the same order as [Parse] and returns the same errors, but
 // leaves the message type and the payload to the caller.
-func ParseFrame(b []byte) (Frame, error) {
+func ParseFrame(b []byte) (Frame, error) { return ParseFrameMax(b, MaxPayload) }
+
+// ParseFrameMax is ParseFrame for a protocol whose payloads are at most
+// max bytes: a compressed payload that claims more is refused
+// (ErrCompression) before anything is inflated, so that a hostile block
+// costs a receiver no more than a plain datagram.
+func ParseFrameMax(b []byte, max int) (Frame, error) {
 	w, err := parseWire(b)
 	if err != nil {
 		return Frame{}, err
+	}
+	if w.hdr.Compressed && w.original > max {
+		return Frame{}, ErrCompression
 	}
 	p, err := inflate(w)
 	if err != nil {

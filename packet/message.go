@@ -15,7 +15,8 @@ const (
 // header (ErrShort); a legacy header's magic and version (ErrMagic); the
 // length matches payloadSize (ErrLength); the CRC (ErrCRC); the packetType
 // (ErrPacketType); the message type (ErrUnknownType) and its direction
-// (ErrDirection); the compression sizes and the LZ4 block (ErrCompression);
+// (ErrDirection); the compression sizes, including a claimed size the
+// type cannot have, and the LZ4 block (ErrCompression);
 // the payload size for the type (ErrPayloadSize); the room count
 // (ErrRoomCount); and each room's state (ErrRoomState).
 //
@@ -33,6 +34,9 @@ func Parse(b []byte) (Message, error) {
 	if d != w.dir {
 		return Message{}, ErrDirection
 	}
+	if w.hdr.Compressed && !w.hdr.Type.holds(w.original) {
+		return Message{}, ErrCompression // refused before inflating anything
+	}
 	p, err := inflate(w)
 	if err != nil {
 		return Message{}, err
@@ -42,6 +46,21 @@ func Parse(b []byte) (Message, error) {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// holds reports whether a payload of n bytes can be a message of type t:
+// what a compressed payload must claim to be worth inflating.
+func (t Type) holds(n int) bool {
+	switch t {
+	case JoinRoom:
+		return n == roomIDLen
+	case RoomCreated, JoinSuccess:
+		return n == roomPortLen
+	case RoomList:
+		k := n - roomCountLen
+		return k >= 0 && k%roomLen == 0
+	}
+	return n == 0
 }
 
 func (m *Message) decodePayload(p []byte) error {

@@ -632,6 +632,36 @@ func TestHostileOriginalSize(t *testing.T) {
 	}
 }
 
+// A compressed payload that claims a size its type cannot have is refused
+// before anything is inflated: a LIST claiming a whole list's size, from a
+// block that would inflate that far, costs no allocation.
+func TestCompressedClaimCheckedFirst(t *testing.T) {
+	full := Message{Header: Header{Type: RoomList, Compressed: true}, Rooms: sampleRooms(MaxRooms)}
+	b, err := full.Append(nil)
+	if err != nil || !full.Compressed {
+		t.Fatal(err)
+	}
+	b[0], b[1] = byte(ClientToServer), byte(ListRooms)
+	fix(b)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Parse(b); !errors.Is(err, ErrCompression) {
+			t.Fatalf("Parse = %v, want ErrCompression", err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("refusing a compressed LIST allocated %v times", allocs)
+	}
+	if _, err := ParseFrameMax(b, 18); !errors.Is(err, ErrCompression) {
+		t.Errorf("ParseFrameMax(18) = %v, want ErrCompression", err)
+	}
+	if f, err := ParseFrame(b); err != nil || len(f.Payload) != 2+11*MaxRooms {
+		t.Errorf("ParseFrame = %d bytes, %v", len(f.Payload), err)
+	}
+	if DirOf(b) != ClientToServer || DirOf(b[:3]) != 0 {
+		t.Errorf("DirOf = %v, %v", DirOf(b), DirOf(b[:3]))
+	}
+}
+
 // TestInflateCap checks the worst a sender can make a decoder allocate: a
 // block long enough to pass the expansion check, claiming the largest
 // originalSize, costs one buffer of at most 64 KiB.

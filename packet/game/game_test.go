@@ -471,3 +471,22 @@ func TestDocumentedGoldens(t *testing.T) {
 		}
 	}
 }
+
+// A compressed datagram claiming more than any game message holds is
+// refused before anything is inflated: a flood of them costs a room what
+// plain garbage costs.
+func TestCompressedClaimRefusedFirst(t *testing.T) {
+	payload := bytes.Repeat([]byte{0}, 60000)
+	b := packet.AppendFrame(nil, packet.Header{Framing: packet.Legacy, Type: packet.Type(ClientHello), Compressed: true}, packet.ClientToServer, payload)
+	if len(b) > 1000 {
+		t.Fatalf("the block did not shrink: %d bytes", len(b))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Parse(b); !errors.Is(err, packet.ErrCompression) {
+			t.Fatalf("Parse = %v, want ErrCompression", err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("refusing it allocated %v times", allocs)
+	}
+}

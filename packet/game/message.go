@@ -202,7 +202,7 @@ func Is(b []byte) bool {
 
 // Parse decodes and fully validates one datagram in either framing.
 func Parse(b []byte) (Message, error) {
-	f, err := packet.ParseFrame(b)
+	f, err := packet.ParseFrameMax(b, maxPayload)
 	if err != nil {
 		return Message{}, err
 	}
