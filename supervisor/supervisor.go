@@ -444,7 +444,14 @@ func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	}
 	s.mu.Unlock()
 	if st.State != from {
-		s.log.Info().Uint32("id", r.row.ID).Stringer("from", from).Stringer("to", st.State).
+		// Players move a room between Waiting and Countdown as often as
+		// they like (ready, leave, join): one line each at debug level.
+		// The start and the end of a match come once per room.
+		ev := s.log.Debug()
+		if st.State == packet.Playing || st.State == packet.Finished {
+			ev = s.log.Info()
+		}
+		ev.Uint32("id", r.row.ID).Stringer("from", from).Stringer("to", st.State).
 			Int("players", st.Players).Bool("listed", listed).Bool("adopted", r.row.Adopted).Msg("room state changed")
 	}
 }

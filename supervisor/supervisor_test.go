@@ -197,7 +197,11 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	if _, ok := listed(s, r.ID); ok {
 		t.Fatal("finished room still listed")
 	}
-	sink.await(t, "room state changed", `"to":"`+packet.Playing.String()+`"`)
+	// The start and end of a match are lifecycle lines; the countdown,
+	// which players can flip on and off at will, is a debug line.
+	sink.await(t, "room state changed", `"level":"info"`, `"to":"`+packet.Playing.String()+`"`)
+	sink.await(t, "room state changed", `"level":"info"`, `"to":"`+packet.Finished.String()+`"`)
+	sink.await(t, "room state changed", `"level":"debug"`, `"to":"`+packet.Countdown.String()+`"`)
 	sink.await(t, "room reaped", `"cause":"finished"`)
 }
 
