@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
+	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"

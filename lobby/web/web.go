@@ -36,7 +36,6 @@ import (
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/sockets"
-	"github.com/foyerlobby/foyer/lobby/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
@@ -108,7 +107,7 @@ type Server struct {
 	describer Describer
 	log       zerolog.Logger
 	guard     *limit.Guard
-	conns     *connlimit.Limiter
+	gate      *httpserve.Gate
 	ln        *net.TCPListener
 	http      *http.Server
 	drops     tally.Set
@@ -148,11 +147,21 @@ func newServer(cfg Config, rooms room.Table, describer Describer, guard *limit.G
 		guard = limit.NewGuard(limit.DefaultConfig())
 	}
 	s := &Server{cfg: cfg, rooms: rooms, describer: describer, guard: guard,
-		conns: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerIP),
-		log:   log.With().Str("component", "web").Logger()}
+		gate: httpserve.NewGate(cfg.MaxConns, cfg.MaxConnsPerIP),
+		log:  log.With().Str("component", "web").Logger()}
+	// Connections draw from the per-source buckets the other edges use.
+	s.gate.Admit = func(ip netip.Addr) string {
+		if s.guard.Denied(ip) {
+			return "denied"
+		}
+		if v := s.guard.Admit(ip, time.Now()); !v.OK() {
+			return v.Reason()
+		}
+		return ""
+	}
+	s.gate.Drop = func(reason string) { s.drops.Add(reason) }
 	s.http = httpserve.New(s, stdlog.New(s.log, "", 0))
 	s.http.IdleTimeout = idleTimeout
-	s.http.ConnState = connState
 	return s
 }
 
@@ -174,76 +183,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	var report sync.WaitGroup
 	report.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
 	defer report.Wait()
-	if err := httpserve.Serve(ctx, s.http, listener{s.ln, s}); err != nil {
+	if err := s.gate.Serve(ctx, s.http, s.ln); err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
 	return nil
-}
-
-// listener admits connections within the per-source rate and the
-// connection limits; the others are closed at once and counted.
-type listener struct {
-	*net.TCPListener
-	s *Server
-}
-
-// conn is an admitted connection and its place.
-type conn struct {
-	net.Conn
-	place *connlimit.Conn
-}
-
-func (l listener) Accept() (net.Conn, error) {
-	s := l.s
-	for {
-		c, err := l.TCPListener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		ip := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if s.guard.Denied(ip) {
-			s.drops.Add("denied")
-			c.Close()
-			continue
-		}
-		if v := s.guard.Admit(ip, time.Now()); !v.OK() {
-			s.drops.Add(v.Reason())
-			c.Close()
-			continue
-		}
-		place, v := s.conns.Admit(c, ip)
-		switch v {
-		case connlimit.SourceFull:
-			s.drops.Add("source_conn_limit")
-			c.Close()
-			continue
-		case connlimit.Full:
-			s.drops.Add("conn_limit")
-			c.Close()
-			continue
-		case connlimit.AdmittedCut:
-			s.drops.Add("idle_cut")
-		}
-		return &conn{Conn: c, place: place}, nil
-	}
-}
-
-// connState keeps a connection's place in step with the HTTP server: a
-// connection between requests may be cut for a newcomer, one being served
-// is not.
-func connState(c net.Conn, state http.ConnState) {
-	cc, ok := c.(*conn)
-	if !ok {
-		return
-	}
-	switch state {
-	case http.StateActive:
-		cc.place.Busy()
-	case http.StateIdle:
-		cc.place.Idle()
-	case http.StateClosed, http.StateHijacked:
-		cc.place.Release()
-	}
 }
 
 // ServeHTTP answers GET and HEAD for /status and /status.json.

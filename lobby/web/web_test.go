@@ -181,13 +181,38 @@ func TestMethodsAndPaths(t *testing.T) {
 	if resp, _ := get(t, f.base+"/metrics"); resp.StatusCode != 404 {
 		t.Errorf("/metrics: %d", resp.StatusCode)
 	}
-	resp, err := http.Post(f.base+"/status", "text/plain", strings.NewReader("x"))
+	resp, err := http.Post(f.base+"/status", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// A request with a body, which no page takes, is answered 413 at once and
+// its connection closed without reading the body: a client trickling a
+// long body holds no place while it does.
+func TestBodyRefusedUnread(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxConns = 1 })
+	c, err := net.Dial("tcp", f.srv.Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprint(c, "GET /status HTTP/1.1\r\nHost: x\r\nContent-Length: 250000\r\n\r\nabc")
+	b, err := io.ReadAll(c) // the server closes: no body byte more is read
+	if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 413 ") {
+		t.Fatalf("answered %q, %v", b, err)
+	}
+	edgetest.Eventually(t, "the place released", func() bool { return f.srv.gate.Len() == 0 })
+	if resp, _ := get(t, f.base+"/status"); resp.StatusCode != 200 {
+		t.Errorf("the next client got %d", resp.StatusCode)
+	}
+	if n := f.srv.drops.Counter("request_body").Load(); n != 1 {
+		t.Errorf("%d bodies counted", n)
 	}
 }
 
@@ -219,7 +244,7 @@ func TestConnsPerSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	edgetest.Eventually(t, "one connection", func() bool { return f.srv.conns.Len() == 1 })
+	edgetest.Eventually(t, "one connection", func() bool { return f.srv.gate.Len() == 1 })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,14 @@ type Sources struct {
 	Watch func(context.Context) <-chan room.Event
 }
 
+// The admin listener's connections at once, and from one IPv4 address or
+// IPv6 /64: every board stream (maxStreams) from one machine, with room
+// left for scrapes and pages.
+const (
+	maxConns          = 2 * maxStreams
+	maxConnsPerSource = maxStreams + 8
+)
+
 // Server is the admin listener. A nil *Server is a disabled listener: its
 // methods do nothing.
 type Server struct {
@@ -168,7 +176,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		stopBoard()
 		board.Wait()
 	}()
-	if err := httpserve.Serve(ctx, s.http, s.ln); err != nil {
+	// Bounded before any token is checked: connections a client opens
+	// and never uses would otherwise take every descriptor the process
+	// has. A board's event stream holds one while it is watched.
+	gate := httpserve.NewGate(maxConns, maxConnsPerSource)
+	gate.BodyLimit = maxLoginBytes
+	if err := gate.Serve(ctx, s.http, s.ln); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	return nil

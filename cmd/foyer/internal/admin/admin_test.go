@@ -3,10 +3,12 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,5 +296,41 @@ func TestListenErrorNamesTheAddress(t *testing.T) {
 	_, err = New(Config{Listen: taken.Addr().String()}, Sources{}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
 		t.Fatalf("New on a taken port: %v", err)
+	}
+}
+
+// Connections are bounded before any token is checked: past its share, a
+// source's new connections are closed at once, so that connections opened
+// and never used cannot take every descriptor of the process.
+func TestConnectionsBounded(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0"}, Sources{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, s)
+	conns := make([]net.Conn, maxConnsPerSource+10)
+	for i := range conns {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	// The newest is past the share: the server closes it.
+	last := conns[len(conns)-1]
+	last.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := last.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the connection past the share: %v, want it closed", err)
+	}
+	open := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+			open++
+		}
+	}
+	if open != maxConnsPerSource {
+		t.Errorf("%d connections of one source held, want %d", open, maxConnsPerSource)
 	}
 }

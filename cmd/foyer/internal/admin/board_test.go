@@ -328,7 +328,7 @@ func TestBoardToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	big.Body.Close()
-	if big.StatusCode != http.StatusBadRequest {
+	if big.StatusCode != http.StatusRequestEntityTooLarge { // refused unread, before the handler
 		t.Errorf("a login form over %d bytes: %d", maxLoginBytes, big.StatusCode)
 	}
 

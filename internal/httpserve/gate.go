@@ -1,0 +1,143 @@
+package httpserve
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+
+	"github.com/foyerlobby/foyer/internal/connlimit"
+)
+
+// Gate bounds the connections an HTTP listener serves (see connlimit):
+// a connection is busy from its request's headers to its answer, and one
+// that waits between requests may be cut for a newcomer. It also refuses,
+// unread, request bodies longer than BodyLimit, which a slow client could
+// otherwise trickle to hold a place.
+type Gate struct {
+	conns *connlimit.Limiter
+	// BodyLimit is the longest request body let through, by its declared
+	// length; a longer one, or one of unknown length (chunked), is
+	// answered 413 and its connection closed. Zero refuses every body.
+	BodyLimit int64
+	// Admit, when set, is asked first for every connection: it returns
+	// the reason the source is refused, or "" to go on.
+	Admit func(ip netip.Addr) string
+	// Drop, when set, counts a connection or request refused, by reason:
+	// the Admit reason, "source_conn_limit", "conn_limit", "idle_cut" (a
+	// waiting connection cut for a newcomer) or "request_body".
+	Drop func(reason string)
+}
+
+// NewGate allows maxConns connections at once, at most maxPerSource from
+// one IPv4 address or IPv6 /64; both must be positive.
+func NewGate(maxConns, maxPerSource int) *Gate {
+	return &Gate{conns: connlimit.New(maxConns, maxPerSource)}
+}
+
+// Serve sets srv's ConnState and handler to g's, wrapping the handler it
+// has, and serves ln as Serve does.
+func (g *Gate) Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	srv.ConnState = g.connState
+	srv.Handler = g.bodies(srv.Handler)
+	return Serve(ctx, srv, gatedListener{ln, g})
+}
+
+func (g *Gate) drop(reason string) {
+	if g.Drop != nil {
+		g.Drop(reason)
+	}
+}
+
+// gatedListener admits connections within the gate's bounds; the others
+// are closed at once and counted.
+type gatedListener struct {
+	net.Listener
+	g *Gate
+}
+
+// gatedConn is an admitted connection and its place.
+type gatedConn struct {
+	net.Conn
+	place *connlimit.Conn
+}
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	g := l.g
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+		if g.Admit != nil {
+			if why := g.Admit(ip); why != "" {
+				g.drop(why)
+				c.Close()
+				continue
+			}
+		}
+		place, v := g.conns.Admit(c, ip)
+		switch v {
+		case connlimit.SourceFull:
+			g.drop("source_conn_limit")
+			c.Close()
+			continue
+		case connlimit.Full:
+			g.drop("conn_limit")
+			c.Close()
+			continue
+		case connlimit.AdmittedCut:
+			g.drop("idle_cut")
+		}
+		return &gatedConn{Conn: c, place: place}, nil
+	}
+}
+
+// connState keeps a connection's place in step with the HTTP server: a
+// connection between requests may be cut for a newcomer, one being served
+// is not.
+func (g *Gate) connState(c net.Conn, state http.ConnState) {
+	gc, ok := c.(*gatedConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateActive:
+		gc.place.Busy()
+	case http.StateIdle:
+		gc.place.Idle()
+	case http.StateClosed, http.StateHijacked:
+		gc.place.Release()
+	}
+}
+
+// refusedBody is the whole answer to a request with a body: the
+// connection is closed after it, the body never read.
+const refusedBody = "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+// bodies answers a request whose body is longer than BodyLimit with 413
+// and closes its connection without reading the body. The server would
+// otherwise read up to 256 KiB of it after the answer, at the client's
+// pace, holding the connection's place meanwhile.
+func (g *Gate) bodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength >= 0 && r.ContentLength <= g.BodyLimit && len(r.TransferEncoding) == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		g.drop("request_body")
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Write([]byte(refusedBody))
+				c.Close()
+				return
+			}
+		}
+		w.Header().Set("Connection", "close")
+		http.Error(w, "request bodies are not accepted", http.StatusRequestEntityTooLarge)
+	})
+}
+
+// Len is how many connections hold a place.
+func (g *Gate) Len() int { return g.conns.Len() }
