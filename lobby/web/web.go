@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/sockets"
@@ -107,7 +108,7 @@ type Server struct {
 	describer Describer
 	log       zerolog.Logger
 	guard     *limit.Guard
-	gate      *httpserve.Gate
+	gate      *connlimit.Gate
 	ln        *net.TCPListener
 	http      *http.Server
 	drops     tally.Set
@@ -147,7 +148,7 @@ func newServer(cfg Config, rooms room.Table, describer Describer, guard *limit.G
 		guard = limit.NewGuard(limit.DefaultConfig())
 	}
 	s := &Server{cfg: cfg, rooms: rooms, describer: describer, guard: guard,
-		gate: httpserve.NewGate(cfg.MaxConns, cfg.MaxConnsPerIP),
+		gate: connlimit.NewGate(cfg.MaxConns, cfg.MaxConnsPerIP),
 		log:  log.With().Str("component", "web").Logger()}
 	// Connections draw from the per-source buckets the other edges use.
 	s.gate.Admit = func(ip netip.Addr) string {
@@ -183,7 +184,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	var report sync.WaitGroup
 	report.Go(func() { tally.Report(ctx, s.log, s.cfg.ReportInterval, "drops", tally.Names("dropped", &s.drops)) })
 	defer report.Wait()
-	if err := s.gate.Serve(ctx, s.http, s.ln); err != nil {
+	if err := httpserve.Serve(ctx, s.http, s.gate.Wrap(s.http, s.ln)); err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
 	return nil

@@ -35,6 +35,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cluster"
+	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
@@ -179,9 +180,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	// Bounded before any token is checked: connections a client opens
 	// and never uses would otherwise take every descriptor the process
 	// has. A board's event stream holds one while it is watched.
-	gate := httpserve.NewGate(maxConns, maxConnsPerSource)
+	gate := connlimit.NewGate(maxConns, maxConnsPerSource)
 	gate.BodyLimit = maxLoginBytes
-	if err := gate.Serve(ctx, s.http, s.ln); err != nil {
+	if err := httpserve.Serve(ctx, s.http, gate.Wrap(s.http, s.ln)); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
 	return nil

@@ -1,21 +1,18 @@
-package httpserve
+package connlimit
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
-
-	"github.com/foyerlobby/foyer/internal/connlimit"
 )
 
-// Gate bounds the connections an HTTP listener serves (see connlimit):
+// Gate bounds the connections an HTTP listener serves (see Limiter):
 // a connection is busy from its request's headers to its answer, and one
 // that waits between requests may be cut for a newcomer. It also refuses,
 // unread, request bodies longer than BodyLimit, which a slow client could
 // otherwise trickle to hold a place.
 type Gate struct {
-	conns *connlimit.Limiter
+	conns *Limiter
 	// BodyLimit is the longest request body let through, by its declared
 	// length; a longer one, or one of unknown length (chunked), is
 	// answered 413 and its connection closed. Zero refuses every body.
@@ -32,15 +29,16 @@ type Gate struct {
 // NewGate allows maxConns connections at once, at most maxPerSource from
 // one IPv4 address or IPv6 /64; both must be positive.
 func NewGate(maxConns, maxPerSource int) *Gate {
-	return &Gate{conns: connlimit.New(maxConns, maxPerSource)}
+	return &Gate{conns: New(maxConns, maxPerSource)}
 }
 
-// Serve sets srv's ConnState and handler to g's, wrapping the handler it
-// has, and serves ln as Serve does.
-func (g *Gate) Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+// Wrap sets srv's ConnState to g's and wraps its handler in g's bounds on
+// bodies, and returns ln wrapped in g's bounds on connections: serve srv
+// on that.
+func (g *Gate) Wrap(srv *http.Server, ln net.Listener) net.Listener {
 	srv.ConnState = g.connState
 	srv.Handler = g.bodies(srv.Handler)
-	return Serve(ctx, srv, gatedListener{ln, g})
+	return gatedListener{ln, g}
 }
 
 func (g *Gate) drop(reason string) {
@@ -59,7 +57,7 @@ type gatedListener struct {
 // gatedConn is an admitted connection and its place.
 type gatedConn struct {
 	net.Conn
-	place *connlimit.Conn
+	place *Conn
 }
 
 func (l gatedListener) Accept() (net.Conn, error) {
@@ -79,15 +77,15 @@ func (l gatedListener) Accept() (net.Conn, error) {
 		}
 		place, v := g.conns.Admit(c, ip)
 		switch v {
-		case connlimit.SourceFull:
+		case SourceFull:
 			g.drop("source_conn_limit")
 			c.Close()
 			continue
-		case connlimit.Full:
+		case Full:
 			g.drop("conn_limit")
 			c.Close()
 			continue
-		case connlimit.AdmittedCut:
+		case AdmittedCut:
 			g.drop("idle_cut")
 		}
 		return &gatedConn{Conn: c, place: place}, nil
