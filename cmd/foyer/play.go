@@ -160,17 +160,32 @@ func (p *player) close() {
 
 // read delivers the room's messages; anything that is not a well-formed
 // game message from the server, in the player's framing, is ignored.
+//
+// A room that has ended is gone: the next datagram sent to it draws a
+// "port unreachable", which the kernel reports on the next read even
+// while the room's last datagrams (its GAME_END) still wait unread. So a
+// refusal is reported only once nothing more comes within refusedGrace.
 func (p *player) read() {
 	buf := make([]byte, 2048)
+	refused := false
 	for {
 		n, err := p.conn.Read(buf)
 		var ev roomEvent
+		var ne net.Error
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
+			refused = true
+			_ = p.conn.SetReadDeadline(time.Now().Add(refusedGrace))
+			continue
+		case refused && errors.As(err, &ne) && ne.Timeout():
 			ev.err = client.ErrRefused
 		case err != nil:
 			return // closed
 		default:
+			if refused { // the room is there after all
+				refused = false
+				_ = p.conn.SetReadDeadline(time.Time{})
+			}
 			m, err := game.Parse(buf[:n])
 			if err != nil || m.Type.Dir() != packet.ServerToClient || m.Framing != p.framing {
 				continue
@@ -182,8 +197,15 @@ func (p *player) read() {
 		case <-p.done:
 			return
 		}
+		if ev.err != nil {
+			return
+		}
 	}
 }
+
+// refusedGrace is how long read still waits for the room's last datagrams
+// once the room's port has refused one.
+const refusedGrace = 200 * time.Millisecond
 
 func (p *player) send(t game.Type) error {
 	p.seq++

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/lobby/client/clienttest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
@@ -270,5 +272,43 @@ func TestReasonTexts(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("reason text %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// A room that has ended is gone, and a ping sent meanwhile draws a "port
+// unreachable" that the kernel reports before the GAME_END still unread:
+// the player reads the GAME_END all the same, and learns the room is gone
+// only once nothing more comes.
+func TestPlayReadsTheEndOfAGoneRoom(t *testing.T) {
+	room, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialUDP("udp4", nil, room.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &player{framing: packet.Compact, conn: conn, events: make(chan roomEvent), done: make(chan struct{})}
+	defer p.close()
+	end := game.Message{Type: game.GameEnd, End: game.EndTimeUp}
+	b, _ := end.Append(nil)
+	room.WriteTo(b, conn.LocalAddr())
+	room.Close()
+	if err := p.send(game.ClientPing); err != nil { // the room is gone: this draws the refusal
+		t.Fatal(err)
+	}
+	go p.read()
+	first := <-p.events
+	if first.err != nil || first.msg.Type != game.GameEnd {
+		t.Fatalf("first event %+v, want the GAME_END", first)
+	}
+	p.send(game.ClientPing)
+	select {
+	case ev := <-p.events:
+		if !errors.Is(ev.err, client.ErrRefused) {
+			t.Fatalf("then %+v, want the room gone", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the room's absence never reported")
 	}
 }
