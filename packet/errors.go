@@ -29,6 +29,9 @@ var (
 	// ErrDirection: the packetType does not match the message type's
 	// direction (a reply sent as a request or the reverse).
 	ErrDirection = &Error{"direction", "packet: packetType does not match message direction"}
+	// ErrNotRequest: ParseRequest was given a well-framed message that
+	// travels server to client.
+	ErrNotRequest = &Error{"not_request", "packet: not a request"}
 	// ErrCompression: originalSize < payloadSize, the legacy compressed
 	// flag disagrees with originalSize > payloadSize, the LZ4 block is
 	// corrupt, or it does not inflate to exactly originalSize bytes.

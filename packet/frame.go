@@ -115,23 +115,6 @@ func Is(b []byte) bool {
 	return err == nil && validDir(w.dir)
 }
 
-// DirOf returns the packetType in the header of a datagram in either
-// framing, or 0 if b is too short for a header. Like [TypeOf] it checks
-// nothing else: a server that answers requests only can drop a datagram
-// that [Is] accepts but that travels the other way before parsing it.
-func DirOf(b []byte) Direction {
-	if len(b) > 0 && b[0] == legacyMagic[0] {
-		if len(b) < LegacyHeaderLen {
-			return 0
-		}
-		return Direction(b[5])
-	}
-	if len(b) < CompactHeaderLen {
-		return 0
-	}
-	return Direction(b[0])
-}
-
 // TypeOf returns the message type in the header of a datagram in either
 // framing, or 0 (no message type) if b is too short for a header. It
 // checks nothing else, not even the magic: it is for a datagram whose

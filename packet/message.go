@@ -22,7 +22,15 @@ const (
 //
 // Fixed-size messages decode without allocating. A ROOM_LIST allocates its
 // Rooms only after its size has been checked against the bytes received.
-func Parse(b []byte) (Message, error) {
+func Parse(b []byte) (Message, error) { return parse(b, false) }
+
+// ParseRequest is Parse for a server, which takes requests only: a
+// message that travels server to client fails with ErrNotRequest once its
+// framing, CRC and packetType hold, before its payload is inflated or
+// read (a ROOM_LIST's LZ4 block inflates 200-fold).
+func ParseRequest(b []byte) (Message, error) { return parse(b, true) }
+
+func parse(b []byte, requests bool) (Message, error) {
 	w, err := parseWire(b)
 	if err != nil {
 		return Message{}, err
@@ -33,6 +41,9 @@ func Parse(b []byte) (Message, error) {
 	}
 	if d != w.dir {
 		return Message{}, ErrDirection
+	}
+	if requests && d != ClientToServer {
+		return Message{}, ErrNotRequest
 	}
 	if w.hdr.Compressed && !w.hdr.Type.holds(w.original) {
 		return Message{}, ErrCompression // refused before inflating anything

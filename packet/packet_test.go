@@ -535,6 +535,7 @@ func TestReason(t *testing.T) {
 		{ErrPacketType, "packet_type"},
 		{ErrUnknownType, "unknown_type"},
 		{ErrDirection, "direction"},
+		{ErrNotRequest, "not_request"},
 		{ErrCompression, "compression"},
 		{ErrPayloadSize, "payload_size"},
 		{ErrRoomCount, "room_count"},
@@ -657,8 +658,16 @@ func TestCompressedClaimCheckedFirst(t *testing.T) {
 	if f, err := ParseFrame(b); err != nil || len(f.Payload) != 2+11*MaxRooms {
 		t.Errorf("ParseFrame = %d bytes, %v", len(f.Payload), err)
 	}
-	if DirOf(b) != ClientToServer || DirOf(b[:3]) != 0 {
-		t.Errorf("DirOf = %v, %v", DirOf(b), DirOf(b[:3]))
+	// As a reply, the same block is refused unread by a server.
+	b[0], b[1] = byte(ServerToClient), byte(RoomList)
+	fix(b)
+	allocs = testing.AllocsPerRun(100, func() {
+		if _, err := ParseRequest(b); !errors.Is(err, ErrNotRequest) {
+			t.Fatalf("ParseRequest = %v, want ErrNotRequest", err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("refusing a compressed reply allocated %v times", allocs)
 	}
 }
 

@@ -163,8 +163,8 @@ func (l *Lobby) serve() {
 			}
 			continue
 		}
-		req, err := packet.Parse(buf[:n])
-		if err != nil || req.Type.Dir() != packet.ClientToServer {
+		req, err := packet.ParseRequest(buf[:n])
+		if err != nil {
 			continue
 		}
 		for _, out := range l.handle(from, req, buf[:n]) {
