@@ -81,51 +81,17 @@ func record(key string, c syscall.Conn) {
 // ListenUDP is net.ListenUDP, or the socket a predecessor bound for the
 // same network and address.
 func ListenUDP(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
-	key := Key(network, laddr.String())
-	if f := claim(key); f != nil {
-		pc, err := net.FilePacketConn(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
-		}
-		c, ok := pc.(*net.UDPConn)
-		if !ok {
-			pc.Close()
-			return nil, fmt.Errorf("sockets: inherited %s is not a UDP socket", key)
-		}
-		record(key, c)
-		return c, nil
-	}
-	c, err := net.ListenUDP(network, laddr)
-	if err == nil {
-		record(key, c)
-	}
-	return c, err
+	return bind(Key(network, laddr.String()), inheritUDP, func() (*net.UDPConn, error) {
+		return net.ListenUDP(network, laddr)
+	})
 }
 
 // ListenTCP is net.ListenTCP, or the socket a predecessor bound for the
 // same network and address.
 func ListenTCP(network string, laddr *net.TCPAddr) (*net.TCPListener, error) {
-	key := Key(network, laddr.String())
-	if f := claim(key); f != nil {
-		ln, err := net.FileListener(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
-		}
-		tl, ok := ln.(*net.TCPListener)
-		if !ok {
-			ln.Close()
-			return nil, fmt.Errorf("sockets: inherited %s is not a TCP listener", key)
-		}
-		record(key, tl)
-		return tl, nil
-	}
-	tl, err := net.ListenTCP(network, laddr)
-	if err == nil {
-		record(key, tl)
-	}
-	return tl, err
+	return bind(Key(network, laddr.String()), inheritTCP, func() (*net.TCPListener, error) {
+		return net.ListenTCP(network, laddr)
+	})
 }
 
 // Listen is net.Listen for TCP, or the socket a predecessor bound for the
@@ -135,21 +101,57 @@ func Listen(network, address string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := Key(network, address)
+	ln, err := bind(Key(network, address), inheritTCP, func() (*net.TCPListener, error) {
+		return net.ListenTCP(network, addr)
+	})
+	if err != nil {
+		return nil, err // not a nil *net.TCPListener in a non-nil interface
+	}
+	return ln, nil
+}
+
+// bind returns the socket inherited under key, made by inherit, or else a
+// new one from listen, and records it for a successor.
+func bind[S syscall.Conn](key string, inherit func(*os.File) (S, error), listen func() (S, error)) (S, error) {
+	var s S
+	var err error
 	if f := claim(key); f != nil {
-		ln, err := net.FileListener(f)
+		s, err = inherit(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("sockets: inherited %s: %w", key, err)
+			return s, fmt.Errorf("sockets: inherited %s: %w", key, err)
 		}
-		record(key, ln.(syscall.Conn))
-		return ln, nil
+	} else if s, err = listen(); err != nil {
+		return s, err
 	}
-	tl, err := net.ListenTCP(network, addr)
-	if err == nil {
-		record(key, tl)
+	record(key, s)
+	return s, nil
+}
+
+func inheritUDP(f *os.File) (*net.UDPConn, error) {
+	pc, err := net.FilePacketConn(f)
+	if err != nil {
+		return nil, err
 	}
-	return tl, err
+	c, ok := pc.(*net.UDPConn)
+	if !ok {
+		pc.Close()
+		return nil, errors.New("not a UDP socket")
+	}
+	return c, nil
+}
+
+func inheritTCP(f *os.File) (*net.TCPListener, error) {
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, err
+	}
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		ln.Close()
+		return nil, errors.New("not a TCP listener")
+	}
+	return tl, nil
 }
 
 // CloseUnclaimed closes the inherited sockets no listener asked for (the
