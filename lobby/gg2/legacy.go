@@ -103,18 +103,7 @@ func (s *Server) legacyQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, boo
 	}
 	place.Busy()
 	v, err := gg2wire.ParseLegacyQuery(q[:n])
-	if err != nil {
-		s.drops.Add("legacy_bad_query")
-		return nil, false
-	}
-	s.requests.Add("legacy_list")
-	reply, err := s.legacyReply(v.ID, s.host(c))
-	if err != nil {
-		s.drops.Add("legacy_encode_error")
-		s.log.Error().Err(err).Msg("legacy list not encoded")
-		return nil, false
-	}
-	return reply, true
+	return s.respond(p, err, func() ([]byte, error) { return s.legacyReply(v.ID, s.host(c)) })
 }
 
 // emptyLegacyList is the reply listing no server.

@@ -101,15 +101,22 @@ func (s *Server) listQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, bool)
 	}
 	place.Busy()
 	query, err := gg2wire.ParseListQuery(q[:])
+	return s.respond(p, err, func() ([]byte, error) { return s.listReply(query.Lobby, s.host(c)) })
+}
+
+// respond answers a query read off p, which parsed unless err says not,
+// with the reply build makes, and counts it; the failures are counted
+// with p's prefix.
+func (s *Server) respond(p *port, err error, build func() ([]byte, error)) ([]byte, bool) {
 	if err != nil {
-		s.drops.Add("bad_query")
+		s.drops.Add(p.prefix + "bad_query")
 		return nil, false
 	}
-	s.requests.Add("list")
-	reply, err := s.listReply(query.Lobby, s.host(c))
+	s.requests.Add(p.prefix + "list")
+	reply, err := build()
 	if err != nil {
-		s.drops.Add("encode_error")
-		s.log.Error().Err(err).Msg("list reply not encoded")
+		s.drops.Add(p.prefix + "encode_error")
+		s.log.Error().Err(err).Str("query", p.prefix+"list").Msg("list reply not encoded")
 		return nil, false
 	}
 	return reply, true
