@@ -3,7 +3,6 @@ package tests
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -329,19 +328,7 @@ func gg2LegacyAddr(t *testing.T, log func() string) netip.AddrPort {
 // reply to the end, parsed by hand (see gg2_legacy_test.go).
 func legacyQuery(t *testing.T, to netip.AddrPort, version []byte) []legacyServer {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", to.String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.Write(version); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := tcpQuery(t, to, version)
 	servers, err := parseLegacyReply(b)
 	if err != nil {
 		t.Fatalf("legacy reply %x: %v", b, err)

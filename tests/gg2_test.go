@@ -120,24 +120,32 @@ func (g *gg2Game) unregister(id gg2wire.UUID) {
 // gg2List asks for lobby's list over TCP and reads the reply to the end.
 func gg2List(t testing.TB, to netip.AddrPort, lobby gg2wire.UUID) gg2wire.ListReply {
 	t.Helper()
+	b := tcpQuery(t, to, gg2wire.ListQuery{Lobby: lobby}.Append(nil))
+	reply, err := gg2wire.ParseListReply(b)
+	if err != nil {
+		t.Fatalf("list reply %x: %v", b, err)
+	}
+	return reply
+}
+
+// tcpQuery sends q over a new TCP connection to to and reads the answer
+// until the server closes.
+func tcpQuery(t testing.TB, to netip.AddrPort, q []byte) []byte {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", to.String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.Write(gg2wire.ListQuery{Lobby: lobby}.Append(nil)); err != nil {
+	if _, err := c.Write(q); err != nil {
 		t.Fatal(err)
 	}
 	b, err := io.ReadAll(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := gg2wire.ParseListReply(b)
-	if err != nil {
-		t.Fatalf("list reply %x: %v", b, err)
-	}
-	return reply
+	return b
 }
 
 // gg2At returns the listed servers whose IPv4 endpoint is 127.0.0.1:port.

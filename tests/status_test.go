@@ -3,13 +3,13 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/webtest"
 	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -17,16 +17,7 @@ import (
 // response (its body read) and the body.
 func httpGet(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return webtest.Fetch(t, nil, http.MethodGet, url)
 }
 
 // statusJSON is /status.json as a browser reads it.

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/foyertest"
+	"github.com/foyerlobby/foyer/internal/webtest"
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/packet"
 )
@@ -65,20 +66,8 @@ func serve(t *testing.T, s *Server) {
 // get fetches path and returns the status and body.
 func get(t *testing.T, s *Server, method, path string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+s.Addr().String()+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	resp, body := webtest.Fetch(t, nil, method, "http://"+s.Addr().String()+path)
+	return resp.StatusCode, resp.Header, body
 }
 
 // scrape fetches /metrics, parses it with Prometheus's own parser and
