@@ -9,34 +9,6 @@ import (
 	"time"
 )
 
-// BenchmarkCPUMax runs a busy loop in a room and reports the share of a
-// core it got: about 0.2 with cpu_max 0.2, about 1 without a limit.
-func BenchmarkCPUMax(b *testing.B) {
-	for _, max := range []float64{0.2, 0} {
-		name := "unlimited"
-		if max > 0 {
-			name = fmt.Sprintf("cpu_max=%v", max)
-		}
-		b.Run(name, func(b *testing.B) {
-			tr := openTree(b, options{})
-			s := startRoom(b, tr, "spin", Limits{CPUMax: max}, "sh", "-c", "while :; do :; done", marker())
-			u0, err := s.Usage()
-			if err != nil || !u0.CPUKnown {
-				b.Fatalf("no CPU time: %v", err)
-			}
-			t0 := time.Now()
-			for b.Loop() {
-				time.Sleep(100 * time.Millisecond)
-			}
-			u1, err := s.Usage()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric((u1.CPU-u0.CPU).Seconds()/time.Since(t0).Seconds(), "cores")
-		})
-	}
-}
-
 // BenchmarkRoomLifecycle is what a room's cgroup adds to its process's
 // life: "process" starts /bin/true and waits for it; the others also
 // create the room's cgroups with all three limits, start it in them, kill
