@@ -229,15 +229,16 @@ func (r *Room) keepAlive(now time.Time) {
 	r.nextAlive = now.Add(keepAliveEvery)
 }
 
-// silent reports whether p has been silent for silence_timeout. A legacy
-// player is never silent in a match: the original client sends nothing
-// there but the inputs of a player who moves, and leaves when the match
-// ends.
+// silent reports whether p has been silent for silence_timeout.
 func (r *Room) silent(p *player, now time.Time) bool {
-	if r.state == packet.Playing && p.framing == packet.Legacy {
-		return false
-	}
-	return now.Sub(p.lastSeen) >= r.cfg.SilenceTimeout
+	return r.heeds(p) && now.Sub(p.lastSeen) >= r.cfg.SilenceTimeout
+}
+
+// heeds reports whether p is dropped when silent. A legacy player is not,
+// in a match: the original client sends nothing there but the inputs of a
+// player who moves, and leaves when the match ends.
+func (r *Room) heeds(p *player) bool {
+	return r.state != packet.Playing || p.framing != packet.Legacy
 }
 
 func (r *Room) allReady() bool {
@@ -329,7 +330,7 @@ func (r *Room) Next() time.Time {
 		earliest(r.nextAlive)
 	}
 	for _, p := range r.players {
-		if r.state != packet.Playing || p.framing != packet.Legacy {
+		if r.heeds(p) {
 			earliest(p.lastSeen.Add(r.cfg.SilenceTimeout))
 		}
 	}
