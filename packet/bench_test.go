@@ -103,12 +103,32 @@ func BenchmarkSetSeqTick(b *testing.B) {
 }
 
 // BenchmarkRefuse is the cost of dropping garbage at the edge.
+// BenchmarkRefuse is what refusing costs: a bad CRC; a LIST claiming a
+// whole list in a small LZ4 block, refused before inflating; the same
+// block as a reply, which Parse must inflate and ParseRequest refuses
+// unread.
 func BenchmarkRefuse(b *testing.B) {
-	pkt := []byte{1, 0x40, 0, 0, 0, 0, 0, 0, 0xDE, 0xAD, 0xBE, 0xEF}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Parse(pkt); err != ErrCRC {
-			b.Fatal(err)
-		}
+	full := Message{Header: Header{Type: RoomList, Compressed: true}, Rooms: sampleRooms(MaxRooms)}
+	reply, _ := full.Append(nil)
+	list := fix(append([]byte{byte(ClientToServer), byte(ListRooms)}, reply[2:]...))
+	for _, tc := range []struct {
+		name  string
+		parse func([]byte) (Message, error)
+		pkt   []byte
+		want  error
+	}{
+		{"bad-crc", Parse, []byte{1, 0x40, 0, 0, 0, 0, 0, 0, 0xDE, 0xAD, 0xBE, 0xEF}, ErrCRC},
+		{"compressed-list", Parse, list, ErrCompression},
+		{"compressed-reply/Parse", Parse, reply, nil},
+		{"compressed-reply/ParseRequest", ParseRequest, reply, ErrNotRequest},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.parse(tc.pkt); err != tc.want {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
