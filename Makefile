@@ -86,7 +86,7 @@ lint: vet
 # Debian's protoc 3.21.12 and the Go plugins named in gen.sh.
 proto:
 	$(call apt_install,protobuf-compiler)
-	./instance/proto/gen.sh
+	./instance/instancepb/gen.sh
 
 clean:
 	rm -rf bin

@@ -7,7 +7,7 @@
 // take and its settings. The instance pushes its status (state, player
 // count, each player's arrival and departure) to the host on every change
 // and as a heartbeat; the host never polls. The service is defined in
-// instance/proto, so a room can be written in any language with gRPC. The
+// instance/instancepb, so a room can be written in any language with gRPC. The
 // SDK also answers Teeworlds/DDNet server-info requests on the room's UDP
 // port, so every room shows up in Teeworlds-style browsers ([Describer]).
 //

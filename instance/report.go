@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
 )
 

@@ -22,10 +22,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Timings of the instance side.

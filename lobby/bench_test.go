@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/lobby/internal/loadgen"
+	"github.com/foyerlobby/foyer/lobby/internal/loadtest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -111,10 +111,10 @@ func benchLobbyVsEcho(b *testing.B, mix [][]byte, sources []netip.Addr, maxSourc
 	cfg.ReflectionLimit = math.MaxInt32
 	cfg.MaxSources = maxSources
 	_, lobbyAddr := start(b, cfg, rooms)
-	echoAddr := startEcho(b, loadgen.Echo)
-	batchedAddr := startEcho(b, loadgen.EchoBatched)
-	run := func(target netip.AddrPort) loadgen.Result {
-		res, err := loadgen.Run(context.Background(), loadgen.Config{
+	echoAddr := startEcho(b, loadtest.Echo)
+	batchedAddr := startEcho(b, loadtest.EchoBatched)
+	run := func(target netip.AddrPort) loadtest.Result {
+		res, err := loadtest.Run(context.Background(), loadtest.Config{
 			Target: target, Sources: sources, Workers: benchWorkers, Requests: benchRequests,
 			Mix: mix, Timeout: time.Second,
 		})
@@ -126,7 +126,7 @@ func benchLobbyVsEcho(b *testing.B, mix [][]byte, sources []netip.Addr, maxSourc
 	run(lobbyAddr) // warm up: seats, caches, tables
 
 	servers := []netip.AddrPort{lobbyAddr, echoAddr, batchedAddr}
-	results := make([][]loadgen.Result, len(servers))
+	results := make([][]loadtest.Result, len(servers))
 	b.ReportAllocs()
 	// The machine may be shared: the order rotates, so that a load that
 	// comes or goes during the run weighs on every server alike.
@@ -166,8 +166,8 @@ func startEcho(b *testing.B, serve func(*net.UDPConn)) netip.AddrPort {
 
 // merge sums runs: the rate over their total time, and the median of
 // their percentiles (each run's distribution is of equal size).
-func merge(rs []loadgen.Result) loadgen.Result {
-	var out loadgen.Result
+func merge(rs []loadtest.Result) loadtest.Result {
+	var out loadtest.Result
 	p50s, p99s := make([]time.Duration, len(rs)), make([]time.Duration, len(rs))
 	for i, r := range rs {
 		out.Answered += r.Answered

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/net/ipv4"
 
-	"github.com/foyerlobby/foyer/internal/flood"
+	"github.com/foyerlobby/foyer/internal/floodtest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -85,7 +85,7 @@ func floodRate(b *testing.B) int {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	n, err := flood.Run(ctx, flood.Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: listRequest(b), Sources: 1_000_000})
+	n, err := floodtest.Run(ctx, floodtest.Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: listRequest(b), Sources: 1_000_000})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func floodAgainst(b *testing.B, server netip.AddrPort, rate int) (pollResult, fl
 	began := time.Now()
 	wg.Go(func() {
 		var err error
-		if sent, err = flood.Run(ctx, flood.Config{To: server, Payload: req, Sources: 1_000_000, Rate: rate}); err != nil {
+		if sent, err = floodtest.Run(ctx, floodtest.Config{To: server, Payload: req, Sources: 1_000_000, Rate: rate}); err != nil {
 			b.Error(err)
 		}
 	})

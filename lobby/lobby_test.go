@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
@@ -691,7 +691,7 @@ func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
 // Drops and refusals reach the log as one summary line per interval,
 // not one line per datagram.
 func TestDropsReportedPeriodically(t *testing.T) {
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	cfg := testConfig()
 	cfg.ReportInterval = 250 * time.Millisecond
 	cfg.log = zerolog.New(&logs)

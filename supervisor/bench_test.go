@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 )
 
 // benchSupervisor runs reference rooms, as a lobby does by default, with

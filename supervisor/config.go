@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 )
 
 // Config is the supervisor's part of config.toml, with defaults filled in

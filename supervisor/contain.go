@@ -17,9 +17,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/proc"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Every room runs in cgroups of its own (package cgroup) where the host

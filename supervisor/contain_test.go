@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/room"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // containModes are the two ways rooms run: in cgroups, and without them

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 )
 
 // newIDs starts room ids seeded at now from file, writing until the test
@@ -90,7 +90,7 @@ func TestRoomIDsDamagedFileRecovered(t *testing.T) {
 			if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var logs logbuf.Buffer
+			var logs logtest.Buffer
 			ids := newIDs(t, now, file, zerolog.New(&logs))
 			if id := takeDurable(t, ids); id < 1_800_000_000 {
 				t.Fatalf("first id %d, want one from the clock", id)
@@ -111,7 +111,7 @@ func TestRoomIDsDamagedFileRecovered(t *testing.T) {
 func TestRoomIDsTakeNeverWaitsForTheFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "ids")
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	ids := newIDs(t, time.Unix(1_800_000_000, 0), file, zerolog.New(&logs))
 	if err := os.RemoveAll(dir); err != nil { // every later write fails, even as root
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/internal/flood"
+	"github.com/foyerlobby/foyer/internal/floodtest"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
@@ -135,7 +135,7 @@ func BenchmarkSeatGriefing(b *testing.B) {
 			ctx, stop := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				if _, err := flood.Run(ctx, flood.Config{To: addr, Payload: forged, Sources: 1 << 20, Rate: rate}); err != nil {
+				if _, err := floodtest.Run(ctx, floodtest.Config{To: addr, Payload: forged, Sources: 1 << 20, Rate: rate}); err != nil {
 					b.Error(err)
 				}
 			})

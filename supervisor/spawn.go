@@ -11,8 +11,8 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/keeper"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/room"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 

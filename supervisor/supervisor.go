@@ -42,9 +42,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // Foyer B announces its rooms to Foyer A's GG2-style port: A lists them
@@ -17,7 +17,7 @@ func TestAnnounceToSecondFoyer(t *testing.T) {
 	ac := newClient(t, "127.0.0.1", a.lobby)
 	var aseq seqs
 	onA := func(port uint16) bool {
-		return len(nativeAt(ac.list(aseq.next()), port)) == 1 && len(gg2At(gg2List(t, a.gg2, gg2wire.GG2LobbyUUID), port)) == 1
+		return len(nativeAt(ac.list(aseq.next()), port)) == 1 && len(gg2At(gg2List(t, a.gg2, gg2.GG2LobbyUUID), port)) == 1
 	}
 
 	// Cleanups run last first: this one runs after B is stopped and
@@ -41,7 +41,7 @@ func TestAnnounceToSecondFoyer(t *testing.T) {
 	reapedID, reapedPort := bc.request(compact, createRoom, bseq.next(), nil).roomPort(t)
 	keptID, keptPort := bc.request(compact, createRoom, bseq.next(), nil).roomPort(t)
 	gg2Eventually(t, "B's rooms listed by A", func() bool { return onA(reapedPort) && onA(keptPort) })
-	at := gg2At(gg2List(t, a.gg2, gg2wire.GG2LobbyUUID), keptPort)[0]
+	at := gg2At(gg2List(t, a.gg2, gg2.GG2LobbyUUID), keptPort)[0]
 	if at.Slots != 4 || kv(at, "name") != fmt.Sprintf("Foyer room %d", keptID) || kv(at, "game") != "foyer" {
 		t.Errorf("B's room %d listed by A as %+v", keptID, at)
 	}

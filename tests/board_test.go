@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/foyerlobby/foyer/foyertest"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // boardPatience bounds each wait for the board to show something: a
@@ -57,7 +57,7 @@ func TestBoardInChromium(t *testing.T) {
 	cliDecode(t, cliOK(t, "create", "--json", addr), &first)
 	cliDecode(t, cliOK(t, "create", "--json", addr), &second)
 	game := newGG2Game(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), gg2Port))
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, boardHostileName, 8, 2))
+	game.register(gg2Registration(t, gg2.Counted, gg2.UDP, 27015, boardHostileName, 8, 2))
 	registered := boardRegistered(t, base)
 	if !strings.Contains(registered.Name, "<script>") {
 		t.Fatalf("the registered room's name %q lost its markup before the board: the test would prove nothing", registered.Name)

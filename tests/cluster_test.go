@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 )
 
 // The cluster tests run real `foyer serve` hosts, each in a network
@@ -200,7 +200,7 @@ type clusterHost struct {
 	http   *http.Client // reaches its admin pages, on its loopback
 
 	cmd  *exec.Cmd
-	log  *logbuf.Buffer
+	log  *logtest.Buffer
 	done chan struct{}
 	err  error
 }
@@ -266,7 +266,7 @@ func (cn *clusterNet) newHost(name string, i int, cluster string) *clusterHost {
 // the end of the test it must stop cleanly on SIGTERM.
 func (h *clusterHost) start(t *testing.T) {
 	t.Helper()
-	h.log, h.done = &logbuf.Buffer{}, make(chan struct{})
+	h.log, h.done = &logtest.Buffer{}, make(chan struct{})
 	h.cmd = exec.Command("ip", "netns", "exec", h.ns, bin, "serve", "--config", h.config, "--ready-json")
 	h.cmd.Stderr = h.log
 	out, err := h.cmd.StdoutPipe()
@@ -432,12 +432,12 @@ func converged(t testing.TB, hosts []*clusterHost) bool {
 type natsServer struct {
 	ns, store string
 	cmd       *exec.Cmd
-	log       *logbuf.Buffer
+	log       *logtest.Buffer
 }
 
 func (n *natsServer) start(t *testing.T) {
 	t.Helper()
-	n.log = &logbuf.Buffer{}
+	n.log = &logtest.Buffer{}
 	n.cmd = exec.Command("ip", "netns", "exec", n.ns, "nats-server", "-js", "-a", clusterNATS.String(), "-p", "4222", "-sd", n.store)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
@@ -510,13 +510,13 @@ func TestClusterBehindOneAddress(t *testing.T) {
 		// lobby's own first (ties), then the others.
 		type play struct {
 			cmd *exec.Cmd
-			out *logbuf.Buffer
+			out *logtest.Buffer
 		}
 		var plays []play
 		seen := map[string]bool{}
 		for range hosts {
 			p := play{exec.Command("ip", "netns", "exec", cn.client, bin, "play", "--ready", "--timeout", "3s",
-				netip.AddrPortFrom(clusterPublic, clusterLobbyPort).String()), &logbuf.Buffer{}}
+				netip.AddrPortFrom(clusterPublic, clusterLobbyPort).String()), &logtest.Buffer{}}
 			p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 			if err := p.cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/foyertest"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // gg2Metered is foyer serve with [gg2] on and its admin listener, for tests
@@ -58,13 +58,13 @@ const gg2Registers = `foyer_gg2_requests_total{kind="register"}`
 func TestGG2KeyValuesCapped(t *testing.T) {
 	m := gg2StartMetered(t, "", "")
 	game := newGG2Game(t, m.gg2)
-	r := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "wordy", 8, 0)
+	r := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "wordy", 8, 0)
 	for i := range 40 {
-		r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: fmt.Sprintf("x-%02d", i), Value: []byte(strings.Repeat("v", 100))})
+		r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: fmt.Sprintf("x-%02d", i), Value: []byte(strings.Repeat("v", 100))})
 	}
 	game.register(r)
 	m.waitMetric(gg2Registers, 1)
-	listed := gg2At(gg2List(t, m.gg2, gg2wire.GG2LobbyUUID), 27015)
+	listed := gg2At(gg2List(t, m.gg2, gg2.GG2LobbyUUID), 27015)
 	if len(listed) != 1 {
 		t.Fatalf("listed %+v", listed)
 	}
@@ -85,7 +85,7 @@ func TestGG2KeyValuesCapped(t *testing.T) {
 func TestGG2SeatsCapped(t *testing.T) {
 	f := gg2Start(t, "")
 	game := newGG2Game(t, f.gg2)
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "huge", 1000, 100))
+	game.register(gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "huge", 1000, 100))
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	var native []room
@@ -96,7 +96,7 @@ func TestGG2SeatsCapped(t *testing.T) {
 	if native[0].max != 64 || native[0].players != 64 {
 		t.Errorf("native LIST shows %d of %d", native[0].players, native[0].max)
 	}
-	if s := gg2At(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID), 27015); len(s) != 1 || s[0].Slots != 64 || s[0].Players != 64 {
+	if s := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015); len(s) != 1 || s[0].Slots != 64 || s[0].Players != 64 {
 		t.Errorf("GG2 list shows %+v", s)
 	}
 }
@@ -107,14 +107,14 @@ func TestGG2ListsRebuiltOnlyOnChange(t *testing.T) {
 	m := gg2StartMetered(t, `legacy_listen = "127.0.0.1:0"`, "")
 	legacyAddr := gg2LegacyAddr(t, m.lobby.Log)
 	game := newGG2Game(t, m.gg2)
-	r := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "steady", 8, 1)
-	r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: "protocol_id", Value: legacyID(1)})
+	r := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "steady", 8, 1)
+	r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: "protocol_id", Value: legacyID(1)})
 	game.register(r)
 	m.waitMetric(gg2Registers, 1)
 	encoded := func() int { return strings.Count(m.lobby.Log(), `"message":"list encoded"`) }
 	query := func() {
 		t.Helper()
-		if s := gg2At(gg2List(t, m.gg2, gg2wire.GG2LobbyUUID), 27015); len(s) != 1 || s[0].Players != r.Players {
+		if s := gg2At(gg2List(t, m.gg2, gg2.GG2LobbyUUID), 27015); len(s) != 1 || s[0].Players != r.Players {
 			t.Fatalf("listed %+v", s)
 		}
 		if l := legacyQuery(t, legacyAddr, []byte{1}); len(l) != 1 {
@@ -146,9 +146,9 @@ func TestGG2ChecksCachedAndLimited(t *testing.T) {
 	m := gg2StartMetered(t, "", "")
 	game := newGG2Game(t, m.gg2)
 	closed := closedTCPPort(t)
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.TCP, closed, "closed", 8, 0))
+	game.register(gg2Registration(t, gg2.Counted, gg2.TCP, closed, "closed", 8, 0))
 	m.waitMetric(gg2Drops("unreachable"), 1)
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.TCP, closed, "closed", 8, 0))
+	game.register(gg2Registration(t, gg2.Counted, gg2.TCP, closed, "closed", 8, 0))
 	m.waitMetric(gg2Drops("unreachable_cached"), 1)
 	if n := m.metric(gg2Drops("unreachable")); n != 1 {
 		t.Errorf("%v connects to the closed port, want 1", n)
@@ -157,7 +157,7 @@ func TestGG2ChecksCachedAndLimited(t *testing.T) {
 	accepts := make(chan uint16, 16)
 	for i := range 10 {
 		port := acceptingTCP(t, accepts)
-		game.register(gg2Registration(t, gg2wire.Counted, gg2wire.TCP, port, fmt.Sprint("open ", i), 8, 0))
+		game.register(gg2Registration(t, gg2.Counted, gg2.TCP, port, fmt.Sprint("open ", i), 8, 0))
 	}
 	m.waitMetric(gg2Registers, 12)
 	m.waitMetric("foyer_gg2_registered", 7)
@@ -171,7 +171,7 @@ func TestGG2ChecksCachedAndLimited(t *testing.T) {
 			t.Fatal("a listed server was never connected to")
 		}
 	}
-	if n := len(gg2List(t, m.gg2, gg2wire.GG2LobbyUUID).Servers); n != 7 {
+	if n := len(gg2List(t, m.gg2, gg2.GG2LobbyUUID).Servers); n != 7 {
 		t.Errorf("%d servers listed, want 7", n)
 	}
 }
@@ -239,7 +239,7 @@ func TestGG2ListsUnderIdleFlood(t *testing.T) {
 	answered := func(round string) {
 		t.Helper()
 		for i := range 40 {
-			if l := gg2List(t, m.gg2, gg2wire.GG2LobbyUUID); len(l.Servers) != 0 {
+			if l := gg2List(t, m.gg2, gg2.GG2LobbyUUID); len(l.Servers) != 0 {
 				t.Fatalf("%s, query %d: %+v", round, i, l.Servers)
 			}
 			if l := legacyQuery(t, legacyAddr, []byte{1}); len(l) != 0 {
@@ -292,7 +292,7 @@ func TestGG2WildcardBindsIPv4Only(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer u.Close()
-		if _, err := u.Write(gg2wire.Unregister{}.Append(nil)); err != nil {
+		if _, err := u.Write(gg2.Unregister{}.Append(nil)); err != nil {
 			t.Fatal(err)
 		}
 		_ = u.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // The legacy protocol, written here by hand from its rules (see
@@ -104,14 +104,14 @@ func TestLegacyRegistrationAndQuery(t *testing.T) {
 	server.send(legacyDatagram(legacyLong(modID), uuid, "[koth_harvest] Mod server [2/12] - Vanilla+"))
 	server.send(legacyDatagram([]byte{1}, closed, "Nobody home [0/8]"))
 
-	var list gg2wire.ListReply
+	var list gg2.ListReply
 	gg2Eventually(t, "both reachable servers listed", func() bool {
-		list = gg2List(t, f.gg2, gg2wire.GG2LobbyUUID)
+		list = gg2List(t, f.gg2, gg2.GG2LobbyUUID)
 		return len(gg2At(list, simple)) == 1 && len(gg2At(list, uuid)) == 1
 	})
 	gg2Eventually(t, "the closed port checked", func() bool { return len(f.logs.lines("server unreachable")) == 1 })
 	a := gg2At(list, simple)[0]
-	if a.Transport != gg2wire.TCP || a.Flags != gg2wire.FlagPassword || a.Slots != 10 || a.Players != 5 || a.Bots != 0 ||
+	if a.Transport != gg2.TCP || a.Flags != gg2.FlagPassword || a.Slots != 10 || a.Players != 5 || a.Bots != 0 ||
 		kv(a, "name") != "Bacon's server" || kv(a, "map") != "ctf_truefort" || kv(a, "game") != "Orpheon's Hosting Utilities" ||
 		kv(a, "game_short") != "ohu" || kv(a, "game_url") != "http://www.ganggarrison.com/forums/index.php?topic=28839.0" ||
 		kv(a, "protocol_id") != string(legacyID(1)) {
@@ -154,13 +154,13 @@ func TestLegacyCrossListing(t *testing.T) {
 	ownID, ownPort := c.request(compact, createRoom, seq.next(), nil).roomPort(t)
 
 	game := newGG2Game(t, f.gg2)
-	r := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "new style", 8, 3)
-	r.Bots, r.Flags = 2, gg2wire.FlagPassword
-	r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: "protocol_id", Value: legacyID(1)})
+	r := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "new style", 8, 3)
+	r.Bots, r.Flags = 2, gg2.FlagPassword
+	r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: "protocol_id", Value: legacyID(1)})
 	game.register(r)
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27016, "no protocol id", 8, 0))
+	game.register(gg2Registration(t, gg2.Counted, gg2.UDP, 27016, "no protocol id", 8, 0))
 	gg2Eventually(t, "both listed", func() bool {
-		l := gg2List(t, f.gg2, gg2wire.GG2LobbyUUID)
+		l := gg2List(t, f.gg2, gg2.GG2LobbyUUID)
 		return len(gg2At(l, 27015)) == 1 && len(gg2At(l, 27016)) == 1
 	})
 	// The creator's seat may lapse while the test runs: 0 or 1 player.
@@ -173,7 +173,7 @@ func TestLegacyCrossListing(t *testing.T) {
 	if v2 := legacyQuery(t, legacyAddr, []byte{2}); len(v2) != 1 || !ownInfo.MatchString(v2[0].info) {
 		t.Errorf("version 2 lists %v, want the own room alone", v2)
 	}
-	own := gg2At(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID), ownPort)
+	own := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), ownPort)
 	if len(own) != 1 || kv(own[0], "game") != "foyer" {
 		t.Errorf("own room listed as %+v", own)
 	}
@@ -186,12 +186,12 @@ func TestLegacyAtMost255Servers(t *testing.T) {
 	// In rounds, so that the lobby's socket buffer never overflows.
 	for round := range 3 {
 		for i := range 100 {
-			r := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, uint16(20000+100*round+i), "s", 8, 0)
-			r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: "protocol_id", Value: legacyID(1)})
+			r := gg2Registration(t, gg2.Counted, gg2.UDP, uint16(20000+100*round+i), "s", 8, 0)
+			r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: "protocol_id", Value: legacyID(1)})
 			game.register(r)
 		}
 		gg2Eventually(t, fmt.Sprintf("%d servers listed", 100*(round+1)), func() bool {
-			return len(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID).Servers) == 100*(round+1)
+			return len(gg2List(t, f.gg2, gg2.GG2LobbyUUID).Servers) == 100*(round+1)
 		})
 	}
 	got := legacyQuery(t, legacyAddr, []byte{1})

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // gg2Foyer is a running foyer serve with the GG2-style front-end on.
@@ -64,10 +64,10 @@ func gg2FreePort(t testing.TB) uint16 {
 
 // gg2Registration describes a game server at port; the server ID is
 // random, as a real server's is.
-func gg2Registration(t testing.TB, form gg2wire.Form, tr gg2wire.Transport, port uint16, name string, slots, players uint16) gg2wire.Registration {
+func gg2Registration(t testing.TB, form gg2.Form, tr gg2.Transport, port uint16, name string, slots, players uint16) gg2.Registration {
 	t.Helper()
-	r := gg2wire.Registration{Form: form, LobbyID: gg2wire.GG2LobbyUUID, Transport: tr, Port: port,
-		Slots: slots, Players: players, KeyValues: gg2wire.KeyValues{
+	r := gg2.Registration{Form: form, LobbyID: gg2.GG2LobbyUUID, Transport: tr, Port: port,
+		Slots: slots, Players: players, KeyValues: gg2.KeyValues{
 			{Key: "name", Value: []byte(name)},
 			{Key: "game", Value: []byte("Gang Garrison 2")},
 			{Key: "map", Value: []byte("ctf_truefort")},
@@ -103,7 +103,7 @@ func (g *gg2Game) send(b []byte) {
 	}
 }
 
-func (g *gg2Game) register(r gg2wire.Registration) {
+func (g *gg2Game) register(r gg2.Registration) {
 	g.t.Helper()
 	b, err := r.Append(nil)
 	if err != nil {
@@ -112,16 +112,16 @@ func (g *gg2Game) register(r gg2wire.Registration) {
 	g.send(b)
 }
 
-func (g *gg2Game) unregister(id gg2wire.UUID) {
+func (g *gg2Game) unregister(id gg2.UUID) {
 	g.t.Helper()
-	g.send(gg2wire.Unregister{ServerID: id}.Append(nil))
+	g.send(gg2.Unregister{ServerID: id}.Append(nil))
 }
 
 // gg2List asks for lobby's list over TCP and reads the reply to the end.
-func gg2List(t testing.TB, to netip.AddrPort, lobby gg2wire.UUID) gg2wire.ListReply {
+func gg2List(t testing.TB, to netip.AddrPort, lobby gg2.UUID) gg2.ListReply {
 	t.Helper()
-	b := tcpQuery(t, to, gg2wire.ListQuery{Lobby: lobby}.Append(nil))
-	reply, err := gg2wire.ParseListReply(b)
+	b := tcpQuery(t, to, gg2.ListQuery{Lobby: lobby}.Append(nil))
+	reply, err := gg2.ParseListReply(b)
 	if err != nil {
 		t.Fatalf("list reply %x: %v", b, err)
 	}
@@ -149,8 +149,8 @@ func tcpQuery(t testing.TB, to netip.AddrPort, q []byte) []byte {
 }
 
 // gg2At returns the listed servers whose IPv4 endpoint is 127.0.0.1:port.
-func gg2At(reply gg2wire.ListReply, port uint16) []gg2wire.ListServer {
-	var out []gg2wire.ListServer
+func gg2At(reply gg2.ListReply, port uint16) []gg2.ListServer {
+	var out []gg2.ListServer
 	for _, s := range reply.Servers {
 		if s.V4 == netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port) {
 			out = append(out, s)
@@ -185,7 +185,7 @@ type seqs uint16
 
 func (s *seqs) next() uint16 { *s++; return uint16(*s) }
 
-func kv(s gg2wire.ListServer, key string) string {
+func kv(s gg2.ListServer, key string) string {
 	v, _ := s.KeyValues.Get(key)
 	return string(v)
 }
@@ -201,18 +201,18 @@ func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
 	ownID, ownPort := c.request(compact, createRoom, seq.next(), nil).roomPort(t)
 
 	game := newGG2Game(t, f.gg2)
-	counted := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "counted server", 8, 2)
-	legacyReg := gg2Registration(t, gg2wire.Legacy, gg2wire.UDP, 27016, "legacy server", 10, 0)
+	counted := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "counted server", 8, 2)
+	legacyReg := gg2Registration(t, gg2.Legacy, gg2.UDP, 27016, "legacy server", 10, 0)
 	game.register(counted)
 	game.register(legacyReg)
 
-	var list gg2wire.ListReply
+	var list gg2.ListReply
 	gg2Eventually(t, "both registrations listed", func() bool {
-		list = gg2List(t, f.gg2, gg2wire.GG2LobbyUUID)
+		list = gg2List(t, f.gg2, gg2.GG2LobbyUUID)
 		return len(gg2At(list, 27015)) == 1 && len(gg2At(list, 27016)) == 1
 	})
 	s := gg2At(list, 27015)[0]
-	if s.Transport != gg2wire.UDP || s.Slots != 8 || s.Players != 2 || kv(s, "name") != "counted server" || kv(s, "map") != "ctf_truefort" {
+	if s.Transport != gg2.UDP || s.Slots != 8 || s.Players != 2 || kv(s, "name") != "counted server" || kv(s, "map") != "ctf_truefort" {
 		t.Errorf("counted registration listed as %+v", s)
 	}
 	if s := gg2At(list, 27016)[0]; s.Slots != 10 || kv(s, "name") != "legacy server" {
@@ -223,7 +223,7 @@ func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
 		kv(own[0], "game") != "foyer" || kv(own[0], "map") != "default" {
 		t.Errorf("own room %d at port %d listed as %+v", ownID, ownPort, own)
 	}
-	if other := gg2List(t, f.gg2, gg2wire.MustParseUUID("00000000-0000-0000-0000-000000000001")); len(other.Servers) != 0 {
+	if other := gg2List(t, f.gg2, gg2.MustParseUUID("00000000-0000-0000-0000-000000000001")); len(other.Servers) != 0 {
 		t.Errorf("another lobby's list has %d servers", len(other.Servers))
 	}
 
@@ -245,10 +245,10 @@ func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
 	}
 
 	// Same IP, port and transport with a new ID and name: replaced in place.
-	replacement := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "counted server, restarted", 8, 0)
+	replacement := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "counted server, restarted", 8, 0)
 	game.register(replacement)
 	gg2Eventually(t, "the replacement listed", func() bool {
-		at := gg2At(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID), 27015)
+		at := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015)
 		return len(at) == 1 && kv(at[0], "name") == "counted server, restarted"
 	})
 	if r := nativeAt(c.list(seq.next()), 27015); len(r) != 1 || r[0].id != regID {
@@ -270,7 +270,7 @@ func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
 
 	game.unregister(replacement.ServerID)
 	gg2Eventually(t, "the unregistered server gone", func() bool {
-		return len(nativeAt(c.list(seq.next()), 27015)) == 0 && len(gg2At(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID), 27015)) == 0
+		return len(nativeAt(c.list(seq.next()), 27015)) == 0 && len(gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015)) == 0
 	})
 	if r := joiner.request(compact, joinRoom, seq.next(), joinPayload(regID)); r.typ != joinFailed {
 		t.Errorf("JOIN of an unregistered room answered %#x", r.typ)
@@ -287,8 +287,8 @@ func TestGG2RegistrationExpires(t *testing.T) {
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	game := newGG2Game(t, f.gg2)
-	lapsing := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, "lapsing", 8, 0)
-	kept := gg2Registration(t, gg2wire.Legacy, gg2wire.UDP, 27016, "kept", 8, 0)
+	lapsing := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "lapsing", 8, 0)
+	kept := gg2Registration(t, gg2.Legacy, gg2.UDP, 27016, "kept", 8, 0)
 	// Taken before the one registration is sent, so that the lobby,
 	// which cannot receive it earlier, must list it until at least 1 s
 	// after this: a slow machine only makes the wait below longer.
@@ -306,7 +306,7 @@ func TestGG2RegistrationExpires(t *testing.T) {
 	if d := time.Since(sent); d < time.Second {
 		t.Errorf("expired %v after its registration was sent, before the 1 s ttl", d)
 	}
-	list := gg2List(t, f.gg2, gg2wire.GG2LobbyUUID)
+	list := gg2List(t, f.gg2, gg2.GG2LobbyUUID)
 	if len(gg2At(list, 27015)) != 0 || len(gg2At(list, 27016)) != 1 || len(nativeAt(c.list(seq.next()), 27016)) != 1 {
 		t.Errorf("after expiry: GG2 list %+v", list.Servers)
 	}
@@ -326,7 +326,7 @@ func TestGG2TCPServerListedOnlyWhenReachable(t *testing.T) {
 	}
 	closedPort := uint16(closed.Addr().(*net.TCPAddr).Port)
 	closed.Close()
-	game.register(gg2Registration(t, gg2wire.Counted, gg2wire.TCP, closedPort, "closed", 8, 0))
+	game.register(gg2Registration(t, gg2.Counted, gg2.TCP, closedPort, "closed", 8, 0))
 	gg2Eventually(t, "the reachability check", func() bool { return len(f.logs.lines("server unreachable")) == 1 })
 
 	open, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -346,13 +346,13 @@ func TestGG2TCPServerListedOnlyWhenReachable(t *testing.T) {
 		}
 	}()
 	openPort := uint16(open.Addr().(*net.TCPAddr).Port)
-	game.register(gg2Registration(t, gg2wire.Legacy, gg2wire.TCP, openPort, "open", 8, 0))
-	var list gg2wire.ListReply
+	game.register(gg2Registration(t, gg2.Legacy, gg2.TCP, openPort, "open", 8, 0))
+	var list gg2.ListReply
 	gg2Eventually(t, "the reachable TCP server listed", func() bool {
-		list = gg2List(t, f.gg2, gg2wire.GG2LobbyUUID)
+		list = gg2List(t, f.gg2, gg2.GG2LobbyUUID)
 		return len(gg2At(list, openPort)) == 1
 	})
-	if s := gg2At(list, openPort)[0]; s.Transport != gg2wire.TCP || kv(s, "name") != "open" {
+	if s := gg2At(list, openPort)[0]; s.Transport != gg2.TCP || kv(s, "name") != "open" {
 		t.Errorf("TCP server listed as %+v", s)
 	}
 	select { // the connect completed before the listing; Accept may lag it

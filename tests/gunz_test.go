@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/packet/gunz"
 )
 
 // gunzSeedRequest is the locator request of the protocol's own
@@ -87,14 +87,14 @@ func TestGunzLocatorAnswersTheSeedRequest(t *testing.T) {
 	if b == nil {
 		t.Fatalf("no answer to the seed request:\n%s", s.logs)
 	}
-	resp, err := gunzwire.ParseResponse(b)
+	resp, err := gunz.ParseResponse(b)
 	if err != nil {
 		t.Fatalf("response %x: %v", b, err)
 	}
 	if resp.Serial != 0 || len(resp.Servers) != 2 {
 		t.Fatalf("response %+v, want serial 0 and both rooms", resp)
 	}
-	byPort := map[uint32]gunzwire.Server{}
+	byPort := map[uint32]gunz.Server{}
 	for _, srv := range resp.Servers {
 		byPort[srv.Port] = srv
 	}
@@ -102,12 +102,12 @@ func TestGunzLocatorAnswersTheSeedRequest(t *testing.T) {
 	// the open room, all four in the full one.
 	want := map[uint16]struct {
 		players uint16
-		status  gunzwire.Status
-	}{openPort: {1, gunzwire.Online}, fullPort: {4, gunzwire.Offline}}
+		status  gunz.Status
+	}{openPort: {1, gunz.Online}, fullPort: {4, gunz.Offline}}
 	for port, w := range want {
 		srv, ok := byPort[uint32(port)]
 		if !ok || srv.Addr != netip.MustParseAddr("127.0.0.1") || srv.MaxPlayers != 4 || srv.Players != w.players ||
-			srv.Type != gunzwire.Match || srv.Status != w.status || srv.ID == 0 {
+			srv.Type != gunz.Match || srv.Status != w.status || srv.ID == 0 {
 			t.Errorf("room at port %d (ids %d, %d) listed as %+v, want %d players, status %d", port, openID, fullID, srv, w.players, w.status)
 		}
 	}

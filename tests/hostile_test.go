@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/foyertest"
-	"github.com/foyerlobby/foyer/internal/flood"
+	"github.com/foyerlobby/foyer/internal/floodtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // requireRoot fails a test that needs raw sockets when it is not root:
@@ -49,18 +49,18 @@ func gg2GameAt(t *testing.T, ip string, to netip.AddrPort) *gg2Game {
 // while GG2 browsers, which get addresses, still list it.
 func TestNativeListOffersOnlyReachableRooms(t *testing.T) {
 	f := gg2Start(t, "")
-	elsewhere := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9999, "planted", 8, 0)
+	elsewhere := gg2Registration(t, gg2.Counted, gg2.UDP, 9999, "planted", 8, 0)
 	gg2GameAt(t, "127.0.0.2", f.gg2).register(elsewhere)
 	planted := netip.MustParseAddrPort("127.0.0.2:9999")
 	gg2Eventually(t, "the planted server in the GG2 list, at its own address", func() bool {
-		for _, s := range gg2List(t, f.gg2, gg2wire.GG2LobbyUUID).Servers {
+		for _, s := range gg2List(t, f.gg2, gg2.GG2LobbyUUID).Servers {
 			if s.V4 == planted {
 				return true
 			}
 		}
 		return false
 	})
-	here := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9998, "same host", 8, 0)
+	here := gg2Registration(t, gg2.Counted, gg2.UDP, 9998, "same host", 8, 0)
 	gg2GameAt(t, "127.0.0.1", f.gg2).register(here)
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
@@ -114,7 +114,7 @@ func TestForgedJoinsCannotHogSeats(t *testing.T) {
 			ctx, stop := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				if _, err := flood.Run(ctx, flood.Config{To: s.lobby, Payload: encode(compact, joinRoom, 7, 0, joinPayload(id)),
+				if _, err := floodtest.Run(ctx, floodtest.Config{To: s.lobby, Payload: encode(compact, joinRoom, 7, 0, joinPayload(id)),
 					Sources: 1 << 20, Rate: rate}); err != nil {
 					t.Error(err)
 				}
@@ -159,7 +159,7 @@ func TestForgedFloodLeavesEstablishedClientsServed(t *testing.T) {
 	var sent uint64
 	wg.Go(func() {
 		var err error
-		if sent, err = flood.Run(ctx, flood.Config{To: l.Addr(), Payload: encode(compact, listRooms, 9, 0, nil),
+		if sent, err = floodtest.Run(ctx, floodtest.Config{To: l.Addr(), Payload: encode(compact, listRooms, 9, 0, nil),
 			Sources: 1_000_000, Rate: 100_000}); err != nil {
 			t.Error(err)
 		}
@@ -282,16 +282,16 @@ func TestDeniedSourceGetsNothing(t *testing.T) {
 			}
 		}
 		// A registration from a denied source is not listed.
-		gg2GameAt(t, ip, gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9990, "denied", 8, 0))
+		gg2GameAt(t, ip, gg2Addr).register(gg2Registration(t, gg2.Counted, gg2.UDP, 9990, "denied", 8, 0))
 	}
 	// Everyone else is served, and sees no server from a denied source.
 	ok := newClient(t, "127.0.0.1", s.lobby)
 	ok.list(2)
-	gg2GameAt(t, "127.0.0.1", gg2Addr).register(gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 9991, "allowed", 8, 0))
+	gg2GameAt(t, "127.0.0.1", gg2Addr).register(gg2Registration(t, gg2.Counted, gg2.UDP, 9991, "allowed", 8, 0))
 	gg2Eventually(t, "the allowed server listed", func() bool {
-		return len(gg2At(gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID), 9991)) == 1
+		return len(gg2At(gg2List(t, gg2Addr, gg2.GG2LobbyUUID), 9991)) == 1
 	})
-	for _, srv := range gg2List(t, gg2Addr, gg2wire.GG2LobbyUUID).Servers {
+	for _, srv := range gg2List(t, gg2Addr, gg2.GG2LobbyUUID).Servers {
 		if srv.V4.Port() == 9990 {
 			t.Errorf("a server registered from a denied source is listed: %+v", srv)
 		}

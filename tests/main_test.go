@@ -29,7 +29,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/proc"
 
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
@@ -378,7 +378,7 @@ type server struct {
 }
 
 // logBuffer keeps the server's stderr (JSON lines) for the test to read.
-type logBuffer struct{ logbuf.Buffer }
+type logBuffer struct{ logtest.Buffer }
 
 // lines returns the JSON log lines whose message is msg.
 func (l *logBuffer) lines(msg string) []map[string]any {

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // readyLimit bounds every wait of these tests: a guard against hangs,
@@ -174,8 +174,8 @@ listen = "127.0.0.1:0"
 	if code, body := adminGet(t, "http://"+ready.Admin.String()+"/healthz"); code != 200 {
 		t.Errorf("admin /healthz at %s: %d %s", ready.Admin, code, body)
 	}
-	gg2List(t, ready.GG2, gg2wire.GG2LobbyUUID) // fails the test without a list
-	legacyQuery(t, ready.Legacy, []byte{1})     // likewise
+	gg2List(t, ready.GG2, gg2.GG2LobbyUUID) // fails the test without a list
+	legacyQuery(t, ready.Legacy, []byte{1}) // likewise
 	if resp, _ := httpGet(t, "http://"+ready.Web.String()+"/status.json"); resp.StatusCode != 200 {
 		t.Errorf("web /status.json at %s: %s", ready.Web, resp.Status)
 	}

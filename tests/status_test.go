@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/foyerlobby/foyer/internal/webtest"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // httpGet fetches url, failing the test if it cannot, and returns the
@@ -61,23 +61,23 @@ func TestStatusPages(t *testing.T) {
 		xVer  = `</td><script>alert(4)</script>`
 	)
 	game := newGG2Game(t, f.gg2)
-	hostile := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27015, xName, 8, 2)
-	hostile.Bots, hostile.Flags = 1, gg2wire.FlagPassword
-	hostile.KeyValues = gg2wire.KeyValues{{Key: "name", Value: []byte(xName)}, {Key: "map", Value: []byte(xMap)},
+	hostile := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, xName, 8, 2)
+	hostile.Bots, hostile.Flags = 1, gg2.FlagPassword
+	hostile.KeyValues = gg2.KeyValues{{Key: "name", Value: []byte(xName)}, {Key: "map", Value: []byte(xMap)},
 		{Key: "game", Value: []byte(xGame)}, {Key: "game_ver", Value: []byte(xVer)}, {Key: "game_url", Value: []byte("javascript:alert(5)")}}
 	game.register(hostile)
-	quoted := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27016, "quoted link", 8, 0)
-	quoted.KeyValues = append(quoted.KeyValues, gg2wire.KeyValue{Key: "game_url", Value: []byte(`http://example.org/"><script>alert(6)</script>`)})
+	quoted := gg2Registration(t, gg2.Counted, gg2.UDP, 27016, "quoted link", 8, 0)
+	quoted.KeyValues = append(quoted.KeyValues, gg2.KeyValue{Key: "game_url", Value: []byte(`http://example.org/"><script>alert(6)</script>`)})
 	game.register(quoted)
-	vanguard := gg2Registration(t, gg2wire.Counted, gg2wire.UDP, 27017, "Vanguard server", 6, 1)
-	vanguard.LobbyID = gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
-	vanguard.KeyValues = append(vanguard.KeyValues, gg2wire.KeyValue{Key: "game_url", Value: []byte("https://example.org/vanguard")})
+	vanguard := gg2Registration(t, gg2.Counted, gg2.UDP, 27017, "Vanguard server", 6, 1)
+	vanguard.LobbyID = gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
+	vanguard.KeyValues = append(vanguard.KeyValues, gg2.KeyValue{Key: "game_url", Value: []byte("https://example.org/vanguard")})
 	game.register(vanguard)
 	accepts := make(chan uint16, 4)
 	legacyPort := acceptingTCP(t, accepts)
 	newGG2Game(t, legacyAddr).send(legacyDatagram([]byte{1}, legacyPort, "[<b>map</b>] <i>old</i> [1/2] - <script>mod</script>"))
 	gg2Eventually(t, "every server listed", func() bool {
-		return len(gg2List(t, f.gg2, gg2wire.GG2LobbyUUID).Servers) == 4 && len(gg2List(t, f.gg2, vanguard.LobbyID).Servers) == 1
+		return len(gg2List(t, f.gg2, gg2.GG2LobbyUUID).Servers) == 4 && len(gg2List(t, f.gg2, vanguard.LobbyID).Servers) == 1
 	})
 
 	resp, page := httpGet(t, base+"/status")

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // listLoad keeps sockets asking a lobby for its list, each waiting for
@@ -141,7 +141,7 @@ func TestUpgradeUnderListLoad(t *testing.T) {
 		}
 	}
 	// The neighbour edges answer from the new process, on their sockets.
-	if list := gg2List(t, addrs.GG2, gg2wire.GG2LobbyUUID); len(list.Servers) != 3 {
+	if list := gg2List(t, addrs.GG2, gg2.GG2LobbyUUID); len(list.Servers) != 3 {
 		t.Errorf("GG2 list of %d servers", len(list.Servers))
 	}
 	if own := legacyQuery(t, addrs.Legacy, []byte{1}); len(own) != 3 {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
 )
 
@@ -77,13 +77,13 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 	}
 	for _, e := range edges {
 		switch e := e.(type) {
-		case *gg2.Server:
+		case *gg2server.Server:
 			addrs := e.Addrs()
 			line.GG2 = &addrs[0]
 			if len(addrs) > 1 {
 				line.GG2Legacy = &addrs[1]
 			}
-		case *gunz.Locator:
+		case *gunzserver.Locator:
 			line.Gunz = &e.Addrs()[0]
 		case *web.Server:
 			line.Web = &e.Addrs()[0]

@@ -21,8 +21,8 @@ import (
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -247,9 +247,9 @@ func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, 
 	}
 	for _, e := range edges {
 		switch e := e.(type) {
-		case *gg2.Server:
+		case *gg2server.Server:
 			src.GG2 = e.Stats
-		case *gunz.Locator:
+		case *gunzserver.Locator:
 			src.Gunz = e.Stats
 		}
 	}
@@ -284,7 +284,7 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 	}
 	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
-		s, err := gg2.New(cfg.GG2.Server, rooms, sup, guard, log)
+		s, err := gg2server.New(cfg.GG2.Server, rooms, sup, guard, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -301,7 +301,7 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 		edges = append(edges, w)
 	}
 	if cfg.Gunz.Enabled {
-		loc, err := gunz.New(cfg.Gunz.Locator, rooms, guard, log)
+		loc, err := gunzserver.New(cfg.Gunz.Locator, rooms, guard, log)
 		if err != nil {
 			return fail(err)
 		}

@@ -38,10 +38,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/instance"
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Probes a keeper knows.

@@ -26,7 +26,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -35,7 +35,7 @@ type Config struct {
 	// Upstream is the upstream lobby's "host:port", resolved once by New.
 	Upstream string
 	// Lobby is the lobby ID the registrations carry.
-	Lobby gg2wire.UUID
+	Lobby gg2.UUID
 	// Interval is how often every room is registered again.
 	Interval time.Duration
 	// Game is the "game" value of rooms that name none.
@@ -46,7 +46,7 @@ type Config struct {
 // is empty (announcing is off).
 func DefaultConfig() Config {
 	return Config{
-		Lobby:    gg2wire.GG2LobbyUUID,
+		Lobby:    gg2.GG2LobbyUUID,
 		Interval: 30 * time.Second,
 		Game:     "foyer",
 	}
@@ -72,8 +72,8 @@ type Announcer struct {
 	registrations, unregisters, sendErrors tally.Counter
 
 	mu      sync.Mutex
-	ids     map[uint32]gg2wire.UUID // announced rooms' server IDs
-	version uint64                  // of the last snapshot synced
+	ids     map[uint32]gg2.UUID // announced rooms' server IDs
+	version uint64              // of the last snapshot synced
 	buf     []byte
 }
 
@@ -90,7 +90,7 @@ func New(cfg Config, rooms room.Table, log zerolog.Logger) (*Announcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("announce: upstream %q: %w", cfg.Upstream, err)
 	}
-	return &Announcer{cfg: cfg, rooms: rooms, conn: c, ids: make(map[uint32]gg2wire.UUID),
+	return &Announcer{cfg: cfg, rooms: rooms, conn: c, ids: make(map[uint32]gg2.UUID),
 		log: log.With().Str("component", "announce").Str("upstream", cfg.Upstream).Logger()}, nil
 }
 
@@ -192,8 +192,8 @@ func (a *Announcer) announce(r room.Room) {
 			return
 		}
 	}
-	reg := gg2wire.Registration{
-		Form: gg2wire.Counted, ServerID: id, LobbyID: a.cfg.Lobby, Transport: gg2wire.UDP,
+	reg := gg2.Registration{
+		Form: gg2.Counted, ServerID: id, LobbyID: a.cfg.Lobby, Transport: gg2.UDP,
 		Port: r.Port, Slots: frontend.Clamp16(r.MaxPlayers), Players: frontend.Clamp16(r.Occupied()),
 		KeyValues: frontend.RoomKeys(r, a.cfg.Game),
 	}
@@ -216,7 +216,7 @@ func (a *Announcer) withdraw(id uint32, cause room.Cause) {
 		return
 	}
 	delete(a.ids, id)
-	a.send(gg2wire.Unregister{ServerID: sid}.Append(a.buf[:0]), &a.unregisters)
+	a.send(gg2.Unregister{ServerID: sid}.Append(a.buf[:0]), &a.unregisters)
 	ev := a.log.Info()
 	if cause == room.Stopped { // one summary line at shutdown instead
 		ev = a.log.Debug()

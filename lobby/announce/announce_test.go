@@ -12,9 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
-	"github.com/foyerlobby/foyer/lobby/gg2"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
@@ -60,14 +60,14 @@ func serve(t *testing.T, s interface{ Serve(context.Context) error }) context.Ca
 const upstreamTTL = 2 * time.Second
 
 // upstream is a GG2-style front-end on loopback, as a second Foyer runs it.
-func upstream(t *testing.T) (*gg2.Server, *memrooms.Table) {
+func upstream(t *testing.T) (*gg2server.Server, *memrooms.Table) {
 	t.Helper()
-	cfg := gg2.DefaultConfig()
+	cfg := gg2server.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{} // not the well-known port: the host may hold it
 	cfg.TTL = upstreamTTL
 	table := memrooms.New()
-	srv, err := gg2.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
+	srv, err := gg2server.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSendErrorsReported(t *testing.T) {
 	down.Close() // nothing listens on the port now
 	local := memrooms.New()
 	local.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	cfg := DefaultConfig()
 	cfg.Upstream = addr
 	cfg.Interval = 20 * time.Millisecond

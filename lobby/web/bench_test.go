@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -22,7 +22,7 @@ func BenchmarkPage(b *testing.B) {
 		port := uint16(10000 + i)
 		rt.Register(fmt.Sprint(i), room.Listing{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), port),
 			Players: i % 8, MaxPlayers: 8, Name: fmt.Sprintf("Bacon's <server> %d", i), Game: "Gang Garrison 2", Map: "ctf_truefort"})
-		d.details[port] = Details{Lobby: gg2wire.GG2LobbyUUID, Bots: i % 3, GameVersion: "v2.3.7", GameURL: "https://www.ganggarrison.com/"}
+		d.details[port] = Details{Lobby: gg2.GG2LobbyUUID, Bots: i % 3, GameVersion: "v2.3.7", GameURL: "https://www.ganggarrison.com/"}
 	}
 	s := newServer(DefaultConfig(), rt, d, nil, zerolog.Nop())
 	host := netip.MustParseAddr("127.0.0.1")

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -24,16 +24,16 @@ const (
 // knownLobbies are the lobby names the reference lobby shows, in its
 // order; others are shown by id.
 var knownLobbies = []struct {
-	id   gg2wire.UUID
+	id   gg2.UUID
 	name string
 }{
-	{gg2wire.GG2LobbyUUID, "Gang Garrison Lobby"},
-	{gg2wire.MustParseUUID("0e29560e-443a-93a3-e15e-7bd072df7506"), "PyGG2 Testing Lobby"},
-	{gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9"), "Vanguard Lobby"},
+	{gg2.GG2LobbyUUID, "Gang Garrison Lobby"},
+	{gg2.MustParseUUID("0e29560e-443a-93a3-e15e-7bd072df7506"), "PyGG2 Testing Lobby"},
+	{gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9"), "Vanguard Lobby"},
 }
 
 // lobbyName is how the page names lobby id.
-func lobbyName(id gg2wire.UUID) string {
+func lobbyName(id gg2.UUID) string {
 	for _, l := range knownLobbies {
 		if l.id == id {
 			return l.name
@@ -44,7 +44,7 @@ func lobbyName(id gg2wire.UUID) string {
 
 // lobbyRank orders the tables: Foyer's own lobby first, then the known
 // lobbies in the reference lobby's order, then the others by id.
-func (s *Server) lobbyRank(id gg2wire.UUID) int {
+func (s *Server) lobbyRank(id gg2.UUID) int {
 	if id == s.cfg.Lobby {
 		return 0
 	}
@@ -59,7 +59,7 @@ func (s *Server) lobbyRank(id gg2wire.UUID) int {
 // row is one listed server.
 type row struct {
 	listed      bool
-	lobby       gg2wire.UUID
+	lobby       gg2.UUID
 	id          uint32
 	password    bool
 	name, mapID string
@@ -151,7 +151,7 @@ func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 	return rows
 }
 
-func value(kv gg2wire.KeyValues, k string) string {
+func value(kv gg2.KeyValues, k string) string {
 	v, _ := kv.Get(k)
 	return string(v)
 }

@@ -38,7 +38,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -49,7 +49,7 @@ type Config struct {
 	Listen netip.AddrPort
 	// Lobby is the lobby Foyer's own rooms are listed in; Game their game
 	// when they name none.
-	Lobby gg2wire.UUID
+	Lobby gg2.UUID
 	Game  string
 	// PublicAddr is the address shown for Foyer's own rooms; when invalid,
 	// the local address each request arrived on.
@@ -65,7 +65,7 @@ type Config struct {
 // the zero AddrPort (the pages are off).
 func DefaultConfig() Config {
 	return Config{
-		Lobby:          gg2wire.GG2LobbyUUID,
+		Lobby:          gg2.GG2LobbyUUID,
 		Game:           "foyer",
 		MaxConns:       64,
 		MaxConnsPerIP:  8,
@@ -86,7 +86,7 @@ func (c Config) check() error {
 // Details is what the edge that registered a room knows of it beyond the
 // room table.
 type Details struct {
-	Lobby                gg2wire.UUID
+	Lobby                gg2.UUID
 	Bots                 int
 	GameVersion, GameURL string
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -40,7 +40,7 @@ func (d *describer) Describe(rooms []room.Room, each func(int, Details)) {
 	}
 }
 
-var vanguard = gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
+var vanguard = gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
 
 // fixture is the pages served on loopback over an in-memory table with
 // Foyer's own room 1 and three registered rooms, one in another lobby and
@@ -57,7 +57,7 @@ func start(t *testing.T, tweak func(*Config)) *fixture {
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	d := &describer{details: map[uint16]Details{
-		8190: {Lobby: gg2wire.GG2LobbyUUID, Bots: 2, GameVersion: "v2.3", GameURL: "https://example.org/gg2"},
+		8190: {Lobby: gg2.GG2LobbyUUID, Bots: 2, GameVersion: "v2.3", GameURL: "https://example.org/gg2"},
 		8191: {Lobby: vanguard},
 	}}
 	srv, rt := edgetest.Start(t, cfg, tweak, func(c Config, rt *memrooms.Table) (*Server, error) {
@@ -136,7 +136,7 @@ func TestStatusJSON(t *testing.T) {
 func TestHostileFieldsEscaped(t *testing.T) {
 	f := start(t, nil)
 	xss := `<script>alert(1)</script>"'&`
-	other := gg2wire.MustParseUUID("00000000-0000-0000-0000-0000000000ff")
+	other := gg2.MustParseUUID("00000000-0000-0000-0000-0000000000ff")
 	for i, url := range []string{"javascript:alert(1)", `https://x.org/"onmouseover="alert(1)`, "data:text/html,<script>", "https://\tx"} {
 		port := uint16(9000 + i)
 		f.rt.Register(fmt.Sprint("x", i), room.Listing{Addr: netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), port),

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor/host"

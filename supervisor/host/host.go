@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/foyerlobby/foyer/instance"
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
 )

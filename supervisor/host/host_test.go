@@ -22,8 +22,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -451,7 +451,7 @@ func TestStartGameError(t *testing.T) {
 
 func TestMalformedStderrIsForwardedNotParsed(t *testing.T) {
 	t.Parallel()
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	p := launch(t, "bad-stderr", zerolog.New(&logs).Level(zerolog.DebugLevel))
 	start(t, p, nil)
 	p.Stop(patience)

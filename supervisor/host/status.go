@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
-	instancepb "github.com/foyerlobby/foyer/instance/proto"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
 )
 

@@ -1,5 +1,5 @@
-// Package frontend holds what the neighbour-protocol front-ends (lobby/gg2,
-// lobby/gunz, lobby/announce) share besides rate limiting (package limit)
+// Package frontend holds what the neighbour-protocol front-ends (lobby/gg2server,
+// lobby/gunzserver, lobby/announce) share besides rate limiting (package limit)
 // and counting (package tally), which every edge shares: how Foyer's own
 // rooms describe themselves to other protocols' browsers (player counts
 // in 16-bit fields, GG2-style key/value tables).
@@ -8,7 +8,7 @@ package frontend
 import (
 	"fmt"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -20,7 +20,7 @@ func Clamp16(n int) uint16 {
 // RoomKeys is the key/value table a GG2-style list or registration shows
 // for one of Foyer's own rooms: its name, game and map, or defaults for
 // those it does not set ("Foyer room N", game, "default").
-func RoomKeys(r room.Room, game string) gg2wire.KeyValues {
+func RoomKeys(r room.Room, game string) gg2.KeyValues {
 	name, mapName := r.Name, r.Map
 	if name == "" {
 		name = fmt.Sprintf("Foyer room %d", r.ID)
@@ -31,7 +31,7 @@ func RoomKeys(r room.Room, game string) gg2wire.KeyValues {
 	if mapName == "" {
 		mapName = "default"
 	}
-	return gg2wire.KeyValues{
+	return gg2.KeyValues{
 		{Key: "name", Value: []byte(name)},
 		{Key: "game", Value: []byte(game)},
 		{Key: "map", Value: []byte(mapName)},

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/internal/logbuf"
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
@@ -88,7 +88,7 @@ type reportLine struct {
 	Limited        *uint64
 }
 
-func lines(t *testing.T, logs *logbuf.Buffer) []reportLine {
+func lines(t *testing.T, logs *logtest.Buffer) []reportLine {
 	t.Helper()
 	var out []reportLine
 	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -107,7 +107,7 @@ func lines(t *testing.T, logs *logbuf.Buffer) []reportLine {
 // Each report line says what grew since the one before, and a quiet
 // interval says nothing.
 func TestReportLinesAreDeltas(t *testing.T) {
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	log := zerolog.New(&logs)
 	var drops Set
 	var limited Counter
@@ -141,7 +141,7 @@ func TestReportLinesAreDeltas(t *testing.T) {
 
 // Report runs on its own clock and stops with its context.
 func TestReportLogsUntilDone(t *testing.T) {
-	var logs logbuf.Buffer
+	var logs logtest.Buffer
 	var drops Set
 	for range 100 {
 		drops.Add("short")

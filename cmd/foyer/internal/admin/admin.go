@@ -35,15 +35,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cluster"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // Config is the [admin] section of config.toml.
@@ -67,8 +67,8 @@ type Sources struct {
 	// leaves out shows none (it runs without cgroups).
 	Usage func() map[uint32]cgroup.Usage
 	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
-	GG2  func() gg2.Stats
-	Gunz func() gunz.Stats
+	GG2  func() gg2server.Stats
+	Gunz func() gunzserver.Stats
 	// Cluster is the cluster this host is part of; nil when standalone.
 	Cluster func() cluster.Stats
 	// Guard is the rate limiting every edge shares.

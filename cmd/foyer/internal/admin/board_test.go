@@ -24,8 +24,8 @@ import (
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -501,11 +501,11 @@ func TestBoardSamplesEveryEdge(t *testing.T) {
 		Lobby: func() lobby.Stats {
 			return lobby.Stats{Requests: map[string]uint64{"list": 3, "create": 1}, Drops: map[string]uint64{"rate_limited": 2}}
 		},
-		GG2: func() gg2.Stats {
-			return gg2.Stats{Requests: map[string]uint64{"register": 10}, Drops: map[string]uint64{"truncated": 20}}
+		GG2: func() gg2server.Stats {
+			return gg2server.Stats{Requests: map[string]uint64{"register": 10}, Drops: map[string]uint64{"truncated": 20}}
 		},
-		Gunz: func() gunz.Stats {
-			return gunz.Stats{Requests: map[string]uint64{"locator": 100}, Drops: map[string]uint64{"checksum": 200}}
+		Gunz: func() gunzserver.Stats {
+			return gunzserver.Stats{Requests: map[string]uint64{"locator": 100}, Drops: map[string]uint64{"checksum": 200}}
 		},
 	}, zerolog.Nop())
 	b.sample(time.Now())

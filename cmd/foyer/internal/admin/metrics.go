@@ -9,13 +9,13 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 
 	"github.com/foyerlobby/foyer/cluster"
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // The edges count with plain atomics (see lobby/internal/tally): on the
@@ -54,10 +54,10 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 		cs = append(cs, stats[map[uint32]cgroup.Usage]{src.Usage, usageDescs, collectUsage})
 	}
 	if src.GG2 != nil {
-		cs = append(cs, stats[gg2.Stats]{src.GG2, gg2Descs, collectGG2})
+		cs = append(cs, stats[gg2server.Stats]{src.GG2, gg2Descs, collectGG2})
 	}
 	if src.Gunz != nil {
-		cs = append(cs, stats[gunz.Stats]{src.Gunz, gunzDescs, collectGunz})
+		cs = append(cs, stats[gunzserver.Stats]{src.Gunz, gunzDescs, collectGunz})
 	}
 	if src.Guard != nil {
 		cs = append(cs, stats[GuardStats]{src.Guard, guardDescs, collectGuard})
@@ -254,7 +254,7 @@ var (
 	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns}
 )
 
-func collectGG2(ch chan<- prometheus.Metric, s gg2.Stats) {
+func collectGG2(ch chan<- prometheus.Metric, s gg2server.Stats) {
 	byName(ch, gg2Requests, prometheus.CounterValue, s.Requests)
 	byName(ch, gg2Drops, prometheus.CounterValue, s.Drops)
 	gauge(ch, gg2Registered, s.Registered)
@@ -270,7 +270,7 @@ var (
 	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops}
 )
 
-func collectGunz(ch chan<- prometheus.Metric, s gunz.Stats) {
+func collectGunz(ch chan<- prometheus.Metric, s gunzserver.Stats) {
 	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
 	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
 	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)

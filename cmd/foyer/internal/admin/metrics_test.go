@@ -11,13 +11,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
-	"github.com/foyerlobby/foyer/supervisor/cgroup"
 )
 
 // foyerRegistry is a pedantic registry of the collectors of src alone:
@@ -248,12 +248,12 @@ foyer_room_memory_bytes{room="9"} 4096
 // only theirs.
 func TestMetricsOfNeighbourEdges(t *testing.T) {
 	reg := foyerRegistry(t, Sources{
-		GG2: func() gg2.Stats {
-			return gg2.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
+		GG2: func() gg2server.Stats {
+			return gg2server.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
 				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0}
 		},
-		Gunz: func() gunz.Stats {
-			return gunz.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
+		Gunz: func() gunzserver.Stats {
+			return gunzserver.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
 				Drops: map[string]uint64{"checksum": 1}}
 		},
 	})

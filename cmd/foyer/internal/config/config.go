@@ -24,8 +24,8 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	"github.com/foyerlobby/foyer/lobby/gunz"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -54,7 +54,7 @@ type Config struct {
 // announces. Rate limits are [lobby]'s, shared by every edge.
 type GG2 struct {
 	Enabled  bool
-	Server   gg2.Config
+	Server   gg2server.Config
 	Announce announce.Config
 }
 
@@ -62,7 +62,7 @@ type GG2 struct {
 // the reply budget are [lobby]'s, shared by every edge.
 type Gunz struct {
 	Enabled bool
-	Locator gunz.Config
+	Locator gunzserver.Config
 }
 
 // Admin is the [admin] section: the admin HTTP listener.
@@ -86,8 +86,8 @@ func Default() Config {
 	c := Config{
 		Lobby:      lobby.DefaultConfig(),
 		Limits:     limit.DefaultConfig(),
-		GG2:        GG2{Server: gg2.DefaultConfig(), Announce: announce.DefaultConfig()},
-		Gunz:       Gunz{Locator: gunz.DefaultConfig()},
+		GG2:        GG2{Server: gg2server.DefaultConfig(), Announce: announce.DefaultConfig()},
+		Gunz:       Gunz{Locator: gunzserver.DefaultConfig()},
 		Web:        web.DefaultConfig(),
 		Supervisor: supervisor.Defaults(),
 		Room:       refroom.DefaultConfig,

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance/refroom"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // The documented file must say exactly what the binary does without it.
@@ -142,11 +142,11 @@ public_addr = "::ffff:192.0.2.8"
 		t.Fatal(err)
 	}
 	g := c.GG2
-	lobbyID := gg2wire.MustParseUUID("0ad2e3a4-0000-1111-2222-333344445555")
+	lobbyID := gg2.MustParseUUID("0ad2e3a4-0000-1111-2222-333344445555")
 	if !g.Enabled || g.Server.Listen != netip.MustParseAddrPort("[::1]:29945") || g.Server.Lobby != lobbyID ||
 		g.Server.PublicAddr != netip.MustParseAddr("192.0.2.7") || g.Server.Game != "gg2" ||
 		g.Server.TTL != 2*time.Second || g.Server.MaxServersPerIP != 3 || g.Server.MaxServers != 4096 ||
-		g.Server.LegacyListen.IsValid() || g.Server.ProtocolID != gg2wire.ShortLegacyVersion(1).ID ||
+		g.Server.LegacyListen.IsValid() || g.Server.ProtocolID != gg2.ShortLegacyVersion(1).ID ||
 		g.Server.MaxKVBytes != 2048 || g.Server.MaxPlayers != 16 || g.Server.MaxListConnsPerIP != 2 {
 		t.Errorf("gg2 server = %+v", g.Server)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/lobby/gg2"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // keys is every section's keys, kept for the checks between values. Each
@@ -97,7 +97,7 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.Listen, addrPort(&srv.Listen, false))
 	// The lobby ID and game are the announcer's too.
 	r.get(k.Lobby, text(func(v string) error {
-		id, err := gg2wire.ParseUUID(v)
+		id, err := gg2.ParseUUID(v)
 		if err != nil {
 			return errors.New("not a UUID (want 8-4-4-4-12 hex digits)")
 		}
@@ -120,7 +120,7 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.ListTimeout, duration(&srv.ListTimeout, 100*time.Millisecond))
 	r.get(k.MaxListConns, count(&srv.MaxListConns, 1, 1<<16))
 	r.get(k.MaxListConnsIP, count(&srv.MaxListConnsPerIP, 1, srv.MaxListConns))
-	r.get(k.MaxKVBytes, size(&srv.MaxKVBytes, gg2.MinKVBytes))
+	r.get(k.MaxKVBytes, size(&srv.MaxKVBytes, gg2server.MinKVBytes))
 	if srv.MaxKVBytes > maxKVBytes {
 		r.refuse(fmt.Sprintf("must be at most %d bytes", maxKVBytes), k.MaxKVBytes)
 	}
@@ -128,10 +128,10 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.LegacyListen, addrPortOrOff(&srv.LegacyListen))
 	r.get(k.ProtocolID, text(func(v string) error {
 		if v == "" {
-			srv.ProtocolID = gg2wire.UUID{}
+			srv.ProtocolID = gg2.UUID{}
 			return nil
 		}
-		id, err := gg2wire.ParseUUID(v)
+		id, err := gg2.ParseUUID(v)
 		if err != nil {
 			return errors.New(`not a UUID (want 8-4-4-4-12 hex digits), or "" for none`)
 		}

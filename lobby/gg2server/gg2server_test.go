@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -67,14 +67,14 @@ func (f *fixture) waitRequests(kind string, n uint64) {
 	edgetest.Eventually(f.t, "request "+kind, func() bool { return f.srv.Stats().Requests[kind] >= n })
 }
 
-func registration(id byte, port uint16, tr gg2wire.Transport, form gg2wire.Form, kv ...string) []byte {
-	r := gg2wire.Registration{
-		Form: form, LobbyID: gg2wire.GG2LobbyUUID, Transport: tr, Port: port,
-		Slots: 10, Players: 3, Bots: 1, Flags: gg2wire.FlagPassword,
+func registration(id byte, port uint16, tr gg2.Transport, form gg2.Form, kv ...string) []byte {
+	r := gg2.Registration{
+		Form: form, LobbyID: gg2.GG2LobbyUUID, Transport: tr, Port: port,
+		Slots: 10, Players: 3, Bots: 1, Flags: gg2.FlagPassword,
 	}
 	r.ServerID[0] = id
 	for i := 0; i+1 < len(kv); i += 2 {
-		r.KeyValues = append(r.KeyValues, gg2wire.KeyValue{Key: kv[i], Value: []byte(kv[i+1])})
+		r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: kv[i], Value: []byte(kv[i+1])})
 	}
 	b, err := r.Append(nil)
 	if err != nil {
@@ -84,17 +84,17 @@ func registration(id byte, port uint16, tr gg2wire.Transport, form gg2wire.Form,
 }
 
 func unregister(id byte) []byte {
-	b := append([]byte(nil), gg2wire.UnregisterUUID[:]...)
-	var sid gg2wire.UUID
+	b := append([]byte(nil), gg2.UnregisterUUID[:]...)
+	var sid gg2.UUID
 	sid[0] = id
 	return append(b, sid[:]...)
 }
 
 // list asks for lobby's servers over TCP and reads until the server closes.
-func list(t *testing.T, addr netip.AddrPort, lobby gg2wire.UUID) gg2wire.ListReply {
+func list(t *testing.T, addr netip.AddrPort, lobby gg2.UUID) gg2.ListReply {
 	t.Helper()
-	b := readAll(t, addr, gg2wire.ListQuery{Lobby: lobby}.Append(nil))
-	r, err := gg2wire.ParseListReply(b)
+	b := readAll(t, addr, gg2.ListQuery{Lobby: lobby}.Append(nil))
+	r, err := gg2.ParseListReply(b)
 	if err != nil {
 		t.Fatalf("list reply %x: %v", b, err)
 	}
@@ -121,13 +121,13 @@ func readAll(t *testing.T, addr netip.AddrPort, q []byte) []byte {
 }
 
 // byPort finds the listed server on port.
-func byPort(r gg2wire.ListReply, port uint16) (gg2wire.ListServer, bool) {
+func byPort(r gg2.ListReply, port uint16) (gg2.ListServer, bool) {
 	for _, s := range r.Servers {
 		if s.V4.Port() == port || s.V6.Port() == port {
 			return s, true
 		}
 	}
-	return gg2wire.ListServer{}, false
+	return gg2.ListServer{}, false
 }
 
 func udpKey(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port)) + "/udp" }
@@ -136,8 +136,8 @@ func tcpKey(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(por
 func TestRegisterBothFormsAndList(t *testing.T) {
 	f := start(t, nil)
 	own := f.table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
-	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "counted server", "game", "gg2", "map", "ctf_a", "x-extra", "v"))
-	f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Legacy, "name", "legacy server"))
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "counted server", "game", "gg2", "map", "ctf_a", "x-extra", "v"))
+	f.send(registration(2, 8191, gg2.UDP, gg2.Legacy, "name", "legacy server"))
 	f.waitRequests("register", 2) // counted once applied
 
 	room, _ := f.table.Registered(udpKey(8190))
@@ -146,22 +146,22 @@ func TestRegisterBothFormsAndList(t *testing.T) {
 		t.Errorf("registered room = %+v", room)
 	}
 
-	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	r := list(t, f.addr, gg2.GG2LobbyUUID)
 	if len(r.Servers) != 3 {
 		t.Fatalf("listed %d servers, want 3: %+v", len(r.Servers), r.Servers)
 	}
 	s, ok := byPort(r, 8190)
-	want := gg2wire.KeyValues{{Key: "name", Value: []byte("counted server")}, {Key: "game", Value: []byte("gg2")},
+	want := gg2.KeyValues{{Key: "name", Value: []byte("counted server")}, {Key: "game", Value: []byte("gg2")},
 		{Key: "map", Value: []byte("ctf_a")}, {Key: "x-extra", Value: []byte("v")}}
 	if !ok || !s.KeyValues.Equal(want) || s.V4.Addr() != netip.MustParseAddr("127.0.0.1") ||
-		s.Transport != gg2wire.UDP || s.Slots != 10 || s.Players != 3 || s.Bots != 1 || s.Flags != gg2wire.FlagPassword {
+		s.Transport != gg2.UDP || s.Slots != 10 || s.Players != 3 || s.Bots != 1 || s.Flags != gg2.FlagPassword {
 		t.Errorf("counted server listed as %+v", s)
 	}
 	if s, ok := byPort(r, 8191); !ok || s.KeyValues.Name() != "legacy server" {
 		t.Errorf("legacy server listed as %+v", s)
 	}
 	s, ok = byPort(r, own.Port)
-	want = gg2wire.KeyValues{{Key: "name", Value: []byte("Foyer room 1")}, {Key: "game", Value: []byte("foyer")},
+	want = gg2.KeyValues{{Key: "name", Value: []byte("Foyer room 1")}, {Key: "game", Value: []byte("foyer")},
 		{Key: "map", Value: []byte("default")}}
 	if !ok || !s.KeyValues.Equal(want) || s.V4 != netip.MustParseAddrPort("127.0.0.1:30001") ||
 		s.Slots != 4 || s.Players != 1 || s.Flags != 0 {
@@ -173,15 +173,15 @@ func TestRegisterBothFormsAndList(t *testing.T) {
 }
 
 func TestPublicAddrAndOtherLobby(t *testing.T) {
-	other := gg2wire.MustParseUUID("00000000-0000-0000-0000-000000000001")
+	other := gg2.MustParseUUID("00000000-0000-0000-0000-000000000001")
 	f := start(t, func(c *Config) {
 		c.PublicAddr = netip.MustParseAddr("192.0.2.7")
 		c.Game = "mygame"
 	})
 	f.table.Add(room.Room{Port: 30002, Map: "arena", Name: "Named", MaxPlayers: 2})
-	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	r := list(t, f.addr, gg2.GG2LobbyUUID)
 	if len(r.Servers) != 1 || r.Servers[0].V4 != netip.MustParseAddrPort("192.0.2.7:30002") ||
-		!r.Servers[0].KeyValues.Equal(gg2wire.KeyValues{{Key: "name", Value: []byte("Named")},
+		!r.Servers[0].KeyValues.Equal(gg2.KeyValues{{Key: "name", Value: []byte("Named")},
 			{Key: "game", Value: []byte("mygame")}, {Key: "map", Value: []byte("arena")}}) {
 		t.Errorf("listed %+v", r.Servers)
 	}
@@ -197,7 +197,7 @@ func TestExpire(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := f.table.Watch(ctx)
-	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "short-lived"))
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "short-lived"))
 	for _, want := range []room.EventKind{room.Created, room.Reaped} {
 		select {
 		case ev := <-events:
@@ -208,7 +208,7 @@ func TestExpire(t *testing.T) {
 			t.Fatalf("no event of kind %d", want)
 		}
 	}
-	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+	if r := list(t, f.addr, gg2.GG2LobbyUUID); len(r.Servers) != 0 {
 		t.Errorf("expired server still listed: %+v", r.Servers)
 	}
 	if st := f.srv.Stats(); st.Registered != 0 || st.Pending != 0 {
@@ -218,15 +218,15 @@ func TestExpire(t *testing.T) {
 
 func TestReplace(t *testing.T) {
 	f := start(t, nil)
-	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "one"))
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "one"))
 	f.waitRequests("register", 1)
-	f.send(registration(2, 8190, gg2wire.UDP, gg2wire.Legacy, "name", "two"))
+	f.send(registration(2, 8190, gg2.UDP, gg2.Legacy, "name", "two"))
 	f.waitRequests("register", 2)
 	edgetest.Eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
 	if keys := f.table.Keys(); len(keys) != 1 {
 		t.Errorf("keys %v, want one", keys)
 	}
-	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
+	r := list(t, f.addr, gg2.GG2LobbyUUID)
 	if len(r.Servers) != 1 || r.Servers[0].KeyValues.Name() != "two" {
 		t.Errorf("listed %+v", r.Servers)
 	}
@@ -238,14 +238,14 @@ func TestReplace(t *testing.T) {
 	}
 	// The same port over the other transport is another server.
 	srv := listenTCP(t)
-	f.send(registration(3, srv.Port(), gg2wire.TCP, gg2wire.Counted, "name", "tcp"))
-	f.send(registration(4, srv.Port(), gg2wire.UDP, gg2wire.Counted, "name", "udp"))
+	f.send(registration(3, srv.Port(), gg2.TCP, gg2.Counted, "name", "tcp"))
+	f.send(registration(4, srv.Port(), gg2.UDP, gg2.Counted, "name", "udp"))
 	edgetest.Eventually(t, "two transports", func() bool { return len(f.table.Keys()) == 3 })
 }
 
 func TestUnregister(t *testing.T) {
 	f := start(t, nil)
-	f.send(registration(7, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s"))
+	f.send(registration(7, 8190, gg2.UDP, gg2.Counted, "name", "s"))
 	edgetest.Eventually(t, "registered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return ok })
 	f.send(unregister(8))
 	f.waitDrop("unknown_id", 1)
@@ -297,7 +297,7 @@ func closedPort(t *testing.T) uint16 {
 func TestTCPReachability(t *testing.T) {
 	f := start(t, nil)
 	refused := closedPort(t)
-	f.send(registration(1, refused, gg2wire.TCP, gg2wire.Counted, "name", "nobody home"))
+	f.send(registration(1, refused, gg2.TCP, gg2.Counted, "name", "nobody home"))
 	f.waitDrop("unreachable", 1)
 	if _, ok := f.table.Registered(tcpKey(refused)); ok {
 		t.Error("unreachable server registered")
@@ -307,17 +307,17 @@ func TestTCPReachability(t *testing.T) {
 	}
 	// A second registration within ttl is refused on the outcome kept: no
 	// second connect.
-	f.send(registration(1, refused, gg2wire.TCP, gg2wire.Counted, "name", "nobody home"))
+	f.send(registration(1, refused, gg2.TCP, gg2.Counted, "name", "nobody home"))
 	f.waitDrop("unreachable_cached", 1)
 	if n := f.srv.Stats().Drops["unreachable"]; n != 1 {
 		t.Errorf("%d connects failed, want 1", n)
 	}
 
 	open := listenTCP(t)
-	f.send(registration(2, open.Port(), gg2wire.TCP, gg2wire.Counted, "name", "listening"))
+	f.send(registration(2, open.Port(), gg2.TCP, gg2.Counted, "name", "listening"))
 	edgetest.Eventually(t, "reachable server registered", func() bool { _, ok := f.table.Registered(tcpKey(open.Port())); return ok })
-	r := list(t, f.addr, gg2wire.GG2LobbyUUID)
-	if len(r.Servers) != 1 || r.Servers[0].Transport != gg2wire.TCP || r.Servers[0].V4 != open {
+	r := list(t, f.addr, gg2.GG2LobbyUUID)
+	if len(r.Servers) != 1 || r.Servers[0].Transport != gg2.TCP || r.Servers[0].V4 != open {
 		t.Errorf("listed %+v", r.Servers)
 	}
 }
@@ -325,13 +325,13 @@ func TestTCPReachability(t *testing.T) {
 func TestIgnored(t *testing.T) {
 	f := start(t, nil)
 	// The encoder refuses a table without "name": rename the key on the wire.
-	noName := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "no name")
+	noName := registration(1, 8190, gg2.UDP, gg2.Counted, "name", "no name")
 	copy(noName[bytes.Index(noName, []byte("name")):], "nome")
 	f.send(noName)
 	f.waitDrop("no_name", 1)
 	f.send([]byte("garbage that is no GG2 message at all"))
 	f.waitDrop("unknown_message", 1)
-	good := registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "ok")
+	good := registration(3, 8192, gg2.UDP, gg2.Counted, "name", "ok")
 	f.send(good[:len(good)-1])
 	f.send(good)
 	f.waitRequests("register", 1)
@@ -385,7 +385,7 @@ func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 func TestSilentClientCut(t *testing.T) {
 	f := start(t, func(c *Config) { c.ListTimeout = 100 * time.Millisecond })
 	c := dial(t, f.addr)
-	if _, err := c.Write(gg2wire.ListProtocolUUID[:]); err != nil { // half a query
+	if _, err := c.Write(gg2.ListProtocolUUID[:]); err != nil { // half a query
 		t.Fatal(err)
 	}
 	if b := closedByServer(t, c); len(b) != 0 {
@@ -393,7 +393,7 @@ func TestSilentClientCut(t *testing.T) {
 	}
 	f.waitDrop("timeout", 1)
 	// The lobby still answers.
-	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+	if r := list(t, f.addr, gg2.GG2LobbyUUID); len(r.Servers) != 0 {
 		t.Errorf("listed %+v", r.Servers)
 	}
 }
@@ -406,7 +406,7 @@ func TestIdleCutWhenFull(t *testing.T) {
 	first := dial(t, f.addr)
 	dial(t, f.addr)
 	edgetest.Eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
-	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 0 {
+	if r := list(t, f.addr, gg2.GG2LobbyUUID); len(r.Servers) != 0 {
 		t.Errorf("listed %+v", r.Servers)
 	}
 	if b := closedByServer(t, first); len(b) != 0 {
@@ -423,13 +423,13 @@ func TestListConnsPerSource(t *testing.T) {
 	dial(t, f.addr)
 	edgetest.Eventually(t, "two connections served", func() bool { return f.srv.Stats().ListConns == 2 })
 	c := dial(t, f.addr)
-	_, _ = c.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	_, _ = c.Write(gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil))
 	if b := closedByServer(t, c); len(b) != 0 {
 		t.Errorf("third connection got %x, want nothing", b)
 	}
 	f.waitDrop("source_conn_limit", 1)
 	other := dialFrom(t, "127.0.0.2", f.addr)
-	_, _ = other.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	_, _ = other.Write(gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil))
 	if b := closedByServer(t, other); !bytes.Equal(b, emptyList) {
 		t.Errorf("another source got %x, want the empty list", b)
 	}
@@ -438,7 +438,7 @@ func TestListConnsPerSource(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	f := startLimited(t, nil, edgetest.Limits(0.001, 3))
 	for i := range 5 {
-		f.send(registration(byte(i+1), 8190+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s"))
+		f.send(registration(byte(i+1), 8190+uint16(i), gg2.UDP, gg2.Counted, "name", "s"))
 	}
 	f.waitDrop("rate_limited", 2)
 	if n := len(f.table.Keys()); n != 3 {
@@ -446,7 +446,7 @@ func TestRateLimit(t *testing.T) {
 	}
 	// The source's budget is spent for list connections too.
 	c := dial(t, f.addr)
-	_, _ = c.Write(gg2wire.ListQuery{Lobby: gg2wire.GG2LobbyUUID}.Append(nil))
+	_, _ = c.Write(gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil))
 	if b := closedByServer(t, c); len(b) != 0 {
 		t.Errorf("limited list got %x, want nothing", b)
 	}
@@ -470,7 +470,7 @@ func TestShutdownUnregisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer u.Close()
-	if _, err := u.Write(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s")); err != nil {
+	if _, err := u.Write(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "s")); err != nil {
 		t.Fatal(err)
 	}
 	edgetest.Eventually(t, "registered", func() bool { return len(table.Keys()) == 1 })
@@ -486,14 +486,14 @@ func TestShutdownUnregisters(t *testing.T) {
 func TestTableBounds(t *testing.T) {
 	f := start(t, func(c *Config) { c.MaxServers, c.MaxServersPerIP = 3, 2 })
 	for i := range 3 {
-		f.send(registration(byte(i+1), 8190+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s"))
+		f.send(registration(byte(i+1), 8190+uint16(i), gg2.UDP, gg2.Counted, "name", "s"))
 	}
 	f.waitDrop("source_full", 1)
 	if n := len(f.table.Keys()); n != 2 {
 		t.Fatalf("%d servers from one IP, want 2", n)
 	}
 	// Known servers still refresh.
-	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "renamed"))
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "renamed"))
 	edgetest.Eventually(t, "refreshed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "renamed" })
 	// Another source fills the last place, then the table is full.
 	other, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.2:0")))
@@ -502,7 +502,7 @@ func TestTableBounds(t *testing.T) {
 	}
 	defer other.Close()
 	for i := range 2 {
-		if _, err := other.WriteToUDPAddrPort(registration(byte(10+i), 9000+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "o"), f.addr); err != nil {
+		if _, err := other.WriteToUDPAddrPort(registration(byte(10+i), 9000+uint16(i), gg2.UDP, gg2.Counted, "name", "o"), f.addr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -513,6 +513,6 @@ func TestTableBounds(t *testing.T) {
 	// Unregistering frees a place for the source.
 	f.send(unregister(1))
 	edgetest.Eventually(t, "unregistered", func() bool { return len(f.table.Keys()) == 2 })
-	f.send(registration(3, 8192, gg2wire.UDP, gg2wire.Counted, "name", "third"))
+	f.send(registration(3, 8192, gg2.UDP, gg2.Counted, "name", "third"))
 	edgetest.Eventually(t, "third registered", func() bool { _, ok := f.table.Registered(udpKey(8192)); return ok })
 }

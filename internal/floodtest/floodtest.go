@@ -1,11 +1,11 @@
 //go:build linux
 
-// Package flood sends UDP datagrams with forged IPv4 source addresses
+// Package floodtest sends UDP datagrams with forged IPv4 source addresses
 // through a raw socket, as an attacker does, so that tests and benchmarks
 // can show what a server does under a spoofed flood. It needs root (or
 // CAP_NET_RAW). It batches with sendmmsg, so one core sends hundreds of
 // thousands of datagrams a second.
-package flood
+package floodtest
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package flood
+package floodtest
 
 import (
 	"context"

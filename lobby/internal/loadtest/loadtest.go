@@ -1,4 +1,4 @@
-// Package loadgen drives a UDP request/reply server as fast as it answers
+// Package loadtest drives a UDP request/reply server as fast as it answers
 // and measures the rate and latency it sees. It speaks the native lobby
 // protocol's compact framing only as far as it must: requests are encoded
 // datagrams whose sequence it rewrites, and a reply matches the request
@@ -8,7 +8,7 @@
 // Each worker is a closed loop: send one request, wait for its reply,
 // repeat. Workers spread their requests over all their sockets, each bound
 // to one of the source addresses, so a run can look like many clients.
-package loadgen
+package loadtest
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (r Result) String() string {
 // only when every worker is ready.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Workers < 1 || cfg.Requests < 1 || len(cfg.Mix) == 0 || cfg.Timeout <= 0 {
-		return Result{}, errors.New("loadgen: workers, requests, mix and timeout must be set")
+		return Result{}, errors.New("loadtest: workers, requests, mix and timeout must be set")
 	}
 	sources := cfg.Sources
 	if len(sources) == 0 {
@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, ip := range sources {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
 		if err != nil {
-			return Result{}, fmt.Errorf("loadgen: bind %v: %w", ip, err)
+			return Result{}, fmt.Errorf("loadtest: bind %v: %w", ip, err)
 		}
 		conns = append(conns, c)
 	}

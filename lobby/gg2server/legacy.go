@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -32,7 +32,7 @@ const shortModName = 10
 
 // legacyKV is the key/value table a legacy registration stands for, in
 // dst's storage; its values alias in and the constants above.
-func legacyKV(dst gg2wire.KeyValues, in *gg2wire.LegacyInfo, version *gg2wire.UUID) gg2wire.KeyValues {
+func legacyKV(dst gg2.KeyValues, in *gg2.LegacyInfo, version *gg2.UUID) gg2.KeyValues {
 	game, short, url := legacyGame, legacyGameShort, []byte(nil)
 	if in.HasMod {
 		switch {
@@ -44,31 +44,31 @@ func legacyKV(dst gg2wire.KeyValues, in *gg2wire.LegacyInfo, version *gg2wire.UU
 			game = in.Mod
 		}
 	}
-	kv := append(dst[:0], gg2wire.KeyValue{Key: "name", Value: in.Name}, gg2wire.KeyValue{Key: "game", Value: game})
+	kv := append(dst[:0], gg2.KeyValue{Key: "name", Value: in.Name}, gg2.KeyValue{Key: "game", Value: game})
 	if short != nil {
-		kv = append(kv, gg2wire.KeyValue{Key: "game_short", Value: short})
+		kv = append(kv, gg2.KeyValue{Key: "game_short", Value: short})
 	}
 	if url != nil {
-		kv = append(kv, gg2wire.KeyValue{Key: "game_url", Value: url})
+		kv = append(kv, gg2.KeyValue{Key: "game_url", Value: url})
 	}
 	if in.HasMap {
-		kv = append(kv, gg2wire.KeyValue{Key: "map", Value: in.Map})
+		kv = append(kv, gg2.KeyValue{Key: "map", Value: in.Map})
 	}
-	return append(kv, gg2wire.KeyValue{Key: "protocol_id", Value: version[:]})
+	return append(kv, gg2.KeyValue{Key: "protocol_id", Value: version[:]})
 }
 
 // handleLegacyDatagram applies a legacy registration: a TCP server at the
 // source address, in the GG2 lobby, listed once a TCP connect to it works.
 // It runs on the legacy port's read loop only.
 func (s *Server) handleLegacyDatagram(ctx context.Context, b []byte, ip netip.Addr, now time.Time) {
-	if !gg2wire.IsLegacyRegistration(b) {
+	if !gg2.IsLegacyRegistration(b) {
 		s.drops.Add("legacy_unknown_message")
 		return
 	}
 	if !s.allow(ip, now) {
 		return
 	}
-	r, err := gg2wire.ParseLegacyRegistration(b)
+	r, err := gg2.ParseLegacyRegistration(b)
 	if err != nil {
 		s.drops.Add("legacy_" + reason(err))
 		return
@@ -77,14 +77,14 @@ func (s *Server) handleLegacyDatagram(ctx context.Context, b []byte, ip netip.Ad
 		s.drops.Add("legacy_addr")
 		return
 	}
-	in := gg2wire.ParseLegacyInfo(r.Info)
+	in := gg2.ParseLegacyInfo(r.Info)
 	s.legacyKV = legacyKV(s.legacyKV, &in, &r.Version.ID)
 	var flags uint16
 	if in.Private {
-		flags = gg2wire.FlagPassword
+		flags = gg2.FlagPassword
 	}
 	s.table.apply(ctx, ip, &update{
-		lobby: gg2wire.GG2LobbyUUID, transport: gg2wire.TCP, port: r.Port,
+		lobby: gg2.GG2LobbyUUID, transport: gg2.TCP, port: r.Port,
 		slots: in.Slots, players: in.Players, flags: flags, kv: s.legacyKV,
 	}, now)
 	s.requests.Add("legacy_register")
@@ -97,12 +97,12 @@ func (s *Server) legacyQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, boo
 	if !s.readQuery(p, c, q[:1]) {
 		return nil, false
 	}
-	n := gg2wire.LegacyVersionLen(q[0])
+	n := gg2.LegacyVersionLen(q[0])
 	if !s.readQuery(p, c, q[1:n]) {
 		return nil, false
 	}
 	place.Busy()
-	v, err := gg2wire.ParseLegacyQuery(q[:n])
+	v, err := gg2.ParseLegacyQuery(q[:n])
 	return s.respond(p, err, func() ([]byte, error) { return s.legacyReply(v.ID, s.host(c)) })
 }
 
@@ -114,23 +114,23 @@ var emptyLegacyList = []byte{0}
 // that have an IPv4 address, and Foyer's own rooms at host when host is
 // IPv4 and Config.ProtocolID is version or unset; at most 255, in room
 // order.
-func (s *Server) legacyReply(version gg2wire.UUID, host netip.Addr) ([]byte, error) {
-	own := host.Is4() && (s.cfg.ProtocolID == gg2wire.UUID{} || s.cfg.ProtocolID == version)
+func (s *Server) legacyReply(version gg2.UUID, host netip.Addr) ([]byte, error) {
+	own := host.Is4() && (s.cfg.ProtocolID == gg2.UUID{} || s.cfg.ProtocolID == version)
 	return s.reply(replyKey{legacy: true, id: version, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
-		var info [gg2wire.MaxLegacyInfo]byte
+		var info [gg2.MaxLegacyInfo]byte
 		b := []byte{0}
 		n := 0
 		for _, r := range snap.Rooms {
-			if n == gg2wire.MaxLegacyServers {
+			if n == gg2.MaxLegacyServers {
 				break
 			}
 			var (
-				in   gg2wire.LegacyInfo
+				in   gg2.LegacyInfo
 				addr netip.AddrPort
 			)
 			switch e := byRoom[r.ID]; {
 			case e != nil:
-				if !e.hasProtocol || e.protocol != version || e.lobby != gg2wire.GG2LobbyUUID || !e.addr.Addr().Is4() {
+				if !e.hasProtocol || e.protocol != version || e.lobby != gg2.GG2LobbyUUID || !e.addr.Addr().Is4() {
 					continue
 				}
 				in, addr = e.legacyInfo(r), e.addr
@@ -140,7 +140,7 @@ func (s *Server) legacyReply(version gg2wire.UUID, host netip.Addr) ([]byte, err
 				continue
 			}
 			var err error
-			if b, err = gg2wire.AppendLegacyServer(b, 0, in.Append(info[:0]), addr); err != nil {
+			if b, err = gg2.AppendLegacyServer(b, 0, in.Append(info[:0]), addr); err != nil {
 				return nil, 0, err
 			}
 			n++
@@ -155,8 +155,8 @@ func (s *Server) legacyReply(version gg2wire.UUID, host netip.Addr) ([]byte, err
 
 // legacyInfo is what a legacy list shows of registered room r: the counts
 // every listing shows, the rest as registered.
-func (e *entry) legacyInfo(r room.Room) gg2wire.LegacyInfo {
-	in := gg2wire.LegacyInfo{
+func (e *entry) legacyInfo(r room.Room) gg2.LegacyInfo {
+	in := gg2.LegacyInfo{
 		Private: r.Password, HasCounts: true, Bots: e.bots,
 		Players: frontend.Clamp16(r.Occupied()), Slots: frontend.Clamp16(r.MaxPlayers),
 	}
@@ -166,9 +166,9 @@ func (e *entry) legacyInfo(r room.Room) gg2wire.LegacyInfo {
 }
 
 // ownLegacyInfo is what a legacy list shows of one of Foyer's own rooms.
-func (s *Server) ownLegacyInfo(r room.Room) gg2wire.LegacyInfo {
+func (s *Server) ownLegacyInfo(r room.Room) gg2.LegacyInfo {
 	kv := frontend.RoomKeys(r, s.cfg.Game)
-	in := gg2wire.LegacyInfo{
+	in := gg2.LegacyInfo{
 		Private: r.Password, HasCounts: true,
 		Players: frontend.Clamp16(r.Occupied()), Slots: frontend.Clamp16(r.MaxPlayers),
 	}

@@ -1,4 +1,4 @@
-package gunz
+package gunzserver
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkResponse(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				resp := gunzwire.Response{Serial: 1, Servers: r.list(host)}
+				resp := gunz.Response{Serial: 1, Servers: r.list(host)}
 				if r.out, err = resp.Append(r.out[:0]); err != nil {
 					b.Fatal(err)
 				}

@@ -962,7 +962,7 @@ const file_instance_proto_rawDesc = "" +
 	"\x04Stop\x12\x1e.foyer.instance.v1.StopRequest\x1a\x1f.foyer.instance.v1.StopResponse\x12E\n" +
 	"\x05Watch\x12\x1f.foyer.instance.v1.WatchRequest\x1a\x19.foyer.instance.v1.Status0\x01\x12N\n" +
 	"\bDescribe\x12\".foyer.instance.v1.DescribeRequest\x1a\x1e.foyer.instance.v1.Description\x12E\n" +
-	"\x04Keep\x12\x1c.foyer.instance.v1.HostState\x1a\x1f.foyer.instance.v1.KeepResponseB7Z5github.com/foyerlobby/foyer/instance/proto;instancepbb\x06proto3"
+	"\x04Keep\x12\x1c.foyer.instance.v1.HostState\x1a\x1f.foyer.instance.v1.KeepResponseB1Z/github.com/foyerlobby/foyer/instance/instancepbb\x06proto3"
 
 var (
 	file_instance_proto_rawDescOnce sync.Once

@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -21,31 +21,31 @@ type table struct {
 	s       *Server
 	mu      sync.Mutex
 	byKey   map[string]*entry
-	byID    map[gg2wire.UUID]*entry
+	byID    map[gg2.UUID]*entry
 	byRoom  map[uint32]*entry // servers in the room table, by room id
 	perIP   map[netip.Addr]int
 	reach   reach
-	gen     uint64            // bumped on every change a list shows
-	scratch gg2wire.KeyValues // the table being applied, cut to size
+	gen     uint64        // bumped on every change a list shows
+	scratch gg2.KeyValues // the table being applied, cut to size
 }
 
 // entry is one registered server. Its key/values and the strings derived
 // from them are replaced, never modified, so readers may keep them.
 type entry struct {
 	key       string
-	id        gg2wire.UUID
+	id        gg2.UUID
 	hasID     bool // legacy servers have none and cannot be unregistered
-	lobby     gg2wire.UUID
+	lobby     gg2.UUID
 	addr      netip.AddrPort
-	transport gg2wire.Transport
+	transport gg2.Transport
 	bots      uint16
 	flags     uint16
-	kv        gg2wire.KeyValues // owned copy: the datagram's buffer is reused
+	kv        gg2.KeyValues // owned copy: the datagram's buffer is reused
 	listing   room.Listing
 	// gameVersion and gameURL are the game_ver and game_url values.
 	gameVersion, gameURL string
 	// protocol is the protocol_id value, when it is a 16-byte UUID.
-	protocol    gg2wire.UUID
+	protocol    gg2.UUID
 	hasProtocol bool
 	expires     time.Time
 	room        uint32 // 0 until the server is in the room table
@@ -54,19 +54,19 @@ type entry struct {
 
 // update is what one registration says, in either protocol.
 type update struct {
-	lobby                       gg2wire.UUID
-	id                          gg2wire.UUID
+	lobby                       gg2.UUID
+	id                          gg2.UUID
 	hasID                       bool
-	transport                   gg2wire.Transport
+	transport                   gg2.Transport
 	port                        uint16
 	slots, players, bots, flags uint16
-	kv                          gg2wire.KeyValues // may alias a reused buffer
+	kv                          gg2.KeyValues // may alias a reused buffer
 }
 
 func (t *table) init(s *Server) {
 	t.s = s
 	t.byKey = make(map[string]*entry)
-	t.byID = make(map[gg2wire.UUID]*entry)
+	t.byID = make(map[gg2.UUID]*entry)
 	t.byRoom = make(map[uint32]*entry)
 	t.perIP = make(map[netip.Addr]int)
 	t.reach.init(s.cfg)
@@ -75,18 +75,18 @@ func (t *table) init(s *Server) {
 // key is the Registry key of a server: its source IP, port and transport,
 // so that a server that restarts (new ID) replaces its old entry, and a
 // legacy registration and a new-style TCP one of one server are one entry.
-func key(addr netip.AddrPort, tr gg2wire.Transport) string {
+func key(addr netip.AddrPort, tr gg2.Transport) string {
 	return "gg2 " + addr.String() + "/" + tr.String()
 }
 
 // wireLen is an entry's size on the wire.
-func wireLen(e gg2wire.KeyValue) int { return 1 + len(e.Key) + 2 + len(e.Value) }
+func wireLen(e gg2.KeyValue) int { return 1 + len(e.Key) + 2 + len(e.Value) }
 
 // fit returns kv cut to MaxKVBytes and maxKeys, in t.scratch (aliasing
 // kv's values): the name first, then the other keys in order while they
 // fit. It returns how many keys were dropped, and false when the name
 // alone does not fit. t.mu is held.
-func (t *table) fit(kv gg2wire.KeyValues) (gg2wire.KeyValues, int, bool) {
+func (t *table) fit(kv gg2.KeyValues) (gg2.KeyValues, int, bool) {
 	budget, keys := t.s.cfg.MaxKVBytes, maxKeys
 	for _, e := range kv {
 		if e.Key == "name" {
@@ -116,36 +116,36 @@ func (t *table) fit(kv gg2wire.KeyValues) (gg2wire.KeyValues, int, bool) {
 
 // own copies a table out of the datagram buffer: one allocation for the
 // entries, one for the values.
-func own(kv gg2wire.KeyValues) gg2wire.KeyValues {
+func own(kv gg2.KeyValues) gg2.KeyValues {
 	n := 0
 	for _, e := range kv {
 		n += len(e.Value)
 	}
 	buf := make([]byte, 0, n)
-	out := make(gg2wire.KeyValues, len(kv))
+	out := make(gg2.KeyValues, len(kv))
 	for i, e := range kv {
 		start := len(buf)
 		buf = append(buf, e.Value...)
-		out[i] = gg2wire.KeyValue{Key: e.Key, Value: buf[start:len(buf):len(buf)]}
+		out[i] = gg2.KeyValue{Key: e.Key, Value: buf[start:len(buf):len(buf)]}
 	}
 	return out
 }
 
-func str(kv gg2wire.KeyValues, k string) string {
+func str(kv gg2.KeyValues, k string) string {
 	v, _ := kv.Get(k)
 	return string(v)
 }
 
 // setKV gives e a new table and what is derived from it.
-func (e *entry) setKV(kv gg2wire.KeyValues) {
+func (e *entry) setKV(kv gg2.KeyValues) {
 	e.kv = own(kv)
 	e.listing.Name, e.listing.Game, e.listing.Map = str(e.kv, "name"), str(e.kv, "game"), str(e.kv, "map")
 	e.gameVersion, e.gameURL = str(e.kv, "game_ver"), str(e.kv, "game_url")
 	p, ok := e.kv.Get("protocol_id")
 	e.hasProtocol = ok && len(p) == len(e.protocol)
-	e.protocol = gg2wire.UUID{}
+	e.protocol = gg2.UUID{}
 	if e.hasProtocol {
-		e.protocol = gg2wire.UUID(p)
+		e.protocol = gg2.UUID(p)
 	}
 }
 
@@ -190,7 +190,7 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 	listing.Addr = addr
 	listing.MaxPlayers = min(int(u.slots), t.s.cfg.MaxPlayers)
 	listing.Players = min(int(u.players), t.s.cfg.MaxPlayers)
-	listing.Password = u.flags&gg2wire.FlagPassword != 0
+	listing.Password = u.flags&gg2.FlagPassword != 0
 	if listing != e.listing || e.lobby != u.lobby || e.bots != u.bots || e.flags != u.flags {
 		changed = true
 	}
@@ -199,7 +199,7 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 		t.gen++
 	}
 	switch {
-	case u.transport == gg2wire.UDP:
+	case u.transport == gg2.UDP:
 		e.expires = now.Add(t.s.cfg.TTL)
 		if e.room == 0 || changed {
 			t.publish(e)
@@ -254,7 +254,7 @@ func (t *table) publish(e *entry) {
 }
 
 // unregister removes the server registered with id, if any.
-func (t *table) unregister(id gg2wire.UUID) bool {
+func (t *table) unregister(id gg2.UUID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]

@@ -1,4 +1,4 @@
-// Package gg2 is Foyer's GG2-style lobby front-end: game servers register
+// Package gg2server is Foyer's GG2-style lobby front-end: game servers register
 // themselves over UDP and become rooms in the one room table, and browsers
 // ask over TCP, on the same port, for the list of every room. A second
 // port speaks the legacy protocol older Gang Garrison 2 versions use, over
@@ -32,7 +32,7 @@
 // forged address. Connections are bounded in number, per source and in
 // time; when the port is full, the connection idle longest is cut for a
 // newcomer. Replies are cached until a listed field changes.
-package gg2
+package gg2server
 
 import (
 	"context"
@@ -49,7 +49,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -62,11 +62,11 @@ type Config struct {
 	// the zero AddrPort turns it off.
 	LegacyListen netip.AddrPort
 	// Lobby is the lobby ID Foyer's own rooms are listed in.
-	Lobby gg2wire.UUID
+	Lobby gg2.UUID
 	// ProtocolID, when not the zero UUID, is the protocol_id of Foyer's
 	// own rooms: they carry it in the list and appear in legacy queries
 	// for it only. With the zero UUID they appear in every legacy query.
-	ProtocolID gg2wire.UUID
+	ProtocolID gg2.UUID
 	// PublicAddr is the address listed for Foyer's own rooms; when
 	// invalid, the local address each list connection arrived on.
 	PublicAddr netip.Addr
@@ -108,7 +108,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:            netip.MustParseAddrPort("0.0.0.0:29944"),
 		LegacyListen:      netip.MustParseAddrPort("0.0.0.0:29942"),
-		Lobby:             gg2wire.GG2LobbyUUID,
+		Lobby:             gg2.GG2LobbyUUID,
 		Game:              "foyer",
 		TTL:               70 * time.Second,
 		MaxServers:        4096,
@@ -126,7 +126,7 @@ func DefaultConfig() Config {
 
 // MinKVBytes is the least MaxKVBytes: room for a name a legacy server
 // can send (255 bytes) and its key.
-const MinKVBytes = 1 + len("name") + 2 + gg2wire.MaxLegacyInfo
+const MinKVBytes = 1 + len("name") + 2 + gg2.MaxLegacyInfo
 
 func (c Config) check() error {
 	switch {
@@ -177,8 +177,8 @@ type Server struct {
 	requests, drops tally.Set
 	table           table
 	lists           replyCache
-	work            sync.WaitGroup    // list connections and TCP checks
-	legacyKV        gg2wire.KeyValues // the legacy read loop's table, reused
+	work            sync.WaitGroup // list connections and TCP checks
+	legacyKV        gg2.KeyValues  // the legacy read loop's table, reused
 }
 
 // port is one address the front-end serves: registrations over UDP,
@@ -351,16 +351,16 @@ func (s *Server) readLoop(ctx context.Context, p *port) error {
 }
 
 func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, now time.Time) {
-	kind := gg2wire.Classify(b)
-	if kind == gg2wire.KindUnknown {
+	kind := gg2.Classify(b)
+	if kind == gg2.KindUnknown {
 		s.drops.Add("unknown_message")
 		return
 	}
 	if !s.allow(ip, now) {
 		return
 	}
-	if kind == gg2wire.KindUnregister {
-		u, err := gg2wire.ParseUnregister(b)
+	if kind == gg2.KindUnregister {
+		u, err := gg2.ParseUnregister(b)
 		if err != nil {
 			s.drops.Add(reason(err))
 			return
@@ -372,7 +372,7 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 		s.requests.Add("unregister")
 		return
 	}
-	r, err := gg2wire.ParseRegistration(b)
+	r, err := gg2.ParseRegistration(b)
 	if err != nil {
 		s.drops.Add(reason(err))
 		return
@@ -403,11 +403,11 @@ var reasons = []struct {
 	err  error
 	name string
 }{
-	{gg2wire.ErrTruncated, "truncated"}, {gg2wire.ErrLength, "length"},
-	{gg2wire.ErrMessageType, "message_type"}, {gg2wire.ErrTransport, "transport"},
-	{gg2wire.ErrPort, "port"}, {gg2wire.ErrNoName, "no_name"}, {gg2wire.ErrKey, "key"},
-	{gg2wire.ErrValue, "value"}, {gg2wire.ErrDuplicateKey, "duplicate_key"},
-	{gg2wire.ErrCount, "count"}, {gg2wire.ErrAddr, "addr"},
+	{gg2.ErrTruncated, "truncated"}, {gg2.ErrLength, "length"},
+	{gg2.ErrMessageType, "message_type"}, {gg2.ErrTransport, "transport"},
+	{gg2.ErrPort, "port"}, {gg2.ErrNoName, "no_name"}, {gg2.ErrKey, "key"},
+	{gg2.ErrValue, "value"}, {gg2.ErrDuplicateKey, "duplicate_key"},
+	{gg2.ErrCount, "count"}, {gg2.ErrAddr, "addr"},
 }
 
 func reason(err error) string {

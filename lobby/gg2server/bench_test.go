@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -39,7 +39,7 @@ func BenchmarkListReply(b *testing.B) {
 		b.Run(fmt.Sprintf("rooms=%d/cached", rooms), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
+				if _, err := srv.listReply(gg2.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -48,7 +48,7 @@ func BenchmarkListReply(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				table.Update(last) // a new version
-				if _, err := srv.listReply(gg2wire.GG2LobbyUUID, host); err != nil {
+				if _, err := srv.listReply(gg2.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,10 +72,10 @@ func legacyBenchServer(b *testing.B, n int) (*Server, netip.AddrPort) {
 		b.Fatal(err)
 	}
 	edgetest.Serve(b, srv.Serve)
-	v1 := gg2wire.ShortLegacyVersion(1).ID
+	v1 := gg2.ShortLegacyVersion(1).ID
 	host := netip.MustParseAddr("127.0.0.1")
 	for i := range n {
-		srv.handleDatagram(context.Background(), registration(byte(i), uint16(10000+i), gg2wire.UDP, gg2wire.Counted,
+		srv.handleDatagram(context.Background(), registration(byte(i), uint16(10000+i), gg2.UDP, gg2.Counted,
 			"name", fmt.Sprintf("Bacon's server %d", i), "map", "ctf_truefort", "protocol_id", string(v1[:])), host, time.Now())
 	}
 	return srv, srv.Addrs()[1]
@@ -84,8 +84,8 @@ func legacyBenchServer(b *testing.B, n int) (*Server, netip.AddrPort) {
 // BenchmarkLegacyReply measures the answer to a legacy query of 255
 // servers, from the cache and made afresh.
 func BenchmarkLegacyReply(b *testing.B) {
-	srv, _ := legacyBenchServer(b, gg2wire.MaxLegacyServers)
-	v1 := gg2wire.ShortLegacyVersion(1).ID
+	srv, _ := legacyBenchServer(b, gg2.MaxLegacyServers)
+	v1 := gg2.ShortLegacyVersion(1).ID
 	host := netip.MustParseAddr("127.0.0.1")
 	b.Run("servers=255/cached", func(b *testing.B) {
 		b.ReportAllocs()
@@ -112,7 +112,7 @@ func BenchmarkLegacyReply(b *testing.B) {
 // same reply from memory: the cost of Foyer's limits and bookkeeping.
 func BenchmarkLegacyQueryTCP(b *testing.B) {
 	srv, foyer := legacyBenchServer(b, 20)
-	reply, err := srv.legacyReply(gg2wire.ShortLegacyVersion(1).ID, netip.MustParseAddr("127.0.0.1"))
+	reply, err := srv.legacyReply(gg2.ShortLegacyVersion(1).ID, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/web"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -23,9 +23,9 @@ func TestKeyValuesCapped(t *testing.T) {
 	for i := range 10 {
 		kv = append(kv, fmt.Sprintf("x-%d", i), strings.Repeat("v", 20))
 	}
-	f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, kv...))
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, kv...))
 	f.waitRequests("register", 1)
-	s, ok := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), 8190)
+	s, ok := byPort(list(t, f.addr, gg2.GG2LobbyUUID), 8190)
 	if !ok {
 		t.Fatal("not listed")
 	}
@@ -46,7 +46,7 @@ func TestKeyValuesCapped(t *testing.T) {
 		t.Errorf("kv_dropped %d, want 9", n)
 	}
 	// A name that does not fit by itself: the registration is refused.
-	f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Counted, "name", strings.Repeat("n", MinKVBytes)))
+	f.send(registration(2, 8191, gg2.UDP, gg2.Counted, "name", strings.Repeat("n", MinKVBytes)))
 	f.waitDrop("name_too_long", 1)
 	if _, ok := f.table.Registered(udpKey(8191)); ok {
 		t.Error("a name longer than max_kv_bytes was registered")
@@ -56,8 +56,8 @@ func TestKeyValuesCapped(t *testing.T) {
 // Slots and players above MaxPlayers are clamped.
 func TestSeatsClamped(t *testing.T) {
 	f := start(t, func(c *Config) { c.MaxPlayers = 8 })
-	r := gg2wire.Registration{LobbyID: gg2wire.GG2LobbyUUID, Transport: gg2wire.UDP, Port: 8190, Slots: 1000, Players: 50,
-		KeyValues: gg2wire.KeyValues{{Key: "name", Value: []byte("huge")}}}
+	r := gg2.Registration{LobbyID: gg2.GG2LobbyUUID, Transport: gg2.UDP, Port: 8190, Slots: 1000, Players: 50,
+		KeyValues: gg2.KeyValues{{Key: "name", Value: []byte("huge")}}}
 	b, err := r.Append(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestSeatsClamped(t *testing.T) {
 	if room, _ := f.table.Registered(udpKey(8190)); room.MaxPlayers != 8 || room.Players != 8 {
 		t.Errorf("registered %d of %d players, want 8 of 8", room.Players, room.MaxPlayers)
 	}
-	if s, _ := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), 8190); s.Slots != 8 || s.Players != 8 {
+	if s, _ := byPort(list(t, f.addr, gg2.GG2LobbyUUID), 8190); s.Slots != 8 || s.Players != 8 {
 		t.Errorf("listed %d of %d players", s.Players, s.Slots)
 	}
 }
@@ -77,13 +77,13 @@ func TestSeatsClamped(t *testing.T) {
 func TestListCachedUntilChange(t *testing.T) {
 	f := start(t, nil)
 	host := netip.MustParseAddr("127.0.0.1")
-	v1 := gg2wire.ShortLegacyVersion(1).ID
-	reg := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "s", "protocol_id", string(v1[:]))
+	v1 := gg2.ShortLegacyVersion(1).ID
+	reg := registration(1, 8190, gg2.UDP, gg2.Counted, "name", "s", "protocol_id", string(v1[:]))
 	f.send(reg)
 	f.waitRequests("register", 1)
 	replies := func() ([]byte, []byte) {
 		t.Helper()
-		l, err := f.srv.listReply(gg2wire.GG2LobbyUUID, host)
+		l, err := f.srv.listReply(gg2.GG2LobbyUUID, host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestChecksLimitedPerNetwork(t *testing.T) {
 	const n = checkBurst + 2
 	for i := range n {
 		srv := listenTCP(t)
-		f.send(registration(byte(i+1), srv.Port(), gg2wire.TCP, gg2wire.Counted, "name", "s"))
+		f.send(registration(byte(i+1), srv.Port(), gg2.TCP, gg2.Counted, "name", "s"))
 	}
 	f.waitRequests("register", n)
 	edgetest.Eventually(t, "checks done", func() bool { return f.srv.Stats().Registered == checkBurst })
@@ -141,15 +141,15 @@ func TestWildcardBindsOneFamily(t *testing.T) {
 func TestOtherLobbies(t *testing.T) {
 	f := start(t, nil)
 	f.table.Add(room.Room{Port: 30001, MaxPlayers: 4})
-	vanguard := gg2wire.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
-	other := registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "elsewhere", "game_ver", "v1", "game_url", "http://example.org/")
+	vanguard := gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
+	other := registration(1, 8190, gg2.UDP, gg2.Counted, "name", "elsewhere", "game_ver", "v1", "game_url", "http://example.org/")
 	copy(other[32:48], vanguard[:])
 	f.send(other)
 	f.waitRequests("register", 1)
 	if r := list(t, f.addr, vanguard); len(r.Servers) != 1 || r.Servers[0].KeyValues.Name() != "elsewhere" {
 		t.Errorf("the other lobby lists %+v", r.Servers)
 	}
-	if r := list(t, f.addr, gg2wire.GG2LobbyUUID); len(r.Servers) != 1 || r.Servers[0].V4.Port() != 30001 {
+	if r := list(t, f.addr, gg2.GG2LobbyUUID); len(r.Servers) != 1 || r.Servers[0].V4.Port() != 30001 {
 		t.Errorf("the own lobby lists %+v", r.Servers)
 	}
 	snap := f.table.List()
@@ -177,7 +177,7 @@ func TestListedServerCheckedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().(*net.TCPAddr).AddrPort()
-	reg := registration(1, addr.Port(), gg2wire.TCP, gg2wire.Counted, "name", "flaky")
+	reg := registration(1, addr.Port(), gg2.TCP, gg2.Counted, "name", "flaky")
 	// The server registers every 100 ms all along, as GG2 servers do
 	// every 30 s.
 	stop := make(chan struct{})

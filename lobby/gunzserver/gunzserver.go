@@ -1,10 +1,10 @@
-// Package gunz is Foyer's GunZ locator front-end: a GunZ client's locator
+// Package gunzserver is Foyer's GunZ locator front-end: a GunZ client's locator
 // request (command 40001) is answered with a response (40002) listing the
 // room table, so Foyer's rooms show in its server list.
 //
 // A datagram goes through, in order:
 //
-//	gunzwire.ParseRequest   anything else, or a bad checksum: dropped, counted
+//	gunz.ParseRequest   anything else, or a bad checksum: dropped, counted
 //	limit.Sources           per source IP, shared with the other edges
 //	limit.Budget            reply bytes per /24 per second, shared too
 //
@@ -20,9 +20,9 @@
 // is the entry's position in the response, from 1, wrapping after 255: it
 // tells entries of one response apart, which is all a client uses it for,
 // and the u32 room ids do not fit. A response carries at most
-// gunzwire.MaxServers rooms; when the table holds more, joinable rooms go
+// gunz.MaxServers rooms; when the table holds more, joinable rooms go
 // first.
-package gunz
+package gunzserver
 
 import (
 	"context"
@@ -40,7 +40,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
-	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -199,7 +199,7 @@ func dst(oob []byte) netip.Addr {
 // responder answers requests; it owns the buffers one loop reuses.
 type responder struct {
 	l       *Locator
-	servers []gunzwire.Server
+	servers []gunz.Server
 	rooms   []room.Room
 	out     []byte
 }
@@ -208,8 +208,8 @@ var reasons = []struct {
 	err  error
 	name string
 }{
-	{gunzwire.ErrTruncated, "truncated"}, {gunzwire.ErrMsgID, "msg_id"}, {gunzwire.ErrSize, "size"},
-	{gunzwire.ErrChecksum, "checksum"}, {gunzwire.ErrCommand, "command"},
+	{gunz.ErrTruncated, "truncated"}, {gunz.ErrMsgID, "msg_id"}, {gunz.ErrSize, "size"},
+	{gunz.ErrChecksum, "checksum"}, {gunz.ErrCommand, "command"},
 }
 
 func reason(err error) string {
@@ -229,7 +229,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.drops.Add("denied")
 		return
 	}
-	req, err := gunzwire.ParseRequest(b)
+	req, err := gunz.ParseRequest(b)
 	if err != nil {
 		l.drops.Add(reason(err))
 		return
@@ -249,7 +249,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.drops.Add("no_address")
 		return
 	}
-	resp := gunzwire.Response{Serial: req.Serial, Servers: r.list(host)}
+	resp := gunz.Response{Serial: req.Serial, Servers: r.list(host)}
 	if r.out, err = resp.Append(r.out[:0]); err != nil {
 		l.drops.Add("encode_error")
 		l.log.Error().Err(err).Msg("locator response not encoded")
@@ -272,9 +272,9 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 
 // list turns the room table into response entries, Foyer's own rooms at
 // host.
-func (r *responder) list(host netip.Addr) []gunzwire.Server {
+func (r *responder) list(host netip.Addr) []gunz.Server {
 	rooms := r.l.rooms.List().Rooms
-	if len(rooms) > gunzwire.MaxServers {
+	if len(rooms) > gunz.MaxServers {
 		// Joinable first; the snapshot is shared, so sort a copy.
 		r.rooms = append(r.rooms[:0], rooms...)
 		slices.SortStableFunc(r.rooms, func(a, b room.Room) int {
@@ -290,7 +290,7 @@ func (r *responder) list(host netip.Addr) []gunzwire.Server {
 	}
 	r.servers = r.servers[:0]
 	for _, room := range rooms {
-		if len(r.servers) == gunzwire.MaxServers {
+		if len(r.servers) == gunz.MaxServers {
 			break
 		}
 		addr := host
@@ -299,17 +299,17 @@ func (r *responder) list(host netip.Addr) []gunzwire.Server {
 				continue
 			}
 		}
-		s := gunzwire.Server{
+		s := gunz.Server{
 			Addr:       addr,
 			Port:       uint32(room.Port),
 			ID:         uint8(len(r.servers)%255 + 1),
 			MaxPlayers: frontend.Clamp16(room.MaxPlayers),
 			Players:    frontend.Clamp16(room.Occupied()),
-			Type:       gunzwire.Match,
-			Status:     gunzwire.Offline,
+			Type:       gunz.Match,
+			Status:     gunz.Offline,
 		}
 		if room.Joinable() {
-			s.Status = gunzwire.Online
+			s.Status = gunz.Online
 		}
 		r.servers = append(r.servers, s)
 	}

@@ -66,7 +66,7 @@ const (
 	// playing before it ends its match and exits.
 	EnvReattachGrace = "FOYER_REATTACH_GRACE"
 	// EnvRoomCgroup names the cgroups the host started the instance in,
-	// "TREE/ROOM" (see package supervisor/cgroup); absent when the host
+	// "TREE/ROOM" (see package internal/cgroup); absent when the host
 	// runs rooms without cgroups. An instance that ends its room without
 	// a host (its grace ran out, or its host died) kills every other
 	// process there and removes them.

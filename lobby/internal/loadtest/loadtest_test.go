@@ -1,4 +1,4 @@
-package loadgen
+package loadtest
 
 import (
 	"context"

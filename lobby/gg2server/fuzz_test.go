@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
 // FuzzHandleDatagram feeds one datagram to the UDP path and checks the
@@ -31,10 +31,10 @@ func FuzzHandleDatagram(f *testing.F) {
 		s.handleDatagram(cancelled, b, host, time.Now())
 		s.work.Wait()
 
-		r, err := gg2wire.ParseRegistration(b)
+		r, err := gg2.ParseRegistration(b)
 		name, _ := r.KeyValues.Get("name")
-		want := err == nil && r.Transport == gg2wire.UDP &&
-			wireLen(gg2wire.KeyValue{Key: "name", Value: name}) <= cfg.MaxKVBytes
+		want := err == nil && r.Transport == gg2.UDP &&
+			wireLen(gg2.KeyValue{Key: "name", Value: name}) <= cfg.MaxKVBytes
 		keys := table.Keys()
 		if !want {
 			if len(keys) != 0 {
@@ -42,14 +42,14 @@ func FuzzHandleDatagram(f *testing.F) {
 			}
 			return
 		}
-		if len(keys) != 1 || keys[0] != key(netip.AddrPortFrom(host, r.Port), gg2wire.UDP) {
+		if len(keys) != 1 || keys[0] != key(netip.AddrPortFrom(host, r.Port), gg2.UDP) {
 			t.Fatalf("keys %v for a valid registration", keys)
 		}
 		reply, err := s.listReply(r.LobbyID, host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := gg2wire.ParseListReply(reply)
+		l, err := gg2.ParseListReply(reply)
 		if err != nil {
 			t.Fatalf("own list reply %x: %v", reply, err)
 		}
@@ -68,7 +68,7 @@ func FuzzHandleDatagram(f *testing.F) {
 // keptInOrder reports whether kept is sent cut to limit bytes and maxKeys:
 // entries of sent in order, the name among them, within the bounds, and
 // all of sent when it is within them.
-func keptInOrder(kept, sent gg2wire.KeyValues, limit int) bool {
+func keptInOrder(kept, sent gg2.KeyValues, limit int) bool {
 	size, all, j := 0, 0, 0
 	for _, e := range sent {
 		all += wireLen(e)
@@ -103,7 +103,7 @@ func FuzzHandleLegacyDatagram(f *testing.F) {
 		s.handleLegacyDatagram(cancelled, b, host, time.Now())
 		s.work.Wait()
 
-		r, err := gg2wire.ParseLegacyRegistration(b)
+		r, err := gg2.ParseLegacyRegistration(b)
 		st := s.Stats()
 		if err != nil {
 			if st.Pending != 0 || st.Registered != 0 {
@@ -111,12 +111,12 @@ func FuzzHandleLegacyDatagram(f *testing.F) {
 			}
 			return
 		}
-		e := s.table.byKey[key(netip.AddrPortFrom(host, r.Port), gg2wire.TCP)]
+		e := s.table.byKey[key(netip.AddrPortFrom(host, r.Port), gg2.TCP)]
 		if st.Pending != 1 || e == nil {
 			t.Fatalf("a valid registration is not pending: %+v", st)
 		}
-		in := gg2wire.ParseLegacyInfo(r.Info)
-		if e.listing.Name != string(in.Name) || e.protocol != r.Version.ID || !e.hasProtocol || e.lobby != gg2wire.GG2LobbyUUID {
+		in := gg2.ParseLegacyInfo(r.Info)
+		if e.listing.Name != string(in.Name) || e.protocol != r.Version.ID || !e.hasProtocol || e.lobby != gg2.GG2LobbyUUID {
 			t.Fatalf("kept %+v for %+v", e, r)
 		}
 	})

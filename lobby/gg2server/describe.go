@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"github.com/foyerlobby/foyer/lobby/web"

@@ -1,4 +1,4 @@
-package gunz
+package gunzserver
 
 import (
 	"encoding/hex"
@@ -14,7 +14,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
-	gunzwire "github.com/foyerlobby/foyer/packet/gunz"
+	"github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -69,7 +69,7 @@ func (f *fixture) send(b []byte) {
 
 // recv reads one response; the deadline only keeps a broken build from
 // hanging.
-func (f *fixture) recv() gunzwire.Response {
+func (f *fixture) recv() gunz.Response {
 	f.t.Helper()
 	buf := make([]byte, 1<<16)
 	_ = f.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -77,7 +77,7 @@ func (f *fixture) recv() gunzwire.Response {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r, err := gunzwire.ParseResponse(buf[:n])
+	r, err := gunz.ParseResponse(buf[:n])
 	if err != nil {
 		f.t.Fatalf("response %x: %v", buf[:n], err)
 	}
@@ -97,16 +97,16 @@ func addRooms(table *memrooms.Table) {
 
 // wantRooms is addRooms as the locator lists them: players count the seats
 // held too, as in every listing.
-func wantRooms(host netip.Addr) []gunzwire.Server {
-	return []gunzwire.Server{
-		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 2, Type: gunzwire.Match, Status: gunzwire.Online},
-		{Addr: host, Port: 30002, ID: 2, MaxPlayers: 4, Players: 2, Type: gunzwire.Match, Status: gunzwire.Offline},
-		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 4, Type: gunzwire.Match, Status: gunzwire.Offline},
-		{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunzwire.Match, Status: gunzwire.Online},
+func wantRooms(host netip.Addr) []gunz.Server {
+	return []gunz.Server{
+		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 2, Type: gunz.Match, Status: gunz.Online},
+		{Addr: host, Port: 30002, ID: 2, MaxPlayers: 4, Players: 2, Type: gunz.Match, Status: gunz.Offline},
+		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 4, Type: gunz.Match, Status: gunz.Offline},
+		{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunz.Match, Status: gunz.Online},
 	}
 }
 
-func sameServers(t *testing.T, got, want []gunzwire.Server) {
+func sameServers(t *testing.T, got, want []gunz.Server) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d servers %+v, want %+v", len(got), got, want)
@@ -137,7 +137,7 @@ func TestSeedRequestAnswered(t *testing.T) {
 func TestSerialEchoedAndPublicAddr(t *testing.T) {
 	f := start(t, func(c *Config) { c.PublicAddr = netip.MustParseAddr("198.51.100.4") })
 	addRooms(f.table)
-	f.send(gunzwire.Request{Serial: 0xA5}.Append(nil))
+	f.send(gunz.Request{Serial: 0xA5}.Append(nil))
 	r := f.recv()
 	if r.Serial != 0xA5 {
 		t.Errorf("serial %#x, want 0xa5", r.Serial)
@@ -182,7 +182,7 @@ func TestGarbageDropped(t *testing.T) {
 	for _, g := range garbage {
 		f.send(g)
 	}
-	f.send(gunzwire.Request{Serial: 9}.Append(nil))
+	f.send(gunz.Request{Serial: 9}.Append(nil))
 	if r := f.recv(); r.Serial != 9 {
 		t.Errorf("first reply has serial %d, want the valid request's 9", r.Serial)
 	}
@@ -218,7 +218,7 @@ func TestReflectionBudget(t *testing.T) {
 	for range 1000 {
 		f.table.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	}
-	const size = 23 + 1000*gunzwire.ServerLen // four fit in 65507 bytes, the fifth does not
+	const size = 23 + 1000*gunz.ServerLen // four fit in 65507 bytes, the fifth does not
 	for range 5 {
 		f.send(seedRequest)
 	}
@@ -235,16 +235,16 @@ func TestCapJoinableFirst(t *testing.T) {
 	for range 10 {
 		f.table.Add(room.Room{Port: 1, State: packet.Playing, MaxPlayers: 4})
 	}
-	for range gunzwire.MaxServers {
+	for range gunz.MaxServers {
 		f.table.Add(room.Room{Port: 2, State: packet.Waiting, MaxPlayers: 4})
 	}
 	f.send(seedRequest)
 	r := f.recv()
-	if len(r.Servers) != gunzwire.MaxServers {
-		t.Fatalf("%d servers, want %d", len(r.Servers), gunzwire.MaxServers)
+	if len(r.Servers) != gunz.MaxServers {
+		t.Fatalf("%d servers, want %d", len(r.Servers), gunz.MaxServers)
 	}
 	for i, s := range r.Servers {
-		if s.Status != gunzwire.Online || s.ID != uint8(i%255+1) {
+		if s.Status != gunz.Online || s.ID != uint8(i%255+1) {
 			t.Fatalf("server %d = %+v", i, s)
 		}
 	}

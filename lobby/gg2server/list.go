@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -95,12 +95,12 @@ func (s *Server) readQuery(p *port, c *net.TCPConn, b []byte) bool {
 // listQuery answers a new-style list query.
 func (s *Server) listQuery(c *net.TCPConn, place *connlimit.Conn) ([]byte, bool) {
 	p := s.ports[0]
-	var q [gg2wire.ListQueryLen]byte
+	var q [gg2.ListQueryLen]byte
 	if !s.readQuery(p, c, q[:]) {
 		return nil, false
 	}
 	place.Busy()
-	query, err := gg2wire.ParseListQuery(q[:])
+	query, err := gg2.ParseListQuery(q[:])
 	return s.respond(p, err, func() ([]byte, error) { return s.listReply(query.Lobby, s.host(c)) })
 }
 
@@ -138,7 +138,7 @@ var emptyList = []byte{0, 0, 0, 0}
 // legacy list of a protocol id, with own rooms at host.
 type replyKey struct {
 	legacy bool
-	id     gg2wire.UUID
+	id     gg2.UUID
 	host   netip.Addr
 }
 
@@ -212,9 +212,9 @@ func (s *Server) reply(k replyKey, build func(snap room.Snapshot, byRoom map[uin
 
 // listReply returns the encoded list of lobby's servers, with Foyer's own
 // rooms at host when lobby is Config.Lobby.
-func (s *Server) listReply(lobby gg2wire.UUID, host netip.Addr) ([]byte, error) {
+func (s *Server) listReply(lobby gg2.UUID, host netip.Addr) ([]byte, error) {
 	return s.reply(replyKey{id: lobby, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
-		var reply gg2wire.ListReply
+		var reply gg2.ListReply
 		own := lobby == s.cfg.Lobby
 		for _, r := range snap.Rooms {
 			e := byRoom[r.ID]
@@ -237,14 +237,14 @@ func (s *Server) listReply(lobby gg2wire.UUID, host netip.Addr) ([]byte, error) 
 // listServer describes room r: e is its registration when this front-end
 // registered it (its own table, transport and bots are listed as sent);
 // rooms on the lobby's own host are listed at host.
-func (s *Server) listServer(r room.Room, e *entry, host netip.Addr) gg2wire.ListServer {
-	ls := gg2wire.ListServer{
-		Transport: gg2wire.UDP,
+func (s *Server) listServer(r room.Room, e *entry, host netip.Addr) gg2.ListServer {
+	ls := gg2.ListServer{
+		Transport: gg2.UDP,
 		Slots:     frontend.Clamp16(r.MaxPlayers),
 		Players:   frontend.Clamp16(r.Occupied()),
 	}
 	if r.Password {
-		ls.Flags = gg2wire.FlagPassword
+		ls.Flags = gg2.FlagPassword
 	}
 	if r.Host.IsValid() {
 		host = r.Host.Unmap()
@@ -259,8 +259,8 @@ func (s *Server) listServer(r room.Room, e *entry, host netip.Addr) gg2wire.List
 		return ls
 	}
 	ls.KeyValues = frontend.RoomKeys(r, s.cfg.Game)
-	if s.cfg.ProtocolID != (gg2wire.UUID{}) {
-		ls.KeyValues = append(ls.KeyValues, gg2wire.KeyValue{Key: "protocol_id", Value: s.cfg.ProtocolID[:]})
+	if s.cfg.ProtocolID != (gg2.UUID{}) {
+		ls.KeyValues = append(ls.KeyValues, gg2.KeyValue{Key: "protocol_id", Value: s.cfg.ProtocolID[:]})
 	}
 	return ls
 }

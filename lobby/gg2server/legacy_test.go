@@ -1,4 +1,4 @@
-package gg2
+package gg2server
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
-	gg2wire "github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -26,9 +26,9 @@ func startLegacy(t *testing.T, tweak func(*Config)) (*fixture, netip.AddrPort) {
 	return f, f.srv.Addrs()[1]
 }
 
-func legacyRegistration(t testing.TB, v gg2wire.LegacyVersion, port uint16, info string) []byte {
+func legacyRegistration(t testing.TB, v gg2.LegacyVersion, port uint16, info string) []byte {
 	t.Helper()
-	r := gg2wire.LegacyRegistration{Version: v, Port: port, Info: []byte(info)}
+	r := gg2.LegacyRegistration{Version: v, Port: port, Info: []byte(info)}
 	b, err := r.Append(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -37,17 +37,17 @@ func legacyRegistration(t testing.TB, v gg2wire.LegacyVersion, port uint16, info
 }
 
 // legacyList queries version over TCP and reads the reply to the end.
-func legacyList(t *testing.T, addr netip.AddrPort, v gg2wire.LegacyVersion) gg2wire.LegacyReply {
+func legacyList(t *testing.T, addr netip.AddrPort, v gg2.LegacyVersion) gg2.LegacyReply {
 	t.Helper()
 	b := readAll(t, addr, v.Append(nil))
-	r, err := gg2wire.ParseLegacyReply(b)
+	r, err := gg2.ParseLegacyReply(b)
 	if err != nil {
 		t.Fatalf("legacy reply %x: %v", b, err)
 	}
 	return r
 }
 
-func infos(r gg2wire.LegacyReply) []string {
+func infos(r gg2.LegacyReply) []string {
 	var out []string
 	for _, s := range r.Servers {
 		out = append(out, fmt.Sprintf("%s @%v", s.Info, s.Addr))
@@ -61,15 +61,15 @@ func infos(r gg2wire.LegacyReply) []string {
 func TestLegacyRegisterAndQuery(t *testing.T) {
 	f, legacy := startLegacy(t, nil)
 	srv := listenTCP(t)
-	v1 := gg2wire.ShortLegacyVersion(1)
+	v1 := gg2.ShortLegacyVersion(1)
 	f.sendTo(legacy, legacyRegistration(t, v1, srv.Port(), "!private![ctf_a]  Bacon  [5/10] - OHU"))
 	edgetest.Eventually(t, "listed", func() bool { _, ok := f.table.Registered(tcpKey(srv.Port())); return ok })
 
-	s, ok := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), srv.Port())
-	want := gg2wire.KeyValues{{Key: "name", Value: []byte("Bacon")}, {Key: "game", Value: []byte(ohuGame)},
+	s, ok := byPort(list(t, f.addr, gg2.GG2LobbyUUID), srv.Port())
+	want := gg2.KeyValues{{Key: "name", Value: []byte("Bacon")}, {Key: "game", Value: []byte(ohuGame)},
 		{Key: "game_short", Value: []byte("ohu")}, {Key: "game_url", Value: []byte(ohuGameURL)},
 		{Key: "map", Value: []byte("ctf_a")}, {Key: "protocol_id", Value: v1.ID[:]}}
-	if !ok || s.Transport != gg2wire.TCP || s.Flags != gg2wire.FlagPassword || s.Slots != 10 || s.Players != 5 ||
+	if !ok || s.Transport != gg2.TCP || s.Flags != gg2.FlagPassword || s.Slots != 10 || s.Players != 5 ||
 		s.Bots != 0 || !s.KeyValues.Equal(want) || s.V4 != srv {
 		t.Errorf("listed as %+v", s)
 	}
@@ -78,10 +78,10 @@ func TestLegacyRegisterAndQuery(t *testing.T) {
 		t.Errorf("version 1 lists %q", got)
 	}
 	// The long form of the same id finds it too; another version does not.
-	if got := infos(legacyList(t, legacy, gg2wire.LegacyVersion{ID: v1.ID, Long: true})); len(got) != 1 || got[0] != wantInfo {
+	if got := infos(legacyList(t, legacy, gg2.LegacyVersion{ID: v1.ID, Long: true})); len(got) != 1 || got[0] != wantInfo {
 		t.Errorf("version 1, long form, lists %q", got)
 	}
-	if got := legacyList(t, legacy, gg2wire.ShortLegacyVersion(2)); len(got.Servers) != 0 {
+	if got := legacyList(t, legacy, gg2.ShortLegacyVersion(2)); len(got.Servers) != 0 {
 		t.Errorf("version 2 lists %q", infos(got))
 	}
 	if st := f.srv.Stats(); st.Requests["legacy_register"] != 1 || st.Requests["legacy_list"] != 3 {
@@ -99,8 +99,8 @@ func TestLegacyGame(t *testing.T) {
 		{"a [1/2] - Vanilla+", "Vanilla+", ""},
 		{"a [1/2] - A mod with a long name", "A mod with a long name", "old"},
 	} {
-		in := gg2wire.ParseLegacyInfo([]byte(tc.info))
-		kv := legacyKV(nil, &in, &gg2wire.LegacyBaseUUID)
+		in := gg2.ParseLegacyInfo([]byte(tc.info))
+		kv := legacyKV(nil, &in, &gg2.LegacyBaseUUID)
 		short, hasShort := kv.Get("game_short")
 		if game, _ := kv.Get("game"); string(game) != tc.game || string(short) != tc.short || hasShort != (tc.short != "") {
 			t.Errorf("%q: game %q, short %q", tc.info, game, short)
@@ -112,9 +112,9 @@ func TestLegacyGame(t *testing.T) {
 func TestLegacyReachability(t *testing.T) {
 	f, legacy := startLegacy(t, nil)
 	refused := closedPort(t)
-	f.sendTo(legacy, legacyRegistration(t, gg2wire.ShortLegacyVersion(1), refused, "nobody [0/8]"))
+	f.sendTo(legacy, legacyRegistration(t, gg2.ShortLegacyVersion(1), refused, "nobody [0/8]"))
 	f.waitDrop("unreachable", 1)
-	if got := legacyList(t, legacy, gg2wire.ShortLegacyVersion(1)); len(got.Servers) != 0 {
+	if got := legacyList(t, legacy, gg2.ShortLegacyVersion(1)); len(got.Servers) != 0 {
 		t.Errorf("listed %q", infos(got))
 	}
 }
@@ -123,17 +123,17 @@ func TestLegacyReachability(t *testing.T) {
 // bots and all; Foyer's own rooms appear in every legacy query, or only
 // in that of Config.ProtocolID when it is set.
 func TestLegacyCrossListing(t *testing.T) {
-	v1, v2 := gg2wire.ShortLegacyVersion(1), gg2wire.ShortLegacyVersion(2)
-	for _, own := range []gg2wire.UUID{{}, v2.ID} {
+	v1, v2 := gg2.ShortLegacyVersion(1), gg2.ShortLegacyVersion(2)
+	for _, own := range []gg2.UUID{{}, v2.ID} {
 		f, legacy := startLegacy(t, func(c *Config) { c.ProtocolID = own })
 		f.table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4, Map: "arena"})
-		f.send(registration(1, 8190, gg2wire.UDP, gg2wire.Counted, "name", "new", "map", "m", "protocol_id", string(v1.ID[:])))
-		f.send(registration(2, 8191, gg2wire.UDP, gg2wire.Counted, "name", "no protocol"))
+		f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "new", "map", "m", "protocol_id", string(v1.ID[:])))
+		f.send(registration(2, 8191, gg2.UDP, gg2.Counted, "name", "no protocol"))
 		f.waitRequests("register", 2)
 		ownRoom := "[arena] Foyer room 1 [1/4] @127.0.0.1:30001"
 		wantV1 := []string{"!private![m] new [3+1/10] @127.0.0.1:8190"}
 		wantV2 := []string(nil)
-		if own == (gg2wire.UUID{}) {
+		if own == (gg2.UUID{}) {
 			wantV1 = append([]string{ownRoom}, wantV1...)
 			wantV2 = []string{ownRoom}
 		} else {
@@ -145,9 +145,9 @@ func TestLegacyCrossListing(t *testing.T) {
 		if got := infos(legacyList(t, legacy, v2)); fmt.Sprint(got) != fmt.Sprint(wantV2) {
 			t.Errorf("own protocol %v: version 2 lists %q, want %q", own, got, wantV2)
 		}
-		s, _ := byPort(list(t, f.addr, gg2wire.GG2LobbyUUID), 30001)
+		s, _ := byPort(list(t, f.addr, gg2.GG2LobbyUUID), 30001)
 		pid, has := s.KeyValues.Get("protocol_id")
-		if has != (own != gg2wire.UUID{}) || has && gg2wire.UUID(pid) != own {
+		if has != (own != gg2.UUID{}) || has && gg2.UUID(pid) != own {
 			t.Errorf("own room's protocol_id %x, configured %v", pid, own)
 		}
 	}
@@ -156,15 +156,15 @@ func TestLegacyCrossListing(t *testing.T) {
 // A legacy reply lists at most 255 servers.
 func TestLegacyAtMost255(t *testing.T) {
 	f, legacy := startLegacy(t, func(c *Config) { c.MaxServersPerIP = 300 })
-	v1 := gg2wire.ShortLegacyVersion(1).ID
+	v1 := gg2.ShortLegacyVersion(1).ID
 	// In rounds, so that the socket's buffer never overflows.
 	for i := range 300 {
-		f.send(registration(byte(i), 10000+uint16(i), gg2wire.UDP, gg2wire.Counted, "name", "s", "protocol_id", string(v1[:])))
+		f.send(registration(byte(i), 10000+uint16(i), gg2.UDP, gg2.Counted, "name", "s", "protocol_id", string(v1[:])))
 		if i%100 == 99 {
 			f.waitRequests("register", uint64(i+1))
 		}
 	}
-	if got := legacyList(t, legacy, gg2wire.ShortLegacyVersion(1)); len(got.Servers) != 255 {
+	if got := legacyList(t, legacy, gg2.ShortLegacyVersion(1)); len(got.Servers) != 255 {
 		t.Errorf("listed %d servers", len(got.Servers))
 	}
 }
@@ -173,12 +173,12 @@ func TestLegacyAtMost255(t *testing.T) {
 // answered; a silent client is cut after the timeout.
 func TestLegacyMalformed(t *testing.T) {
 	f, legacy := startLegacy(t, func(c *Config) { c.ListTimeout = 200 * time.Millisecond })
-	good := legacyRegistration(t, gg2wire.ShortLegacyVersion(1), 8190, "x")
+	good := legacyRegistration(t, gg2.ShortLegacyVersion(1), 8190, "x")
 	for _, b := range [][]byte{
 		[]byte("no magic at all"),
 		good[:len(good)-1],
 		append(append([]byte(nil), good...), 0),
-		legacyRegistration(t, gg2wire.LegacyVersion{ID: gg2wire.LegacyBaseUUID, Long: true}, 8190, "y")[:12],
+		legacyRegistration(t, gg2.LegacyVersion{ID: gg2.LegacyBaseUUID, Long: true}, 8190, "y")[:12],
 		append(append([]byte(nil), good[:7]...), 0, 0, 1, 'z'), // port 0
 	} {
 		f.sendTo(legacy, b)
@@ -251,7 +251,7 @@ func TestLegacyRateLimited(t *testing.T) {
 	f := startLimited(t, func(c *Config) { c.LegacyListen = netip.MustParseAddrPort("127.0.0.1:0") }, edgetest.Limits(0.001, 2))
 	legacy := f.srv.Addrs()[1]
 	for i := range 3 {
-		f.sendTo(legacy, legacyRegistration(t, gg2wire.ShortLegacyVersion(1), 8190+uint16(i), "s"))
+		f.sendTo(legacy, legacyRegistration(t, gg2.ShortLegacyVersion(1), 8190+uint16(i), "s"))
 	}
 	f.waitDrop("rate_limited", 1)
 	if st := f.srv.Stats(); st.Requests["legacy_register"] != 2 {

@@ -1,6 +1,6 @@
-// Package logbuf is a log sink that a server under test writes to while
+// Package logtest is a log sink that a server under test writes to while
 // the test reads it.
-package logbuf
+package logtest
 
 import (
 	"bytes"
