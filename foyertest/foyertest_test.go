@@ -36,7 +36,7 @@ func TestCleanupStopsEveryRoom(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rooms := l.Supervisor().List().Rooms
+		rooms := l.Supervisor().Table().List().Rooms
 		if len(rooms) != 2 {
 			t.Fatalf("%d rooms listed, want 2", len(rooms))
 		}
@@ -92,7 +92,7 @@ func TestOptionsReachTheRooms(t *testing.T) {
 	if _, err := c.Create(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rooms := l.Supervisor().List().Rooms
+	rooms := l.Supervisor().Table().List().Rooms
 	if len(rooms) != 1 || rooms[0].MaxPlayers != 2 {
 		t.Fatalf("rooms %+v, want one of 2 players", rooms)
 	}

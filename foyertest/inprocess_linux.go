@@ -34,7 +34,7 @@ func Start(t testing.TB, opts ...Option) *Lobby {
 		t.Fatalf("foyertest: supervisor: %v", err)
 	}
 	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, inProcess: inProcess{sup: sup}}
-	lob, err := lobby.New(s.lobbyConfig(t), sup, limit.NewGuard(s.limits()), log)
+	lob, err := lobby.New(s.lobbyConfig(t), sup.Table(), limit.NewGuard(s.limits()), log)
 	if err != nil {
 		l.stopSupervisor()
 		t.Fatalf("foyertest: lobby: %v", err)

@@ -15,7 +15,7 @@ func TestProcessesOfFindsTheRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	for _, r := range a.Supervisor().List().Rooms {
+	for _, r := range a.Supervisor().Table().List().Rooms {
 		if r.ID == seat.Room {
 			pid = r.PID
 		}

@@ -73,6 +73,17 @@ const (
 	SawListing
 )
 
+// Seat is a place held in a room for a player on the way in: the lobby
+// holds it on CREATE and JOIN, and the player's first game message takes
+// it up. It lives until Expires unless refreshed or taken.
+type Seat struct {
+	Player  netip.AddrPort
+	Expires time.Time
+	// Proven is set for a seat held by a JOIN that proved its sender
+	// real (SawListing); a seat once proven stays so.
+	Proven bool
+}
+
 // Source says where a room comes from.
 type Source string
 

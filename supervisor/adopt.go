@@ -128,7 +128,6 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 		proc:       p,
 		cgroup:     s.adoptCgroup(a.RoomID),
 		status:     p.Status(),
-		listed:     d.Kept.Listed,
 		watched:    true,
 		probed:     st.Details != nil,
 		lastStatus: now,
@@ -140,48 +139,45 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 	if st.Details != nil {
 		setDetails(&r.row, *st.Details)
 	}
-	r.seats.restore(d.Kept.Seats, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if portTaken(s.live, a.Port) {
+	if s.portTaken(a.Port) {
 		p.Stop(s.cfg.StopGrace)
 		return fmt.Errorf("%w: port %d is another adopted room's (stopped)", host.ErrNotARoom, a.Port)
 	}
 	// A port outside the pool (the range changed) is the room's until it
 	// ends and never joins the pool.
 	r.pooled = s.ports.claim(a.Port)
-	s.ids.above(a.RoomID)
 	s.live[a.RoomID] = r
-	if r.listed {
-		s.emit(room.Event{Kind: room.Created, Room: r.view()})
-	} else {
+	s.table.Enter(r.row, d.Kept.Listed, d.Kept.Seats)
+	if !d.Kept.Listed {
 		s.warm = append(s.warm, r)
 	}
 	s.wg.Add(1)
 	go s.track(r)
+	seats, _, _ := s.table.Seats(a.RoomID)
 	s.log.Info().Uint32("id", a.RoomID).Uint16("port", a.Port).Int("pid", r.row.PID).Str("source", string(r.row.Source)).
-		Stringer("state", st.State).Int("players", st.Players).Int("seats", r.seats.len()).Bool("listed", r.listed).
+		Stringer("state", st.State).Int("players", st.Players).Int("seats", len(seats)).Bool("listed", d.Kept.Listed).
 		Bool("adopted", true).Dur("age", now.Sub(d.StartedAt).Truncate(time.Millisecond)).Msg("room adopted")
 	return nil
 }
 
-// portTaken reports whether a room of live has port.
-func portTaken(live map[uint32]*record, port uint16) bool {
-	for _, r := range live {
-		if r.proc != nil && r.row.Port == port {
+// portTaken reports whether a room of live has port. s.mu is held.
+func (s *Supervisor) portTaken(port uint16) bool {
+	for _, r := range s.live {
+		if r.row.Port == port {
 			return true
 		}
 	}
 	return false
 }
 
-// remember marks r's seats for its instance to keep. s.mu is held.
-func (s *Supervisor) remember(r *record) {
-	if s.cfg.StateDir == "" || r.proc == nil || r.dirty {
-		return
-	}
-	r.dirty = true
-	s.dirty = append(s.dirty, r)
+// remember marks room id's seats for its instance to keep: the table's
+// SeatsChanged hook, called under the table's lock.
+func (s *Supervisor) remember(id uint32) {
+	s.dirtyMu.Lock()
+	s.dirty[id] = struct{}{}
+	s.dirtyMu.Unlock()
 	select {
 	case s.keepWake <- struct{}{}:
 	default:
@@ -205,14 +201,19 @@ func (s *Supervisor) keepSeats() {
 
 // flushSeats sends what remember marked, now.
 func (s *Supervisor) flushSeats() {
-	s.mu.Lock()
+	s.dirtyMu.Lock()
 	batch := s.dirty
-	for _, r := range batch {
-		r.dirty = false
+	s.dirty = make(map[uint32]struct{})
+	s.dirtyMu.Unlock()
+	s.mu.Lock()
+	rs := make([]*record, 0, len(batch))
+	for id := range batch {
+		if r := s.live[id]; r != nil {
+			rs = append(rs, r)
+		}
 	}
-	s.dirty = nil
 	s.mu.Unlock()
-	for _, r := range batch {
+	for _, r := range rs {
 		s.keep(r)
 	}
 }
@@ -223,9 +224,11 @@ func (s *Supervisor) flushSeats() {
 func (s *Supervisor) keep(r *record) {
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()
-	s.mu.Lock()
-	k := host.Kept{Listed: r.listed, Seats: r.seats.list()}
-	s.mu.Unlock()
+	seats, listed, ok := s.table.Seats(r.row.ID)
+	if !ok {
+		return // reaped meanwhile
+	}
+	k := host.Kept{Listed: listed, Seats: seats}
 	ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)
 	defer cancel()
 	if err := r.proc.Keep(ctx, k); err != nil {
@@ -234,7 +237,7 @@ func (s *Supervisor) keep(r *record) {
 }
 
 // Release readies the rooms for another process that is to adopt them (an
-// upgrade): it stops taking rooms (Create, Join and Register fail with
+// upgrade): it stops taking rooms (the table's Create and Join fail with
 // room.ErrClosed), waits for the spawns in flight (their rooms are handed
 // out as usual), stores every room's seats in its instance, stops
 // killing rooms that fall silent (the other process watches them now) and
@@ -252,13 +255,11 @@ func (s *Supervisor) Release(ctx context.Context) error {
 		return room.ErrClosed
 	}
 	s.released = true
+	s.table.Hold(true)
 	// Every room is kept, whether or not it changed: its instance then
 	// holds the listed flag too, even for a room adopted warm.
-	for _, r := range s.live {
-		if r.proc != nil && !r.dirty {
-			r.dirty = true
-			s.dirty = append(s.dirty, r)
-		}
+	for id := range s.live {
+		s.remember(id)
 	}
 	s.mu.Unlock()
 	for {
@@ -289,12 +290,11 @@ func (s *Supervisor) Resume() error {
 	}
 	s.mu.Lock()
 	s.released = false
+	s.table.Hold(false)
 	procs := make([]*host.Process, 0, len(s.live))
 	for _, r := range s.live {
-		if r.proc != nil {
-			r.lastStatus = time.Now() // silent while the other process watched
-			procs = append(procs, r.proc)
-		}
+		r.lastStatus = time.Now() // silent while the other process watched
+		procs = append(procs, r.proc)
 	}
 	s.mu.Unlock()
 	for _, p := range procs {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
-	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
 // newKept starts a supervisor of test instances that outlive it, in a
@@ -73,16 +72,16 @@ func TestAdoptedRoomsAreTheSame(t *testing.T) {
 	a, _ := newKept(t, func(c *Config) { c.Warm = 1 })
 	var ids []uint32
 	for i := range 3 {
-		r, err := a.Create(context.Background(), ep("127.0.0.1:5000"))
+		r, err := a.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.ID)
 		_ = i
 	}
-	rows := a.List().Rooms
+	rows := a.Table().List().Rooms
 	port := func(id uint32) uint16 { r, _ := listed(a, id); return r.Port }
-	if _, err := a.Join(context.Background(), ids[0], ep("127.0.0.2:6000"), room.SawListing); err != nil {
+	if _, err := a.Table().Join(context.Background(), ids[0], ep("127.0.0.2:6000"), room.SawListing); err != nil {
 		t.Fatal(err)
 	}
 	send(t, loopback, port(ids[1]), "hello") // the creator's seat becomes the player
@@ -94,22 +93,21 @@ func TestAdoptedRoomsAreTheSame(t *testing.T) {
 	})
 	eventually(t, "a warm room", func() bool { return a.Stats().Warm == 1 })
 	_ = rows
-	seats := func(s *Supervisor, id uint32) []host.Seat {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.live[id].seats.list()
+	seats := func(s *Supervisor, id uint32) []room.Seat {
+		seats, _, _ := s.Table().Seats(id)
+		return seats
 	}
 	seats0 := seats(a, ids[0])
 
 	if err := a.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Create(context.Background(), ep("127.0.0.1:5000")); err != room.ErrClosed {
+	if _, err := a.Table().Create(context.Background(), ep("127.0.0.1:5000")); err != room.ErrClosed {
 		t.Fatalf("create after Release: %v", err)
 	}
-	want := rowsOf(a.List(), true)
+	want := rowsOf(a.Table().List(), true)
 	b, sink := adoptFrom(t, a)
-	if got := rowsOf(b.List(), true); !slices.Equal(got, want) {
+	if got := rowsOf(b.Table().List(), true); !slices.Equal(got, want) {
 		t.Fatalf("adopted\n%+v\nwant\n%+v", got, want)
 	}
 	got := seats(b, ids[0])
@@ -134,11 +132,11 @@ func TestAdoptedRoomsAreTheSame(t *testing.T) {
 		return r.State == packet.Playing
 	})
 	// New rooms get new ids and free ports: the warm one first.
-	r, err := b.Create(context.Background(), ep("127.0.0.1:5000"))
+	r, err := b.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil || slices.Contains(ids, r.ID) || !r.Adopted {
 		t.Fatalf("create from the adopted warm pool: %+v, %v", r, err)
 	}
-	r, err = b.Create(context.Background(), ep("127.0.0.1:5000"))
+	r, err = b.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil || r.ID <= ids[2] || r.Adopted || slices.ContainsFunc(want, func(w room.Room) bool { return w.Port == r.Port }) {
 		t.Fatalf("a new room %+v, %v; adopted %+v", r, err, want)
 	}
@@ -148,7 +146,7 @@ func TestAdoptedRoomsAreTheSame(t *testing.T) {
 // and takes rooms again.
 func TestResumeAfterRelease(t *testing.T) {
 	a, _ := newKept(t, nil)
-	r, err := a.Create(context.Background(), ep("127.0.0.1:5000"))
+	r, err := a.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +159,7 @@ func TestResumeAfterRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.List().Rooms) != 1 {
+	if len(b.Table().List().Rooms) != 1 {
 		t.Fatal("not adopted")
 	}
 	if err := b.Release(context.Background()); err != nil {
@@ -176,7 +174,7 @@ func TestResumeAfterRelease(t *testing.T) {
 		got, _ := listed(a, r.ID)
 		return got.State == packet.Playing
 	})
-	if _, err := a.Create(context.Background(), ep("127.0.0.1:5000")); err != nil {
+	if _, err := a.Table().Create(context.Background(), ep("127.0.0.1:5000")); err != nil {
 		t.Fatalf("create after Resume: %v", err)
 	}
 }
@@ -195,7 +193,7 @@ func TestAdoptDamagedStateDir(t *testing.T) {
 	os.WriteFile(filepath.Join(rooms, "8"), nil, 0o600)
 	os.WriteFile(filepath.Join(rooms, "7", "plugin1"), []byte("not a socket"), 0o600)
 	s, sink := newTest(t, "game", 2, func(c *Config) { c.StateDir = dir })
-	if len(s.List().Rooms) != 0 {
+	if len(s.Table().List().Rooms) != 0 {
 		t.Fatal("adopted garbage")
 	}
 	sink.await(t, "room not adopted, its directory removed", `"id":7`)

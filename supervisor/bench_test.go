@@ -35,7 +35,7 @@ func createAndDiscard(b *testing.B, s *Supervisor) time.Duration {
 	b.Helper()
 	reaped := s.Stats().Reaped["crashed"]
 	t0 := time.Now()
-	r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
 	d := time.Since(t0)
 	if err != nil {
 		b.Fatal(err)
@@ -88,7 +88,7 @@ func BenchmarkCPUMax(b *testing.B) {
 			s, _ := newExec(b, []string{"/bin/sh", "-c", "while :; do :; done & exec sleep 1000 {port}"}, "none", func(c *Config) {
 				c.Limits.CPUMax = max
 			})
-			r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+			r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func BenchmarkInstanceRSS(b *testing.B) {
 	var total float64
 	n := 0
 	for b.Loop() {
-		r, err := s.Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+		r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func reportIdleCPU(b *testing.B, s *Supervisor, n int) {
 		cpu += cpuTime(b) - c0
 		wall += time.Since(w0)
 	}
-	if got := len(s.List().Rooms); got != n {
+	if got := len(s.Table().List().Rooms); got != n {
 		b.Fatalf("%d rooms left of %d", got, n)
 	}
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/room/roomtable"
 )
 
 // Config is the supervisor's part of config.toml, with defaults filled in
@@ -43,6 +44,9 @@ type Config struct {
 	// SeatTTL is how long a seat held by Create or Join waits for its
 	// player to connect; default 10s.
 	SeatTTL time.Duration
+	// IDs confines the room ids to the range one host of a cluster
+	// hands out (see package cluster); the zero value confines nothing.
+	IDs roomtable.IDRange
 	// IDFile, when set, persists the room-id high-water mark so ids never
 	// repeat across restarts, however fast rooms were created. Without it
 	// ids start at the Unix time in seconds, which a restart repeats only

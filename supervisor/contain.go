@@ -229,8 +229,8 @@ type usageCache struct {
 	rooms map[uint32]cgroup.Usage
 }
 
-// Usage returns what the processes of each listed room use (CPU time,
-// resident memory), by room id; rooms without cgroups are left out. It
+// Usage returns what the processes of each room use (CPU time, resident
+// memory), by room id; rooms without cgroups are left out. It
 // reads the kernel's account of the rooms at most once every second,
 // outside the table's lock; the map is shared by every caller until then
 // and must not be modified.
@@ -250,7 +250,7 @@ func (s *Supervisor) Usage() map[uint32]cgroup.Usage {
 	var rooms []listed
 	s.mu.Lock()
 	for _, r := range s.live {
-		if r.listed && r.cgroup != nil {
+		if r.cgroup != nil {
 			rooms = append(rooms, listed{r.row.ID, r.cgroup})
 		}
 	}

@@ -193,7 +193,7 @@ func TestMemoryMaxReapsWithOOM(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hog, err := s.Create(context.Background(), ep("127.0.0.1:5002"))
+	hog, err := s.Table().Create(context.Background(), ep("127.0.0.1:5002"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestPidsMaxStopsForkBomb(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := s.Create(context.Background(), ep("127.0.0.1:5002")); err != nil {
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:5002")); err != nil {
 		t.Errorf("another room cannot start beside the bomb: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -32,7 +32,7 @@ func Example() {
 	}()
 
 	creator := netip.MustParseAddrPort("127.0.0.1:40000")
-	r, err := s.Create(context.Background(), creator)
+	r, err := s.Table().Create(context.Background(), creator)
 	if errors.Is(err, room.ErrCapacity) {
 		fmt.Println("busy:", err)
 		return
@@ -44,7 +44,7 @@ func Example() {
 	fmt.Println("play on port", r.Port)
 
 	friend := netip.MustParseAddrPort("127.0.0.1:40001")
-	if _, err := s.Join(context.Background(), r.ID, friend, room.Unproven); err != nil {
+	if _, err := s.Table().Join(context.Background(), r.ID, friend, room.Unproven); err != nil {
 		fmt.Println("join:", err)
 	}
 }
@@ -64,34 +64,10 @@ func Example_execDriver() {
 		return
 	}
 	defer s.Shutdown(context.Background())
-	r, err := s.Create(context.Background(), netip.MustParseAddrPort("127.0.0.1:40000"))
+	r, err := s.Table().Create(context.Background(), netip.MustParseAddrPort("127.0.0.1:40000"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("play on port", r.Port)
-}
-
-// An edge that hears of rooms running elsewhere registers them; they are
-// listed and joined like the supervisor's own.
-func ExampleSupervisor_Register() {
-	s, err := supervisor.New(supervisor.Config{}, zerolog.Nop())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer s.Shutdown(context.Background())
-	r, err := s.Register("udp 192.0.2.7:8190", room.Listing{
-		Addr: netip.MustParseAddrPort("192.0.2.7:8190"), Players: 1, MaxPlayers: 8, Name: "tee room",
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(r.Source, r.Host, r.Port, r.Players, r.MaxPlayers, r.State)
-	s.Unregister("udp 192.0.2.7:8190")
-	fmt.Println(len(s.List().Rooms), "rooms")
-	// Output:
-	// gg2 192.0.2.7 8190 1 8 waiting
-	// 0 rooms
 }

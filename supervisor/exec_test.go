@@ -131,8 +131,8 @@ func homeOf(t *testing.T, pid int) string {
 // room in it.
 func watchAndCreate(t *testing.T, s *Supervisor) (<-chan room.Event, room.Room) {
 	t.Helper()
-	events := s.Watch(t.Context())
-	r, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	events := s.Table().Watch(t.Context())
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 	sink.await(t, "instance stderr", "room output", fmt.Sprintf(`"server_pid":%d`, server))
 	// Answered probes keep it healthy well past the health timeout.
 	for range 3 {
-		if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
+		if _, err := s.Table().Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
 			t.Fatalf("join: %v", err)
 		}
 		time.Sleep(time.Second)
@@ -224,7 +224,7 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 		return errors.Is(err, os.ErrNotExist)
 	})
 	// The port goes back to the pool: a new room runs fine after it.
-	r2, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	r2, err := s.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil || r2.ID <= r.ID {
 		t.Fatalf("second room %+v %v", r2, err)
 	}
@@ -275,10 +275,10 @@ func TestExecProbeNone(t *testing.T) {
 		t.Fatalf("arguments %q (%v), want %q", got, err, want)
 	}
 	// Seats come from reservations only.
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
+	if _, err := s.Table().Join(context.Background(), r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat of two: %v", err)
 	}
 	// Without status there is no health to miss: the room outlives many
@@ -321,12 +321,12 @@ func TestExecSpawnFailures(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, sink := newExec(t, tc.argv, tc.probe, func(c *Config) { c.SpawnTimeout = 2 * time.Second })
-			_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+			_, err := s.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 			if !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("create: %v, want ErrSpawn saying %q", err, tc.says)
 			}
 			st := s.Stats()
-			if st.SpawnFailures != 1 || st.PortsInUse != 0 || len(s.List().Rooms) != 0 {
+			if st.SpawnFailures != 1 || st.PortsInUse != 0 || len(s.Table().List().Rooms) != 0 {
 				t.Fatalf("after a failed spawn: %+v", st)
 			}
 			// A server that exits before it is ready is tried on three
@@ -374,7 +374,7 @@ func TestForeignServerWithoutProbe(t *testing.T) {
 	s, _ := newTest(t, "", 2, func(c *Config) {
 		c.Command = []string{"sh", "-c", "echo 'I engine: running on unix-linux-amd64'; sleep 60"}
 	})
-	_, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	_, err := s.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(),
 		`this looks like a game server that is not a Foyer instance: set probe = "teeworlds" or "none" (it printed "I engine: running on unix-linux-amd64")`) {
 		t.Fatalf("create: %v", err)
@@ -389,7 +389,7 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 		t.Fatalf("created %+v", r)
 	}
 	for _, p := range []string{"127.0.0.1:5001", "127.0.0.1:5002"} {
-		if _, err := s.Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil {
+		if _, err := s.Table().Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -406,11 +406,11 @@ func TestExecProbeFollowsPlayers(t *testing.T) {
 		t.Fatalf("after ten players: %+v", changed)
 	}
 	for i, p := range []string{"127.0.0.1:5003", "127.0.0.1:5004"} {
-		if j, err := s.Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil || j.Seats != i+1 {
+		if j, err := s.Table().Join(context.Background(), r.ID, ep(p), room.Unproven); err != nil || j.Seats != i+1 {
 			t.Fatalf("join: %+v %v", j, err)
 		}
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5005"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(context.Background(), r.ID, ep("127.0.0.1:5005"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// Players leaving turn no seat into anything.

@@ -148,7 +148,7 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 		if err := s.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
-		if n := len(s.List().Rooms); n != 0 {
+		if n := len(s.Table().List().Rooms); n != 0 {
 			t.Errorf("%d rooms listed after Shutdown", n)
 		}
 		if kids := childPIDs(t); len(kids) != 0 {
@@ -212,7 +212,7 @@ func nextEvent(t testing.TB, events <-chan room.Event) room.Event {
 
 // listed returns the listed row of id.
 func listed(s *Supervisor, id uint32) (room.Room, bool) {
-	for _, r := range s.List().Rooms {
+	for _, r := range s.Table().List().Rooms {
 		if r.ID == id {
 			return r, true
 		}

@@ -28,7 +28,7 @@ func createN(t testing.TB, s *Supervisor, n int) []room.Room {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			rooms[i], errs[i] = s.Create(context.Background(), netip.AddrPortFrom(loopback, uint16(10000+i)))
+			rooms[i], errs[i] = s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, uint16(10000+i)))
 		})
 	}
 	wg.Wait()
@@ -78,7 +78,7 @@ func TestKillReapReuse(t *testing.T) {
 	s, _ := newTest(t, "game", rooms+spare, func(c *Config) { c.PortCooldown = time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
+	events := s.Table().Watch(ctx)
 	live := createN(t, s, rooms)
 
 	// Every port freed by a reaped room must come back: count how often
@@ -129,7 +129,7 @@ func TestKillReapReuse(t *testing.T) {
 	// No leak: exactly the listed rooms' processes run, and every port is
 	// either in use by one of them or free to bind.
 	var pids []int
-	for _, r := range s.List().Rooms {
+	for _, r := range s.Table().List().Rooms {
 		pids = append(pids, r.PID)
 	}
 	kids := childPIDs(t)
@@ -218,7 +218,7 @@ func dieWithTheSupervisor(t *testing.T, driver string) {
 
 func TestGarbageOutputIsHarmless(t *testing.T) {
 	s, _ := newTest(t, "garbage", 2, nil)
-	r, err := s.Create(context.Background(), ep("127.0.0.2:6000"))
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.2:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +232,14 @@ func TestBrokenInstancesFailTheSpawn(t *testing.T) {
 			s, sink := newTest(t, mode, 2, func(c *Config) { c.SpawnTimeout = 2 * time.Second })
 			created := make(chan error, 1)
 			go func() {
-				_, err := s.Create(context.Background(), ep("127.0.0.1:6000"))
+				_, err := s.Table().Create(context.Background(), ep("127.0.0.1:6000"))
 				created <- err
 			}()
 			if mode == "silent" {
 				// While the spawn hangs, the table answers.
 				eventually(t, "the spawn to start", func() bool { return s.Stats().Spawning == 1 })
-				s.List()
-				if _, err := s.Join(context.Background(), 1, ep("127.0.0.1:6001"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
+				s.Table().List()
+				if _, err := s.Table().Join(context.Background(), 1, ep("127.0.0.1:6001"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 					t.Fatalf("join during a spawn: %v", err)
 				}
 				if s.Stats().Spawning != 1 {
@@ -266,8 +266,8 @@ func TestHangingStopIsKilled(t *testing.T) {
 	s, _ := newTest(t, "hang-stop", 2, func(c *Config) { c.StopGrace = 300 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(ctx, ep("127.0.0.1:6000"))
+	events := s.Table().Watch(ctx)
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestHangingStopIsKilled(t *testing.T) {
 
 func TestSilentInstanceIsUnhealthy(t *testing.T) {
 	s, sink := newTest(t, "game", 2, func(c *Config) { c.HealthTimeout = 500 * time.Millisecond })
-	r, err := s.Create(context.Background(), ep("127.0.0.1:6000"))
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}

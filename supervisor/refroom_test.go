@@ -77,17 +77,17 @@ func TestReferenceRoomThroughTheSupervisor(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
+	events := s.Table().Watch(ctx)
 
 	alice, bob := newPlayer(t), newPlayer(t)
-	r, err := s.Create(ctx, alice.endpoint())
+	r, err := s.Table().Create(ctx, alice.endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, bob.endpoint(), room.Unproven); err != nil {
+	if _, err := s.Table().Join(ctx, r.ID, bob.endpoint(), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:1"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:1"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("third seat in a two-player room: %v", err)
 	}
 	alice.room = net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))

@@ -20,11 +20,11 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	s, sink := newTest(t, "game", 2, func(c *Config) { c.MaxInstances = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
+	events := s.Table().Watch(ctx)
 
 	a := listing("127.0.0.2:8190", 1, 8)
 	a.Password = true
-	r, err := s.Register("udp 127.0.0.2:8190", a)
+	r, err := s.Table().Register("udp 127.0.0.2:8190", a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,18 +44,18 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	sink.await(t, "room registered", `"source":"gg2"`)
 
 	// The same registration again changes nothing, not even the version.
-	v := s.List().Version
-	if again, err := s.Register("udp 127.0.0.2:8190", a); err != nil || again != r {
+	v := s.Table().List().Version
+	if again, err := s.Table().Register("udp 127.0.0.2:8190", a); err != nil || again != r {
 		t.Fatalf("same registration: %+v %v", again, err)
 	}
-	if s.List().Version != v {
+	if s.Table().List().Version != v {
 		t.Fatal("version moved without a change")
 	}
 	// A change updates the room in place.
 	a.Map, a.Players = "ctf2", 2
-	up, err := s.Register("udp 127.0.0.2:8190", a)
-	if err != nil || up.ID != r.ID || up.Map != "ctf2" || up.Players != 2 || s.List().Version == v {
-		t.Fatalf("updated %+v %v (version %d, was %d)", up, err, s.List().Version, v)
+	up, err := s.Table().Register("udp 127.0.0.2:8190", a)
+	if err != nil || up.ID != r.ID || up.Map != "ctf2" || up.Players != 2 || s.Table().List().Version == v {
+		t.Fatalf("updated %+v %v (version %d, was %d)", up, err, s.Table().List().Version, v)
 	}
 	if ev := nextEvent(t, events); ev.Kind != room.Changed || ev.Room != up {
 		t.Fatalf("event %+v", ev)
@@ -63,19 +63,19 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 
 	// Registered rooms take no port and no instance slot: with
 	// MaxInstances 1, a room is still created, and a second is refused.
-	b, err := s.Register("udp 127.0.0.3:8303", listing("127.0.0.3:8303", 0, 4))
+	b, err := s.Table().Register("udp 127.0.0.3:8303", listing("127.0.0.3:8303", 0, 4))
 	if err != nil || b.ID == r.ID {
 		t.Fatalf("second registration %+v %v", b, err)
 	}
 	nextEvent(t, events)
-	c, err := s.Create(context.Background(), ep("127.0.0.1:5000"))
+	c, err := s.Table().Create(context.Background(), ep("127.0.0.1:5000"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ID <= b.ID || b.ID <= r.ID {
 		t.Fatalf("ids %d, %d, %d not from one increasing counter", r.ID, b.ID, c.ID)
 	}
-	if _, err := s.Create(context.Background(), ep("127.0.0.1:5001")); !errors.Is(err, room.ErrCapacity) {
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:5001")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("second create with MaxInstances 1: %v", err)
 	}
 	if st := s.Stats(); st.Rooms != 3 || st.Registered != 2 || st.PortsInUse != 1 {
@@ -83,23 +83,23 @@ func TestRegisterListsUpdatesAndUnregisters(t *testing.T) {
 	}
 	nextEvent(t, events)
 
-	s.Unregister("udp 127.0.0.2:8190")
-	s.Unregister("udp 127.0.0.2:8190") // twice is harmless
-	s.Unregister("never registered")
+	s.Table().Unregister("udp 127.0.0.2:8190")
+	s.Table().Unregister("udp 127.0.0.2:8190") // twice is harmless
+	s.Table().Unregister("never registered")
 	if ev := nextEvent(t, events); ev.Kind != room.Reaped || ev.Room.ID != r.ID || ev.Cause != "unregistered" {
 		t.Fatalf("event %+v", ev)
 	}
 	if _, ok := listed(s, r.ID); ok {
 		t.Fatal("unregistered room listed")
 	}
-	if _, err := s.Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
+	if _, err := s.Table().Join(context.Background(), r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 		t.Fatalf("join of unregistered room: %v", err)
 	}
 	if n := s.Stats().Reaped["unregistered"]; n != 1 {
 		t.Fatalf("%d reaped as unregistered", n)
 	}
 	// A registration after the unregistration is a new room.
-	again, err := s.Register("udp 127.0.0.2:8190", a)
+	again, err := s.Table().Register("udp 127.0.0.2:8190", a)
 	if err != nil || again.ID <= c.ID {
 		t.Fatalf("registered again: %+v %v", again, err)
 	}
@@ -112,35 +112,35 @@ func TestRegisteredSeats(t *testing.T) {
 	s, _ := newTest(t, "game", 1, func(c *Config) { c.SeatTTL = 3 * time.Second })
 	ctx := context.Background()
 	const key = "udp 127.0.0.2:8190"
-	r, err := s.Register(key, listing("127.0.0.2:8190", 1, 3))
+	r, err := s.Table().Register(key, listing("127.0.0.2:8190", 1, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One player and two seats fill a room of three.
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 || j.Port != 8190 || j.Host != r.Host {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 || j.Port != 8190 || j.Host != r.Host {
 		t.Fatalf("join: %+v %v", j, err)
 	}
 	time.Sleep(5 * time.Millisecond) // the second seat is the younger
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("join: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("join of a full room: %v", err)
 	}
 	// A registration reporting one more player takes the oldest seat to
 	// be that player: the first joiner holds no seat any more (joining
 	// again takes a new one), the second still does.
-	if up, err := s.Register(key, listing("127.0.0.2:8190", 2, 3)); err != nil || up.Players != 2 || up.Seats != 1 {
+	if up, err := s.Table().Register(key, listing("127.0.0.2:8190", 2, 3)); err != nil || up.Players != 2 || up.Seats != 1 {
 		t.Fatalf("re-registered: %+v %v", up, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 1 {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 1 {
 		t.Fatalf("second joiner again: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("first joiner again in a full room: %v", err)
 	}
 	// Fewer players turn no seat into anything; unclaimed seats expire.
-	if up, err := s.Register(key, listing("127.0.0.2:8190", 0, 3)); err != nil || up.Seats != 1 {
+	if up, err := s.Table().Register(key, listing("127.0.0.2:8190", 0, 3)); err != nil || up.Seats != 1 {
 		t.Fatalf("re-registered: %+v %v", up, err)
 	}
 	eventually(t, "the seat to expire", func() bool {
@@ -157,17 +157,17 @@ func TestRegisterRefusesAndShutdownClears(t *testing.T) {
 		{Addr: netip.MustParseAddrPort("127.0.0.2:1"), Players: -1, MaxPlayers: 4},
 		{Addr: netip.MustParseAddrPort("127.0.0.2:1"), MaxPlayers: 1 << 16},
 	} {
-		if _, err := s.Register("k", l); !errors.Is(err, room.ErrListing) {
+		if _, err := s.Table().Register("k", l); !errors.Is(err, room.ErrListing) {
 			t.Errorf("Register(%+v): %v", l, err)
 		}
 	}
-	if len(s.List().Rooms) != 0 {
+	if len(s.Table().List().Rooms) != 0 {
 		t.Fatal("a refused listing is listed")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Register("k", listing("127.0.0.2:8190", 0, 4))
+	events := s.Table().Watch(ctx)
+	r, err := s.Table().Register("k", listing("127.0.0.2:8190", 0, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestRegisterRefusesAndShutdownClears(t *testing.T) {
 	if ev := nextEvent(t, events); ev.Kind != room.Reaped || ev.Room.ID != r.ID || ev.Cause != "stopped" {
 		t.Fatalf("event %+v", ev)
 	}
-	if n := len(s.List().Rooms); n != 0 {
+	if n := len(s.Table().List().Rooms); n != 0 {
 		t.Fatalf("%d rooms after Shutdown", n)
 	}
-	if _, err := s.Register("k", listing("127.0.0.2:8190", 0, 4)); !errors.Is(err, room.ErrClosed) {
+	if _, err := s.Table().Register("k", listing("127.0.0.2:8190", 0, 4)); !errors.Is(err, room.ErrClosed) {
 		t.Fatalf("Register after Shutdown: %v", err)
 	}
-	s.Unregister("k") // the edge may still unregister: harmless
+	s.Table().Unregister("k") // the edge may still unregister: harmless
 }

@@ -34,7 +34,7 @@ func seatLobby(b *testing.B, seatTTL time.Duration, sizes ...int) (*supervisor.S
 	b.Cleanup(func() { s.Shutdown(context.Background()) })
 	var rooms []room.Room
 	for i, n := range sizes {
-		r, err := s.Register("bench "+string(rune('a'+i)), room.Listing{
+		r, err := s.Table().Register("bench "+string(rune('a'+i)), room.Listing{
 			Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(20000+i)), MaxPlayers: n})
 		if err != nil {
 			b.Fatal(err)
@@ -45,7 +45,7 @@ func seatLobby(b *testing.B, seatTTL time.Duration, sizes ...int) (*supervisor.S
 	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	lim := limit.DefaultConfig()
 	lim.Rate, lim.Burst = 1e6, 1e6
-	l, err := lobby.New(cfg, s, limit.NewGuard(lim), zerolog.Nop())
+	l, err := lobby.New(cfg, s.Table(), limit.NewGuard(lim), zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func BenchmarkListUnderSeatChurn(b *testing.B) {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				p := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i % seats >> 8), byte(i % seats)}), 4000)
-				s.Join(ctx, rooms[0].ID, p, room.Unproven)
+				s.Table().Join(ctx, rooms[0].ID, p, room.Unproven)
 				joins.Add(1)
 			}
 		})

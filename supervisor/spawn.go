@@ -56,7 +56,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	defer stop()
 
 	t0 := time.Now()
-	id := s.ids.take()
+	id := s.table.NewID()
 	dir, err := s.dirs.make(id)
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
@@ -73,24 +73,13 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 		return nil, err
 	}
 	r.cgroup = cg
-	s.awaitDurable(ctx, id)
-	return r, nil
-}
-
-// awaitDurable waits, within ctx, until id is covered by the mark on disk,
-// so that no room is announced under an id a crash could hand out again.
-// That wait is rare (a burst of rooms faster than one write of the mark)
-// and runs in parallel with the spawn; a mark that cannot be written in
-// time is logged and the room goes ahead.
-func (s *Supervisor) awaitDurable(ctx context.Context, id uint32) {
-	for ch := s.ids.durable(id); ch != nil; ch = s.ids.durable(id) {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			s.log.Warn().Uint32("id", id).Msg("room id not yet covered by the id file")
-			return
-		}
+	// No room is announced under an id a crash could hand out again; a
+	// mark that cannot be written in time is logged and the room goes
+	// ahead.
+	if err := s.table.AwaitID(ctx, id); err != nil {
+		s.log.Warn().Uint32("id", id).Msg("room id not yet covered by the id file")
 	}
+	return r, nil
 }
 
 // spawnInstance starts an instance of the go-plugin room (or of the
@@ -191,6 +180,12 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 		}
 	}
 	return r, nil
+}
+
+// setDetails copies what a probed server says of itself into its row.
+func setDetails(row *room.Room, d host.Details) {
+	row.MaxPlayers = d.MaxPlayers
+	row.Name, row.Game, row.Map, row.Password = d.Name, d.Game, d.Map, d.Password
 }
 
 // spawnError says why a spawn failed, wrapping room.ErrSpawn, or room.ErrClosed when

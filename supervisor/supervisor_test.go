@@ -23,8 +23,8 @@ var loopback = netip.MustParseAddr("127.0.0.1")
 func TestCreateListJoin(t *testing.T) {
 	s, sink := newTest(t, "game", 4, func(c *Config) { c.MaxPlayers = 3 })
 	ctx := context.Background()
-	v0 := s.List().Version
-	r, err := s.Create(ctx, ep("127.0.0.1:5000"))
+	v0 := s.Table().List().Version
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:5000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,31 +35,31 @@ func TestCreateListJoin(t *testing.T) {
 	if r.Port < s.cfg.FirstPort || r.Port > s.cfg.LastPort {
 		t.Fatalf("port %d outside the pool", r.Port)
 	}
-	snap := s.List()
+	snap := s.Table().List()
 	if snap.Version <= v0 || len(snap.Rooms) != 1 || snap.Rooms[0] != r {
 		t.Fatalf("List after Create: %+v", snap)
 	}
-	if again := s.List(); again.Version != snap.Version {
+	if again := s.Table().List(); again.Version != snap.Version {
 		t.Fatalf("version moved without a change: %d -> %d", snap.Version, again.Version)
 	}
 	// The creator joining again takes no second seat.
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5000"), room.Unproven); err != nil || j.Seats != 1 {
 		t.Fatalf("creator rejoin: %+v %v", j, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("second player: %+v %v", j, err)
 	}
-	if j, err := s.Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
+	if j, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5001"), room.Unproven); err != nil || j.Seats != 2 {
 		t.Fatalf("duplicate join: %+v %v", j, err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); err != nil {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5002"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:5003"), room.Unproven); !errors.Is(err, room.ErrFull) {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:5003"), room.Unproven); !errors.Is(err, room.ErrFull) {
 		t.Fatalf("fourth seat of three: %v", err)
 	}
 	for _, id := range []uint32{0, r.ID + 1000} {
-		if _, err := s.Join(ctx, id, ep("127.0.0.1:5004"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
+		if _, err := s.Table().Join(ctx, id, ep("127.0.0.1:5004"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 			t.Fatalf("join %d: %v", id, err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestCreateListJoin(t *testing.T) {
 
 func TestConcurrentJoinsAreExact(t *testing.T) {
 	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxPlayers = 4 })
-	r, err := s.Create(context.Background(), ep("127.0.0.1:6000"))
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestConcurrentJoinsAreExact(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
-			_, err := s.Join(context.Background(), r.ID, netip.AddrPortFrom(loopback, uint16(7000+i)), room.Unproven)
+			_, err := s.Table().Join(context.Background(), r.ID, netip.AddrPortFrom(loopback, uint16(7000+i)), room.Unproven)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -102,8 +102,8 @@ func TestSeatExpires(t *testing.T) {
 	s, _ := newTest(t, "game", 2, func(c *Config) { c.SeatTTL = 200 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
-	r, err := s.Create(ctx, ep("127.0.0.1:6000"))
+	events := s.Table().Watch(ctx)
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestSeatExpires(t *testing.T) {
 	}
 	// The seat is free again: the room holds MaxPlayers new ones.
 	for i := range s.cfg.MaxPlayers {
-		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(8000+i)), room.Unproven); err != nil {
+		if _, err := s.Table().Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(8000+i)), room.Unproven); err != nil {
 			t.Fatalf("join %d after expiry: %v", i, err)
 		}
 	}
@@ -127,11 +127,11 @@ func TestSeatExpires(t *testing.T) {
 func TestSeatBecomesPlayer(t *testing.T) {
 	s, _ := newTest(t, "game", 2, nil)
 	ctx := context.Background()
-	r, err := s.Create(ctx, ep("127.0.0.2:6000"))
+	r, err := s.Table().Create(ctx, ep("127.0.0.2:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.3:6000"), room.Unproven); err != nil {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.3:6000"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
 	// The player from 127.0.0.2 arrives: its seat turns into a player, the
@@ -153,19 +153,19 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	s, sink := newTest(t, "game", 2, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, err := s.Create(ctx, ep("127.0.0.1:6000"))
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := s.Watch(ctx)
+	events := s.Table().Watch(ctx)
 	send(t, loopback, r.Port, "state 1")
 	eventually(t, "countdown", func() bool { row, _ := listed(s, r.ID); return row.State == packet.Countdown })
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6001"), room.Unproven); err != nil {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:6001"), room.Unproven); err != nil {
 		t.Fatalf("join in countdown: %v", err)
 	}
 	send(t, loopback, r.Port, "state 2")
 	eventually(t, "playing", func() bool { row, _ := listed(s, r.ID); return row.State == packet.Playing })
-	if _, err := s.Join(ctx, r.ID, ep("127.0.0.1:6002"), room.Unproven); !errors.Is(err, room.ErrNotJoinable) {
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.1:6002"), room.Unproven); !errors.Is(err, room.ErrNotJoinable) {
 		t.Fatalf("join while playing: %v", err)
 	}
 	send(t, loopback, r.Port, "state 3")
@@ -209,12 +209,12 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	s, sink := newTest(t, "game", 3, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := s.Watch(ctx)
-	a, err := s.Create(ctx, ep("127.0.0.1:6000"))
+	events := s.Table().Watch(ctx)
+	a, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Create(ctx, ep("127.0.0.1:6001"))
+	b, err := s.Table().Create(ctx, ep("127.0.0.1:6001"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +247,10 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 func TestCapacity(t *testing.T) {
 	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxInstances = 1 })
 	ctx := context.Background()
-	if _, err := s.Create(ctx, ep("127.0.0.1:6000")); err != nil {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6000")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrCapacity) {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances: %v", err)
 	}
 }
@@ -258,17 +258,17 @@ func TestCapacity(t *testing.T) {
 func TestPoolExhaustedAndCooldown(t *testing.T) {
 	ctx := context.Background()
 	s2, _ := newTest(t, "game", 1, func(c *Config) { c.MaxInstances = 2; c.PortCooldown = time.Hour })
-	r, err := s2.Create(ctx, ep("127.0.0.1:6000"))
+	r, err := s2.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
+	if _, err := s2.Table().Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
 		t.Fatalf("create with the pool empty: %v", err)
 	}
 	syscall.Kill(r.PID, syscall.SIGKILL)
 	eventually(t, "the reap", func() bool { return s2.Stats().Reaped["crashed"] == 1 })
 	// The port cools down for an hour: still none free.
-	if _, err := s2.Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
+	if _, err := s2.Table().Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrNoPorts) {
 		t.Fatalf("create during the cooldown: %v", err)
 	}
 }
@@ -292,7 +292,7 @@ func TestHeldPortIsSkipped(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer holder.Close()
-			r, err := s.Create(context.Background(), ep("127.0.0.1:6000"))
+			r, err := s.Table().Create(context.Background(), ep("127.0.0.1:6000"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,11 +312,11 @@ func TestHeldPortIsSkipped(t *testing.T) {
 func TestWarmPool(t *testing.T) {
 	s, sink := newTest(t, "game", 6, func(c *Config) { c.Warm = 2; c.MaxInstances = 3 })
 	eventually(t, "two warm instances", func() bool { return s.Stats().Warm == 2 })
-	if n := len(s.List().Rooms); n != 0 {
+	if n := len(s.Table().List().Rooms); n != 0 {
 		t.Fatalf("warm instances listed: %d", n)
 	}
 	ctx := context.Background()
-	r, err := s.Create(ctx, ep("127.0.0.1:6000"))
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestWarmPool(t *testing.T) {
 	}
 	// Refilled up to max_instances: one room and two warm.
 	eventually(t, "the refill", func() bool { return s.Stats().Warm == 2 })
-	if _, err := s.Create(ctx, ep("127.0.0.1:6001")); err != nil {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6001")); err != nil {
 		t.Fatal(err)
 	}
 	if !sink.has("room created", `"warm":true`) {
@@ -336,10 +336,10 @@ func TestWarmPool(t *testing.T) {
 	}
 	// Two rooms and one warm instance fill max_instances.
 	eventually(t, "the refill", func() bool { return s.Stats().Warm == 1 })
-	if _, err := s.Create(ctx, ep("127.0.0.1:6002")); err != nil {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6002")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, room.ErrCapacity) {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances with warm instances counted: %v", err)
 	}
 }
@@ -370,36 +370,9 @@ func TestOldWarmInstanceIsRetired(t *testing.T) {
 	sink.await(t, "room reaped", `"cause":"retired"`, `"exit_code":0`)
 }
 
-func TestSlowWatcherMissesEvents(t *testing.T) {
-	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxPlayers = 1000 })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	slow := s.Watch(ctx) // never read until the end
-	r, err := s.Create(ctx, ep("127.0.0.1:6000"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range watchBuffer + 50 {
-		if _, err := s.Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(20000+i)), room.Unproven); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st := s.Stats(); st.WatchDrops != 51 || st.Version != watchBuffer+51 {
-		t.Fatalf("drops %d at version %d", st.WatchDrops, st.Version)
-	}
-	n := 0
-	cancel()
-	for range slow {
-		n++
-	}
-	if n != watchBuffer {
-		t.Fatalf("slow watcher got %d events, want %d", n, watchBuffer)
-	}
-}
-
 func TestShutdownDeadlineKills(t *testing.T) {
 	s, _ := newTest(t, "hang-stop", 2, func(c *Config) { c.StopGrace = time.Minute })
-	r, err := s.Create(context.Background(), ep("127.0.0.1:6000"))
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:6000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +391,7 @@ func TestShutdownRefusesAndStops(t *testing.T) {
 	ctx := context.Background()
 	var pids []int
 	for i := range 3 {
-		r, err := s.Create(ctx, netip.AddrPortFrom(loopback, uint16(6000+i)))
+		r, err := s.Table().Create(ctx, netip.AddrPortFrom(loopback, uint16(6000+i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +407,7 @@ func TestShutdownRefusesAndStops(t *testing.T) {
 			t.Fatalf("pid %d alive after Shutdown", pid)
 		}
 	}
-	if _, err := s.Create(ctx, ep("127.0.0.1:6000")); !errors.Is(err, room.ErrClosed) {
+	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6000")); !errors.Is(err, room.ErrClosed) {
 		t.Fatalf("create after Shutdown: %v", err)
 	}
 	if st := s.Stats(); st.Reaped["stopped"] != 3 {

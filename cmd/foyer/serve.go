@@ -25,6 +25,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -135,11 +136,11 @@ func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readine
 	if err != nil {
 		return err
 	}
-	if err := cl.Attach(sup); err != nil {
+	if err := cl.Attach(sup.Table()); err != nil {
 		leave(sup, cfg, log)
 		return err
 	}
-	rooms := cl.Table(sup)
+	rooms := cl.Table(sup.Table())
 	// Every edge draws from one table of per-source buckets and charges one
 	// per-network reply budget.
 	guard := limit.NewGuard(cfg.Limits)
@@ -284,7 +285,7 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 	}
 	var describer web.Describer // the GG2-style front-end, when on
 	if cfg.GG2.Enabled {
-		s, err := gg2server.New(cfg.GG2.Server, rooms, sup, guard, log)
+		s, err := gg2server.New(cfg.GG2.Server, rooms, sup.Table(), guard, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -308,7 +309,7 @@ func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor,
 		edges = append(edges, loc)
 	}
 	if cfg.GG2.Announce.Upstream != "" {
-		a, err := announce.New(cfg.GG2.Announce, sup, log)
+		a, err := announce.New(cfg.GG2.Announce, sup.Table(), log)
 		if err != nil {
 			return fail(err)
 		}
@@ -364,5 +365,6 @@ func newSupervisor(cfg supervisor.Config, cl *cluster.Cluster, log zerolog.Logge
 		return supervisor.New(cfg, log)
 	}
 	first, last, next := cl.IDs()
-	return supervisor.NewInRange(cfg, supervisor.IDRange{First: first, Last: last, Next: next}, log)
+	cfg.IDs = roomtable.IDRange{First: first, Last: last, Next: next}
+	return supervisor.New(cfg, log)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
@@ -71,7 +72,7 @@ func TestAttachTakesALaunchedInstanceOver(t *testing.T) {
 	if err := p.Start(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	kept := host.Kept{Listed: true, Seats: []host.Seat{
+	kept := host.Kept{Listed: true, Seats: []room.Seat{
 		{Player: netip.MustParseAddrPort("127.0.0.1:5000"), Expires: time.UnixMilli(time.Now().Add(time.Minute).UnixMilli())},
 		{Player: netip.MustParseAddrPort("[::1]:5001"), Expires: time.UnixMilli(time.Now().Add(2 * time.Minute).UnixMilli()), Proven: true},
 	}}

@@ -9,6 +9,7 @@ import (
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // PlayerEventKind says whether a player came or went.
@@ -57,15 +58,8 @@ type (
 // Kept is what a host stores in its instance (Process.Keep) for the next
 // host to find (Description.Kept).
 type Kept struct {
-	Listed bool   // handed out, as opposed to kept ready
-	Seats  []Seat // oldest first
-}
-
-// Seat is one place held for a player on the way in.
-type Seat struct {
-	Player  netip.AddrPort
-	Expires time.Time
-	Proven  bool
+	Listed bool        // handed out, as opposed to kept ready
+	Seats  []room.Seat // oldest first
 }
 
 // maxKeptSeats bounds the seats one Keep carries, so that the message
@@ -123,7 +117,7 @@ func descriptionFrom(m *instancepb.Description) (Description, error) {
 		if err != nil {
 			continue
 		}
-		d.Kept.Seats = append(d.Kept.Seats, Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()), Proven: s.GetProven()})
+		d.Kept.Seats = append(d.Kept.Seats, room.Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()), Proven: s.GetProven()})
 	}
 	return d, nil
 }

@@ -195,7 +195,7 @@ func host(args []string) int {
 	var mu sync.Mutex
 	for i := range n {
 		wg.Go(func() {
-			r, err := s.Create(context.Background(), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i)))
+			r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

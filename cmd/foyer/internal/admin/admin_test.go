@@ -42,9 +42,9 @@ func sourcesOf(l *foyertest.Lobby) Sources {
 	return Sources{
 		Lobby:      l.Lobby().Stats,
 		Supervisor: l.Supervisor().Stats,
-		Rooms:      l.Supervisor().List,
+		Rooms:      l.Supervisor().Table().List,
 		Usage:      l.Supervisor().Usage,
-		Watch:      l.Supervisor().Watch,
+		Watch:      l.Supervisor().Table().Watch,
 	}
 }
 

@@ -1,11 +1,11 @@
-package supervisor
+package roomtable
 
 import (
 	"net/netip"
 	"slices"
 	"time"
 
-	"github.com/foyerlobby/foyer/supervisor/host"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // seats are the places held in one room for players on their way in.
@@ -13,7 +13,7 @@ import (
 // order of those moments is the order of expiry: the seats are kept in it,
 // in a list, and expiring them, turning the oldest into players or the
 // oldest of one IP into its player are all O(1) per seat concerned, however
-// many seats a room holds. seats are guarded by Supervisor.mu.
+// many seats a room holds. seats are guarded by Table.mu.
 type seats struct {
 	byPlayer map[netip.AddrPort]*seat
 	all      chain                // every seat, oldest first
@@ -161,18 +161,18 @@ func (ss *seats) expire(now time.Time) int {
 }
 
 // list returns the seats, oldest first, for the room's instance to keep.
-func (ss *seats) list() []host.Seat {
-	out := make([]host.Seat, 0, len(ss.byPlayer))
+func (ss *seats) list() []room.Seat {
+	out := make([]room.Seat, 0, len(ss.byPlayer))
 	for s := ss.all.head; s != nil; s = s.all.next {
-		out = append(out, host.Seat{Player: s.player, Expires: s.expires, Proven: s.proven})
+		out = append(out, room.Seat{Player: s.player, Expires: s.expires, Proven: s.proven})
 	}
 	return out
 }
 
 // restore holds the seats a room's instance kept, as list returned them,
 // except those expired at now.
-func (ss *seats) restore(kept []host.Seat, now time.Time) {
-	slices.SortStableFunc(kept, func(a, b host.Seat) int { return a.Expires.Compare(b.Expires) })
+func (ss *seats) restore(kept []room.Seat, now time.Time) {
+	slices.SortStableFunc(kept, func(a, b room.Seat) int { return a.Expires.Compare(b.Expires) })
 	for _, s := range kept {
 		if s.Expires.After(now) {
 			ss.hold(s.Player, s.Expires, s.Proven)

@@ -1,4 +1,4 @@
-package supervisor
+package roomtable
 
 import (
 	"fmt"
@@ -44,7 +44,36 @@ type roomIDs struct {
 	wrote   chan struct{} // closed and replaced when a mark is written
 	kick    chan struct{} // one token: a mark is wanted
 	failed  error         // the last write's failure, nil once one succeeds
-	idRange               // set by NewInRange (cluster.go)
+	idRange               // Config.IDs
+}
+
+// IDRange is a block of room ids, First to Last inclusive, that one host
+// of a cluster alone hands out; Next is the first id to hand out.
+type IDRange struct{ First, Last, Next uint32 }
+
+// valid reports whether r is a range whose Next lies in it.
+func (r IDRange) valid() bool {
+	return r.First != 0 && r.Last >= r.First && r.Next >= r.First && r.Next <= r.Last
+}
+
+// idRange confines roomIDs to a range; the zero value confines nothing.
+type idRange struct{ first, last uint32 }
+
+// successor is the id after id: the next in the range, wrapping to its
+// first, or without a range the next one but 0.
+func (r idRange) successor(id uint32) uint32 {
+	if r.last != 0 && id == r.last {
+		return r.first
+	}
+	if id++; id == 0 {
+		id = 1
+	}
+	return id
+}
+
+// holds reports whether id is one the range hands out.
+func (r idRange) holds(id uint32) bool {
+	return r.last == 0 || id >= r.first && id <= r.last
 }
 
 // newRoomIDs seeds the ids from the clock and, with a file, from the mark
@@ -110,14 +139,23 @@ func (ids *roomIDs) take() uint32 {
 	return id
 }
 
+// confine makes the ids come from r alone, from its Next on.
+func (ids *roomIDs) confine(r IDRange) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	ids.idRange = idRange{first: r.First, last: r.Last}
+	ids.next = r.Next
+}
+
 // above makes every id handed out from now on come after id: the ids of
 // adopted rooms are never handed out again. With an id file the mark read
 // at the start is above them already; without one the clock may not be.
+// An id outside a confining range is none of the range's business.
 func (ids *roomIDs) above(id uint32) {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	if !after(ids.next, id) {
-		ids.next = max(id+1, 1)
+	if ids.holds(id) && !after(ids.next, id) {
+		ids.next = ids.successor(id)
 	}
 }
 
@@ -173,7 +211,7 @@ func (ids *roomIDs) writeMark(mark uint32) error {
 		err = syncDir(filepath.Dir(ids.file))
 	}
 	if err != nil {
-		return fmt.Errorf("supervisor: id file: %w", err)
+		return fmt.Errorf("room ids: id file: %w", err)
 	}
 	ids.mu.Lock()
 	if after(mark, ids.written) {

@@ -7,16 +7,19 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/room/roomtable"
 )
 
-// TestNewInRange: every id, the warm room's first, stays in the range and
+// TestIDsInRange: every id, the warm room's first, stays in the range and
 // wraps within it. One instance at most: no warm room refills the pool.
-func TestNewInRange(t *testing.T) {
+func TestIDsInRange(t *testing.T) {
 	first, last := portRange(2)
 	sink := &logSink{t: t}
 	cfg := Config{FirstPort: first, LastPort: last, MaxInstances: 1, Warm: 1, Command: testExe("game"),
-		SpawnTimeout: 10 * time.Second, StopGrace: 3 * time.Second, PortCooldown: 50 * time.Millisecond}
-	s, err := NewInRange(cfg, IDRange{First: 100, Last: 103, Next: 101}, zerolog.New(sink))
+		SpawnTimeout: 10 * time.Second, StopGrace: 3 * time.Second, PortCooldown: 50 * time.Millisecond,
+		IDs: roomtable.IDRange{First: 100, Last: 103, Next: 101}}
+	s, err := New(cfg, zerolog.New(sink))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +34,13 @@ func TestNewInRange(t *testing.T) {
 		}
 	})
 	eventually(t, "a warm room", func() bool { return s.Stats().Warm == 1 })
-	r, err := s.Create(context.Background(), ep("127.0.0.1:1000"))
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:1000"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := []uint32{r.ID}
 	for _, key := range []string{"a", "b", "c"} {
-		reg, err := s.Register(key, listing("192.0.2.1:4000", 0, 4))
+		reg, err := s.Table().Register(key, listing("192.0.2.1:4000", 0, 4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,29 +51,19 @@ func TestNewInRange(t *testing.T) {
 	}
 }
 
-// TestNewInRangeRefusesBadRanges: a range without 0, in order, holding
-// its start.
-func TestNewInRangeRefusesBadRanges(t *testing.T) {
-	for _, r := range []IDRange{{0, 10, 1}, {10, 5, 10}, {10, 20, 9}, {10, 20, 21}} {
-		if _, err := NewInRange(Config{}, r, zerolog.Nop()); err == nil {
-			t.Errorf("NewInRange accepted %+v", r)
-		}
-	}
-}
-
 // TestCapacityCountsFreeSlots: free instance slots with a ready port, plus warm rooms.
 func TestCapacityCountsFreeSlots(t *testing.T) {
 	s, _ := newTest(t, "game", 3, func(c *Config) { c.MaxInstances = 2 })
 	if c := s.Capacity(); c != 2 {
 		t.Fatalf("Capacity %d with nothing running, want 2 (max_instances)", c)
 	}
-	if _, err := s.Create(context.Background(), ep("127.0.0.1:1000")); err != nil {
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:1000")); err != nil {
 		t.Fatal(err)
 	}
 	if c := s.Capacity(); c != 1 {
 		t.Fatalf("Capacity %d with one room, want 1", c)
 	}
-	if _, err := s.Register("k", listing("192.0.2.1:4000", 0, 4)); err != nil {
+	if _, err := s.Table().Register("k", listing("192.0.2.1:4000", 0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	if c := s.Capacity(); c != 1 {

@@ -1,0 +1,335 @@
+// Package roomtable is the room table of one Foyer host: every room it
+// lists, the seats held in them, their ids, and the rooms that edges
+// registered for servers that run elsewhere. It is the single source of
+// truth behind every edge (room.Table, room.Registry), with one joinable
+// rule and one player count (package room).
+//
+// It knows nothing of processes. A Spawner (the supervisor) starts the
+// process behind a room and enters it here; what the process reports goes
+// into the table through Report, and its end through Remove. So the edges,
+// their tests and a cluster's view of this host all run on the same table
+// and its seat rules, whatever stands behind the rooms.
+//
+// One mutex guards the table. Nothing under it blocks: List, Join and
+// Register return after a short in-memory update, which is why a lobby may
+// answer JOIN on its read loop (JoinNeverWaits). The table never calls a
+// Spawner under its lock, and calls the SeatsChanged hook under it only to
+// mark a room (the hook must not block nor call back).
+package roomtable
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/room"
+)
+
+// watchBuffer is how many events a watcher may fall behind before it
+// misses some.
+const watchBuffer = 256
+
+// Spawner starts the rooms a Table hands out on Create.
+type Spawner interface {
+	// Spawn readies a room for creator and hands it out: it enters the
+	// room (Enter) if it was not there yet, then lists it with the
+	// creator's seat (Hand), and returns the listed row. Errors wrap
+	// room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn or room.ErrClosed.
+	Spawn(ctx context.Context, creator netip.AddrPort) (room.Room, error)
+	// Capacity is how many rooms Spawn could hand out now.
+	Capacity() int
+}
+
+// Config is what a Table needs; New fills zero fields from DefaultConfig.
+type Config struct {
+	// SeatTTL is how long a seat held by Create or Join waits for its
+	// player; default 10s.
+	SeatTTL time.Duration
+	// IDFile, when set, persists the room-id high-water mark so ids never
+	// repeat across restarts, however fast rooms were created. Without it
+	// ids start at the Unix time in seconds, which a restart repeats only
+	// if the previous run created more than one room per second since its
+	// start.
+	IDFile string
+	// IDs confines the room ids to one range, for a host of a cluster;
+	// the zero value confines nothing.
+	IDs IDRange
+	// SeatsChanged, when set, is called with a room's id whenever the
+	// seats held in it change (held, refreshed, taken, expired), with the
+	// table's lock held: it must only take note.
+	SeatsChanged func(id uint32)
+}
+
+// DefaultConfig returns the configuration New uses for every field left
+// at its zero value.
+func DefaultConfig() Config { return Config{SeatTTL: 10 * time.Second} }
+
+// Table is the room table. It implements room.Table and room.Registry.
+type Table struct {
+	cfg   Config
+	log   zerolog.Logger
+	spawn Spawner
+	ids   *roomIDs
+	stop  chan struct{} // ends the id writer
+	wrote chan struct{} // closed when it has ended
+
+	mu         sync.Mutex
+	closed     bool // Close: nothing new, ever
+	held       bool // Hold: no Create or Join for now
+	rooms      map[uint32]*entry
+	registered map[string]*entry // also in rooms
+	version    uint64
+	snap       room.Snapshot
+	snapOK     bool
+	watchers   room.Watchers
+	stats      Stats
+}
+
+// entry is one room of the table; its fields are guarded by Table.mu.
+type entry struct {
+	row      room.Room
+	listed   bool   // handed out; before that a room is kept ready
+	stopping bool   // on its way out: no one joins any more
+	key      string // registered rooms: the registration key
+	seats    seats
+}
+
+// The edges answer JOIN on their read loops for a table whose Join never
+// waits.
+var (
+	_ room.Table           = (*Table)(nil)
+	_ room.Registry        = (*Table)(nil)
+	_ room.JoinNeverWaiter = (*Table)(nil)
+)
+
+// New returns an empty table whose Create asks spawn for rooms. Rooms
+// registered through it, and the room-id writer, live until Close.
+func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
+	if cfg.SeatTTL == 0 {
+		cfg.SeatTTL = DefaultConfig().SeatTTL
+	}
+	if cfg.SeatTTL < 0 {
+		return nil, fmt.Errorf("room table: seat_ttl %v is negative", cfg.SeatTTL)
+	}
+	if cfg.IDs != (IDRange{}) && !cfg.IDs.valid() {
+		return nil, fmt.Errorf("room table: id range %d-%d starting at %d", cfg.IDs.First, cfg.IDs.Last, cfg.IDs.Next)
+	}
+	ids, err := newRoomIDs(time.Now(), cfg.IDFile, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.IDs != (IDRange{}) {
+		ids.confine(cfg.IDs)
+	}
+	t := &Table{
+		cfg: cfg, log: log, spawn: spawn, ids: ids,
+		stop: make(chan struct{}), wrote: make(chan struct{}),
+		rooms:      make(map[uint32]*entry),
+		registered: make(map[string]*entry),
+		stats:      Stats{Reaped: make(map[room.Cause]uint64)},
+	}
+	go func() {
+		defer close(t.wrote)
+		ids.writer(t.stop)
+	}()
+	return t, nil
+}
+
+// SeatTTL is how long a seat waits for its player.
+func (t *Table) SeatTTL() time.Duration { return t.cfg.SeatTTL }
+
+// List returns the listed rooms, ordered by id. The Rooms slice is shared
+// by every caller holding this version and must not be modified.
+func (t *Table) List() room.Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.snapOK {
+		rooms := make([]room.Room, 0, len(t.rooms))
+		for _, e := range t.rooms {
+			if e.listed {
+				rooms = append(rooms, e.view())
+			}
+		}
+		slices.SortFunc(rooms, func(a, b room.Room) int { return cmp.Compare(a.ID, b.ID) })
+		t.snap = room.Snapshot{Version: t.version, Rooms: rooms}
+		t.snapOK = true
+	}
+	return t.snap
+}
+
+// Watch delivers table changes until ctx is done, then closes the channel.
+// A watcher that falls watchBuffer events behind misses events (counted in
+// Stats.WatchDrops); it can catch up with List.
+func (t *Table) Watch(ctx context.Context) <-chan room.Event {
+	return t.watchers.Watch(ctx, watchBuffer)
+}
+
+// Create has the Spawner start a room and hold a seat in it for creator.
+// Errors wrap room.ErrClosed, or what the Spawner returned.
+func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
+	if !t.open() {
+		return room.Room{}, room.ErrClosed
+	}
+	return t.spawn.Spawn(ctx, creator)
+}
+
+// Capacity is how many rooms Create could hand out now.
+func (t *Table) Capacity() int {
+	if !t.open() {
+		return 0
+	}
+	return t.spawn.Capacity()
+}
+
+// open reports whether the table takes rooms and seats now.
+func (t *Table) open() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.closed && !t.held
+}
+
+// JoinNeverWaits reports that Join only touches the table under its short
+// lock, never a process or the network, so a lobby may call it on its read
+// loop.
+func (t *Table) JoinNeverWaits() bool { return true }
+
+// Join holds a seat in room id for player. It succeeds only for a listed
+// room that is joinable (room.Room.JoinError); a player already holding a
+// seat there keeps it, refreshed, and takes no second one, even in a room
+// that is full.
+func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.held {
+		return room.Room{}, room.ErrClosed
+	}
+	e := t.rooms[id]
+	if id == 0 || e == nil || !e.listed {
+		return room.Room{}, room.ErrNoRoom
+	}
+	if e.stopping {
+		return room.Room{}, room.ErrNotJoinable
+	}
+	err := e.view().JoinError()
+	if err == room.ErrNotJoinable {
+		return room.Room{}, err
+	}
+	// A player already holding a seat keeps it, refreshed, even in a room
+	// that is full: its seat is one of those that fill it. A proven player
+	// may take the place of a seat held for a sender that may be forged.
+	proven := proof == room.SawListing
+	if err != nil && !e.seats.holdsFor(player) {
+		if !proven || !e.seats.dropOldestUnproven() {
+			return room.Room{}, err
+		}
+		t.stats.SeatsDisplaced++
+	}
+	t.seatsChanged(e)
+	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), proven) {
+		return e.view(), nil
+	}
+	t.stats.SeatsHeld++
+	row := e.view()
+	t.emit(room.Event{Kind: room.Changed, Room: row})
+	// Seats come from remote requests: one line each at debug level only,
+	// counted in Stats.SeatsHeld.
+	if ev := t.log.Debug(); ev.Enabled() {
+		ev.Uint32("id", id).Stringer("player", player).Int("players", row.Players).
+			Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
+	}
+	return row, nil
+}
+
+// Hold stops Create and Join (they fail with room.ErrClosed) while on,
+// for a handover of the rooms to another process; List, Watch and what the
+// rooms report go on.
+func (t *Table) Hold(on bool) {
+	t.mu.Lock()
+	t.held = on
+	t.mu.Unlock()
+}
+
+// Close ends the table's taking of rooms for good: Create, Join and
+// Register fail with room.ErrClosed, every registered room is reaped with
+// the cause "stopped", and the id writer ends. Rooms with a process stay
+// until their Spawner removes them.
+func (t *Table) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	var dropped []room.Room
+	for _, e := range t.registered {
+		dropped = append(dropped, t.drop(e, room.Stopped))
+	}
+	t.mu.Unlock()
+	close(t.stop)
+	<-t.wrote
+	for _, row := range dropped {
+		t.log.Info().Uint32("id", row.ID).Str("cause", string(room.Stopped)).Str("source", string(row.Source)).Msg("room reaped")
+	}
+}
+
+// view is e's table row.
+func (e *entry) view() room.Room {
+	row := e.row
+	row.Seats = e.seats.len()
+	return row
+}
+
+// emit records a change of the table and hands it to every watcher that
+// keeps up. t.mu is held.
+func (t *Table) emit(ev room.Event) {
+	t.version++
+	t.snapOK = false
+	ev.Version = t.version
+	t.watchers.Send(ev)
+}
+
+// seatsChanged tells the hook that e's seats change. t.mu is held.
+func (t *Table) seatsChanged(e *entry) {
+	if t.cfg.SeatsChanged != nil && e.key == "" {
+		t.cfg.SeatsChanged(e.row.ID)
+	}
+}
+
+// Stats is what the table counts.
+type Stats struct {
+	Version uint64 // the table version
+	Rooms   int    // listed rooms, including ones being stopped and registered ones
+	// Registered is how many of Rooms were registered by an edge
+	// (room.Registry) rather than spawned here.
+	Registered int
+	Created    uint64 // rooms handed out
+	SeatsHeld  uint64 // seats newly held by Join
+	// SeatsDisplaced counts seats of Unproven JOINs given to proven ones.
+	SeatsDisplaced uint64
+	Reaped         map[room.Cause]uint64 // rooms removed, by cause (see room.Cause)
+	WatchDrops     uint64                // events a slow watcher missed
+}
+
+// Stats returns a copy of the table's counters.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.stats
+	st.Reaped = maps.Clone(t.stats.Reaped)
+	st.WatchDrops = t.watchers.Drops()
+	st.Version = t.version
+	for _, e := range t.rooms {
+		if e.listed {
+			st.Rooms++
+		}
+	}
+	st.Registered = len(t.registered)
+	return st
+}
