@@ -40,6 +40,37 @@ func TestEdgesDoNotLinkTheProcessManager(t *testing.T) {
 	}
 }
 
+// The game SDK stands without the host: no package under instance/ links
+// a package under supervisor/, its tests included, so that a game built
+// on the SDK carries no process manager and the SDK is tested on its own.
+// Tests that need the host to launch a room live with the host.
+func TestSDKDoesNotLinkTheHost(t *testing.T) {
+	for _, pkg := range goList(t, module+"/instance/...") {
+		// -test adds the deps of the package's tests, in package and
+		// external, to those of the package itself.
+		for _, dep := range goList(t, "-deps", "-test", pkg) {
+			if dep == module+"/supervisor" || strings.HasPrefix(dep, module+"/supervisor/") {
+				t.Errorf("%s (or its tests) depends on %s", pkg, dep)
+			}
+		}
+	}
+}
+
+// No two packages of the module share a name, commands aside: a name
+// says which package it is wherever it is read, and no import needs an
+// alias to tell two of Foyer's apart.
+func TestPackageNamesAreUnique(t *testing.T) {
+	fields := goList(t, "-f", "{{.ImportPath}} {{.Name}}", "./...")
+	seen := map[string]string{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		pkg, name := fields[i], fields[i+1]
+		if other, ok := seen[name]; ok && name != "main" {
+			t.Errorf("%s and %s are both package %s", other, pkg, name)
+		}
+		seen[name] = pkg
+	}
+}
+
 // Helpers under internal/ are leaves: they import nothing of Foyer but
 // one another.
 func TestInternalHelpersAreLeaves(t *testing.T) {

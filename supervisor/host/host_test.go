@@ -23,6 +23,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/supervisor/host"
@@ -47,6 +48,9 @@ func TestMain(m *testing.M) {
 	switch mode {
 	case "game":
 		instance.Serve(&testGame{})
+	case "refroom":
+		// The reference room, as `foyer instance` runs it.
+		instance.Serve(refroom.New(zerolog.New(os.Stderr)))
 	case "bad-stderr":
 		// Lines that would choke an hclog parser, before and after the
 		// handshake.
@@ -221,7 +225,7 @@ func kill(t *testing.T, p *host.Process) {
 	}
 }
 
-func freePort(t *testing.T) uint16 {
+func freePort(t testing.TB) uint16 {
 	t.Helper()
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {

@@ -1,4 +1,4 @@
-package refroom_test
+package host_test
 
 import (
 	"context"
@@ -50,10 +50,10 @@ func askInfo(t *testing.T, port uint16, req teeinfo.Request) teeinfo.Info {
 
 // The reference room shows up in Teeworlds-style browsers with its players
 // and its maximum, and plays on as before.
-func TestBrowsersSeeTheRoom(t *testing.T) {
+func TestRefRoomBrowsersSeeTheRoom(t *testing.T) {
 	t.Parallel()
 	const maxPlayers = 6
-	_, port, err := openRoom(t, maxPlayers, nil)
+	_, port, err := openRefRoom(t, maxPlayers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package refroom_test
+package host_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,53 +14,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/foyerlobby/foyer/instance"
-	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
-// With roomEnv set, the test binary is a reference room process, as
-// `foyer instance` is.
-const roomEnv = "FOYER_TEST_REFROOM"
+// The reference room end to end: the test binary runs it in mode
+// "refroom", the host launches it as the supervisor does, and players
+// play it over real UDP sockets. These tests live with the host, not with
+// the room, so that the SDK's own tests never link the host.
 
-func TestMain(m *testing.M) {
-	if os.Getenv(roomEnv) != "" {
-		instance.Serve(refroom.New(zerolog.New(os.Stderr)))
-	}
-	noExitSleep()
-	os.Exit(m.Run())
-}
-
-const patience = 10 * time.Second // liveness bound, never a speed check
-
-var loopback = netip.MustParseAddr("127.0.0.1")
-
-func roomCommand() *exec.Cmd {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), roomEnv+"=1")
-	return cmd
-}
-
-func freePort(t testing.TB) uint16 {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
-}
-
-// openRoom launches a reference room and starts it on a free port.
-func openRoom(t testing.TB, maxPlayers int, settings map[string]string) (*host.Process, uint16, error) {
+// openRefRoom launches a reference room and starts it on a free port.
+func openRefRoom(t testing.TB, maxPlayers int, settings map[string]string) (*host.Process, uint16, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: roomCommand()})
+	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: selfCommand("refroom", "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,21 +144,17 @@ func collect(p *host.Process) <-chan [2][]string {
 	return ch
 }
 
-func waitExit(t *testing.T, p *host.Process) {
+// waitCleanExit waits for p to exit, and fails unless it exited with 0.
+func waitCleanExit(t *testing.T, p *host.Process) {
 	t.Helper()
-	select {
-	case <-p.Exited():
-	case <-time.After(patience):
-		t.Fatal("room did not exit")
-	}
-	if code, sig := p.ExitStatus(); code != 0 {
+	if code, sig := waitExit(t, p); code != 0 {
 		t.Fatalf("room exited with %d %s", code, sig)
 	}
 }
 
-func TestMatchEndToEnd(t *testing.T) {
+func TestRefRoomMatchEndToEnd(t *testing.T) {
 	t.Parallel()
-	p, port, err := openRoom(t, 2, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
+	p, port, err := openRefRoom(t, 2, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,14 +198,14 @@ func TestMatchEndToEnd(t *testing.T) {
 	if got := strings.Join(h[1], " "); got != "+127.0.0.1 +127.0.0.1" {
 		t.Fatalf("player events %q", got)
 	}
-	waitExit(t, p)
+	waitCleanExit(t, p)
 }
 
 // A player in the original game's framing and a compact one play a match
 // in one room, each answered in its own framing.
-func TestMixedFramingsEndToEnd(t *testing.T) {
+func TestRefRoomMixedFramingsEndToEnd(t *testing.T) {
 	t.Parallel()
-	p, port, err := openRoom(t, 3, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
+	p, port, err := openRefRoom(t, 3, map[string]string{"countdown": "1100ms", "match_duration": "300ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,12 +243,12 @@ func TestMixedFramingsEndToEnd(t *testing.T) {
 	if got := strings.Join(h[0], " "); got != "waiting countdown playing finished" {
 		t.Fatalf("states %q", got)
 	}
-	waitExit(t, p)
+	waitCleanExit(t, p)
 }
 
-func TestSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
+func TestRefRoomSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
 	t.Parallel()
-	p, port, err := openRoom(t, 4, map[string]string{"silence_timeout": "200ms", "idle_timeout": "400ms"})
+	p, port, err := openRefRoom(t, 4, map[string]string{"silence_timeout": "200ms", "idle_timeout": "400ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +263,12 @@ func TestSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
 	if got := strings.Join(h[1], " "); got != "+127.0.0.1 -127.0.0.1" {
 		t.Fatalf("player events %q", got)
 	}
-	waitExit(t, p)
+	waitCleanExit(t, p)
 }
 
-func TestStopEndsTheMatch(t *testing.T) {
+func TestRefRoomStopEndsTheMatch(t *testing.T) {
 	t.Parallel()
-	p, port, err := openRoom(t, 4, nil)
+	p, port, err := openRefRoom(t, 4, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,12 +279,12 @@ func TestStopEndsTheMatch(t *testing.T) {
 	if m := c.expect(game.GameEnd); m.End != game.EndStopped {
 		t.Fatalf("game end %+v", m)
 	}
-	waitExit(t, p)
+	waitCleanExit(t, p)
 }
 
-func TestGarbageGetsNoAnswer(t *testing.T) {
+func TestRefRoomGarbageGetsNoAnswer(t *testing.T) {
 	t.Parallel()
-	_, port, err := openRoom(t, 4, nil)
+	_, port, err := openRefRoom(t, 4, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,9 +311,9 @@ func TestGarbageGetsNoAnswer(t *testing.T) {
 	}
 }
 
-func TestBadSettingsFailStart(t *testing.T) {
+func TestRefRoomBadSettingsFailStart(t *testing.T) {
 	t.Parallel()
-	_, _, err := openRoom(t, 4, map[string]string{"countdown": "three"})
+	_, _, err := openRefRoom(t, 4, map[string]string{"countdown": "three"})
 	if err == nil || !strings.Contains(err.Error(), `countdown="three"`) {
 		t.Fatalf("Start: %v", err)
 	}
@@ -361,7 +326,7 @@ func BenchmarkColdStart(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		begin := time.Now()
-		p, err := host.Launch(ctx, host.LaunchConfig{Cmd: roomCommand()})
+		p, err := host.Launch(ctx, host.LaunchConfig{Cmd: selfCommand("refroom", "")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -386,7 +351,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	var rss, private float64
 	n := 0
 	for b.Loop() {
-		p, _, err := openRoom(b, 4, nil)
+		p, _, err := openRefRoom(b, 4, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -428,7 +393,7 @@ func BenchmarkIdleRoomsHostCPU(b *testing.B) {
 	const window = 5 * time.Second
 	for b.Loop() {
 		for range rooms {
-			p, _, err := openRoom(b, rooms, map[string]string{"idle_timeout": "10m"})
+			p, _, err := openRefRoom(b, rooms, map[string]string{"idle_timeout": "10m"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -450,11 +415,4 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// noExitSleep makes the rooms this test binary starts exit at once.
-// Built with -race, a Go program sleeps 1 s in os.Exit by default
-// (GORACE atexit_sleep_ms); the children inherit the environment.
-func noExitSleep() {
-	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
