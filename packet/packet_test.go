@@ -14,7 +14,8 @@ import (
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
-// golden are the settled packets of the native protocol, byte for byte.
+// golden are the settled packets of the native protocol, byte for byte;
+// docs/protocol.md shows the same set (TestDocumentedGoldens).
 var golden = []struct {
 	name string
 	hex  string
@@ -33,6 +34,9 @@ var golden = []struct {
 			{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: Waiting},
 			{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: Playing},
 		}}},
+	// Its CRC computed with zlib's crc32, not Go's.
+	{"JOIN_SUCCESS room 1 port 30000 seq 2", "0245000200060006000000017530ad82bd8b",
+		Message{Header: Header{Type: JoinSuccess, Seq: 2}, RoomID: 1, Port: 30000}},
 	{"JOIN_FAILED seq 9", "02460009000000000dccfa26", Message{Header: Header{Type: JoinFailed, Seq: 9}}},
 
 	// The original game's 17-byte framing (magic, version 1, packetType,

@@ -212,7 +212,7 @@ func residentBytes(t *testing.T, pid int) int {
 	return 0
 }
 
-// The admin pages show every player's address: off loopback they need a
+// The admin pages are for whoever runs the host: off loopback they need a
 // bearer token, and without one the start is refused.
 func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 	open := exec.Command(bin, "serve", "--config", readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\n"))

@@ -6,22 +6,37 @@ import (
 	"testing"
 )
 
-// The README shows config.toml and the harness example test verbatim; these
-// tests keep them from drifting apart.
+// The README shows the harness example test verbatim, and
+// docs/configuration.md shows config.toml verbatim; these tests keep them
+// from drifting apart.
 
-func TestReadmeShowsConfigToml(t *testing.T) {
-	readmeShows(t, "config.toml", "../config.toml")
+func TestConfigurationDocShowsConfigToml(t *testing.T) {
+	docShows(t, "../docs/configuration.md", "config.toml", "../config.toml")
 }
 
 func TestReadmeShowsHarnessExample(t *testing.T) {
-	readmeShows(t, "harness example: foyertest/example_test.go", "../foyertest/example_test.go")
+	docShows(t, "../README.md", "harness example: foyertest/example_test.go", "../foyertest/example_test.go")
 }
 
-// readmeShows checks that the fenced block between `<!-- name -->` and
-// `<!-- end name -->` in README.md is exactly the file at path.
-func readmeShows(t *testing.T, name, path string) {
-	t.Helper()
+// readmeMaxLines bounds the README: it is what a newcomer reads first, and
+// the long parts belong in docs/.
+const readmeMaxLines = 350
+
+func TestReadmeIsShort(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n >= readmeMaxLines {
+		t.Errorf("README.md has %d lines, want fewer than %d: move the details to docs/", n, readmeMaxLines)
+	}
+}
+
+// docShows checks that the fenced block between `<!-- name -->` and
+// `<!-- end name -->` in the document doc is exactly the file at path.
+func docShows(t *testing.T, doc, name, path string) {
+	t.Helper()
+	text, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,22 +45,22 @@ func readmeShows(t *testing.T, name, path string) {
 		t.Fatal(err)
 	}
 	open, end := []byte("<!-- "+name+" -->\n"), []byte("<!-- end "+name+" -->")
-	_, rest, ok := bytes.Cut(readme, open)
+	_, rest, ok := bytes.Cut(text, open)
 	if !ok {
-		t.Fatalf("README.md has no %q marker", open)
+		t.Fatalf("%s has no %q marker", doc, open)
 	}
 	block, _, ok := bytes.Cut(rest, end)
 	if !ok {
-		t.Fatalf("README.md has no %q marker", end)
+		t.Fatalf("%s has no %q marker", doc, end)
 	}
 	// The block is a fence: an opening line with the language, the file,
 	// and the closing fence.
 	_, body, ok := bytes.Cut(block, []byte("\n"))
 	if !ok || !bytes.HasPrefix(block, []byte("```")) || !bytes.HasSuffix(body, []byte("```\n")) {
-		t.Fatalf("README.md block %q is not one fenced code block", name)
+		t.Fatalf("%s: block %q is not one fenced code block", doc, name)
 	}
 	body = bytes.TrimSuffix(body, []byte("```\n"))
 	if !bytes.Equal(body, want) {
-		t.Errorf("README.md block %q differs from %s; copy the file into the README", name, path)
+		t.Errorf("%s: block %q differs from %s; copy the file into it", doc, name, path)
 	}
 }

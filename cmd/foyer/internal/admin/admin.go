@@ -12,8 +12,10 @@
 // It reads what it shows through Sources, plain functions, so it depends
 // on the lobby and the supervisor only through their Stats and room-table
 // types. On loopback it needs no authentication; on any other address it
-// answers only requests carrying the configured bearer token, since
-// /rooms shows every player's address. The board also takes a cookie
+// answers only requests carrying the configured bearer token, since the
+// pages are for whoever runs the host: every room's process id and
+// resource use, the cluster's host names, the lobby's counters. No page
+// shows a player's address. The board also takes a cookie
 // that the token buys once (see auth.go), since a browser's event stream
 // cannot carry the token.
 package admin

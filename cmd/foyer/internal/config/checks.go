@@ -63,10 +63,10 @@ func (k *keys) check(r *reader, c *Config) {
 			r.warn(why, ks.Ports, ks.Warm)
 		}
 	}
-	// The admin pages show every player's address: off loopback, only to
-	// who holds the token.
+	// The admin pages are for whoever runs the host (the rooms' processes,
+	// the lobby's counters): off loopback, only to who holds the token.
 	if ap, err := netip.ParseAddrPort(c.Admin.Listen); err == nil && !ap.Addr().Unmap().IsLoopback() && c.Admin.Token == "" {
-		r.refuse("an admin address other than loopback needs token or token_file: the pages show every player's address", k.Admin.Listen)
+		r.refuse("an admin address other than loopback needs token or token_file: the pages show the rooms' processes and the lobby's counters", k.Admin.Listen)
 	}
 	sockets := k.sockets(c)
 	for i, a := range sockets {
