@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 var loopback = netip.MustParseAddr("127.0.0.1")
@@ -413,4 +415,17 @@ func TestShutdownRefusesAndStops(t *testing.T) {
 	if st := s.Stats(); st.Reaped["stopped"] != 3 {
 		t.Fatalf("reaped %v, want 3 stopped", st.Reaped)
 	}
+}
+
+// TestTableContract: the supervisor's table, with real instances behind
+// its rooms reporting their state over their own stream, keeps the
+// contract every edge relies on.
+func TestTableContract(t *testing.T) {
+	roomtabletest.Contract(t, func(t *testing.T) roomtabletest.Subject {
+		s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxPlayers = 4 })
+		return roomtabletest.Subject{Table: s.Table(), Report: func(id uint32, state packet.RoomState) {
+			r, _ := listed(s, id)
+			send(t, loopback, r.Port, "state "+strconv.Itoa(int(state)))
+		}}
+	})
 }

@@ -2,7 +2,9 @@ package roomtable
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
@@ -84,4 +86,21 @@ func applyListing(row *room.Room, l room.Listing) {
 	row.Host, row.Port = l.Addr.Addr().Unmap(), l.Addr.Port()
 	row.Players, row.MaxPlayers = l.Players, l.MaxPlayers
 	row.Name, row.Game, row.Map, row.Password = l.Name, l.Game, l.Map, l.Password
+}
+
+// Registered returns the room registered under key.
+func (t *Table) Registered(key string) (room.Room, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.registered[key]; e != nil {
+		return e.view(), true
+	}
+	return room.Room{}, false
+}
+
+// RegisteredKeys returns the keys rooms are registered under, sorted.
+func (t *Table) RegisteredKeys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.registered))
 }

@@ -1,0 +1,217 @@
+package roomtable_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
+)
+
+var ctx = context.Background()
+
+func ep(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// open returns a test table and the contract's view of it.
+func open(t *testing.T) roomtabletest.Subject {
+	r := roomtabletest.New(t, roomtable.Config{})
+	return roomtabletest.Subject{Table: r, Report: func(id uint32, state packet.RoomState) {
+		r.Report(id, roomtable.Report{State: state})
+	}}
+}
+
+// TestContract: the table keeps the contract every edge relies on.
+func TestContract(t *testing.T) { roomtabletest.Contract(t, open) }
+
+// watchBuffer is how many events a watcher may fall behind.
+const watchBuffer = 256
+
+func TestSlowWatcherMissesEvents(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slow := rooms.Watch(wctx) // never read until the end
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 1000})
+	for i := range watchBuffer + 50 {
+		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(20000+i)), room.Unproven); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := rooms.Stats(); st.WatchDrops != 51 || st.Version != watchBuffer+51 {
+		t.Fatalf("drops %d at version %d", st.WatchDrops, st.Version)
+	}
+	n := 0
+	cancel()
+	for range slow {
+		n++
+	}
+	if n != watchBuffer {
+		t.Fatalf("slow watcher got %d events, want %d", n, watchBuffer)
+	}
+}
+
+// TestBadIDRangesRefused: a range without 0, in order, holding its
+// start.
+func TestBadIDRangesRefused(t *testing.T) {
+	for _, r := range []roomtable.IDRange{{First: 0, Last: 10, Next: 1}, {First: 10, Last: 5, Next: 10},
+		{First: 10, Last: 20, Next: 9}, {First: 10, Last: 20, Next: 21}} {
+		if table, err := roomtable.New(roomtable.Config{IDs: r}, nil, zerolog.Nop()); err == nil {
+			table.Close()
+			t.Errorf("New accepted the id range %+v", r)
+		}
+	}
+}
+
+// TestIDsStayInTheirRange: ids wrap within the range and skip those of
+// rooms still in the table, entered or adopted.
+func TestIDsStayInTheirRange(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: 100, Last: 103, Next: 102}})
+	rooms.Enter(room.Room{ID: 103, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil) // adopted
+	var got []uint32
+	for range 3 {
+		got = append(got, rooms.NewID())
+	}
+	if want := []uint32{100, 101, 102}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ids %v, want %v: after the adopted 103, round the range", got, want)
+	}
+	reg, err := rooms.Register("k", room.Listing{Addr: ep("192.0.2.1:4000"), MaxPlayers: 4})
+	if err != nil || reg.ID != 100 {
+		t.Fatalf("registered %+v, %v; want id 100: 103 is taken", reg, err)
+	}
+}
+
+// TestHandListsAWarmRoomOnce: a room kept ready is not listed until it is
+// handed out, with its creator's seat, and is handed out once.
+func TestHandListsAWarmRoomOnce(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	id := rooms.NewID()
+	rooms.Enter(room.Room{ID: id, Port: 30000, State: packet.Waiting, MaxPlayers: 2}, false, nil)
+	if n := len(rooms.List().Rooms); n != 0 {
+		t.Fatalf("%d rooms listed before the hand-out", n)
+	}
+	if _, err := rooms.Join(ctx, id, ep("192.0.2.1:1"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
+		t.Fatalf("JOIN of a warm room: %v, want room.ErrNoRoom", err)
+	}
+	r, ok := rooms.Hand(id, ep("192.0.2.9:9"))
+	if !ok || r.Seats != 1 || len(rooms.List().Rooms) != 1 {
+		t.Fatalf("handed %+v %v", r, ok)
+	}
+	if _, ok := rooms.Hand(id, ep("192.0.2.8:8")); ok {
+		t.Fatal("a room was handed out twice")
+	}
+}
+
+// TestStoppingRoomRefusesJoins: a room on its way out is listed until it
+// is removed, and joined by no one.
+func TestStoppingRoomRefusesJoins(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	rooms.Stopping(r.ID)
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.SawListing); !errors.Is(err, room.ErrNotJoinable) {
+		t.Fatalf("JOIN of a stopping room: %v", err)
+	}
+	row, listed, ok := rooms.Remove(r.ID, room.Stopped, 0, "")
+	if !ok || !listed || row.ID != r.ID || len(rooms.List().Rooms) != 0 || rooms.Stats().Reaped[room.Stopped] != 1 {
+		t.Fatalf("removed %+v listed %v ok %v; stats %+v", row, listed, ok, rooms.Stats())
+	}
+}
+
+// TestReportTakesUpSeats: a connecting player takes up the oldest seat of
+// its IP; a server that reports no addresses has its growing count take
+// up the oldest seats; a room's state moves as reported.
+func TestReportTakesUpSeats(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 8})
+	for _, p := range []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.1:2"} {
+		if _, err := rooms.Join(ctx, r.ID, ep(p), room.Unproven); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, row, ok := rooms.Report(r.ID, roomtable.Report{State: packet.Countdown, Players: 1, Connected: netip.MustParseAddr("192.0.2.1")})
+	if !ok || from != packet.Waiting || row.State != packet.Countdown || row.Players != 1 || row.Seats != 2 {
+		t.Fatalf("after a connect: from %v, %+v", from, row)
+	}
+	seats, _, _ := rooms.Seats(r.ID)
+	if len(seats) != 2 || seats[0].Player != ep("192.0.2.2:1") || seats[1].Player != ep("192.0.2.1:2") {
+		t.Fatalf("seats %+v: want 192.0.2.1's oldest taken up", seats)
+	}
+	_, row, _ = rooms.Report(r.ID, roomtable.Report{State: packet.Countdown, Players: 2, Details: &roomtable.Details{MaxPlayers: 8, Name: "n"}})
+	if row.Seats != 1 || row.Name != "n" {
+		t.Fatalf("after a probed count grew by one: %+v", row)
+	}
+}
+
+// TestSeatsExpire: a seat whose player does not come is dropped after
+// SeatTTL, and the hook hears of every other change of seats.
+func TestSeatsExpire(t *testing.T) {
+	var changed []uint32
+	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsChanged: func(id uint32) { changed = append(changed, id) }}
+	rooms := roomtabletest.New(t, cfg)
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); err != nil {
+		t.Fatal(err)
+	}
+	rooms.Expire(time.Now().Add(59 * time.Second))
+	if row, _ := rooms.Room(r.ID); row.Seats != 1 {
+		t.Fatalf("seat gone before its time: %+v", row)
+	}
+	rooms.Expire(time.Now().Add(61 * time.Second))
+	if row, _ := rooms.Room(r.ID); row.Seats != 0 {
+		t.Fatalf("seat kept past its time: %+v", row)
+	}
+	if len(changed) != 1 || changed[0] != r.ID {
+		t.Fatalf("hook heard %v, want the JOIN of room %d", changed, r.ID)
+	}
+}
+
+// TestClosedTableTakesNothing: after Close, registered rooms are gone and
+// nothing new is taken; rooms with a process stay until removed.
+func TestClosedTableTakesNothing(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	own := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	if _, err := rooms.Register("k", room.Listing{Addr: ep("192.0.2.1:4000"), MaxPlayers: 4}); err != nil {
+		t.Fatal(err)
+	}
+	rooms.Close()
+	if l := rooms.List().Rooms; len(l) != 1 || l[0].ID != own.ID {
+		t.Fatalf("listed after Close: %+v", l)
+	}
+	if _, err := rooms.Create(ctx, ep("192.0.2.1:1")); !errors.Is(err, room.ErrClosed) {
+		t.Errorf("Create after Close: %v", err)
+	}
+	if _, err := rooms.Join(ctx, own.ID, ep("192.0.2.1:1"), room.Unproven); !errors.Is(err, room.ErrClosed) {
+		t.Errorf("Join after Close: %v", err)
+	}
+	if _, err := rooms.Register("j", room.Listing{Addr: ep("192.0.2.1:4001"), MaxPlayers: 4}); !errors.Is(err, room.ErrClosed) {
+		t.Errorf("Register after Close: %v", err)
+	}
+}
+
+// TestHoldStopsCreateAndJoin: while held (a handover), Create and Join
+// fail, List answers, and registrations go on.
+func TestHoldStopsCreateAndJoin(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	rooms.Hold(true)
+	if _, err := rooms.Create(ctx, ep("192.0.2.1:1")); !errors.Is(err, room.ErrClosed) {
+		t.Errorf("Create while held: %v", err)
+	}
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); !errors.Is(err, room.ErrClosed) {
+		t.Errorf("Join while held: %v", err)
+	}
+	if _, err := rooms.Register("k", room.Listing{Addr: ep("192.0.2.1:4000"), MaxPlayers: 4}); err != nil {
+		t.Errorf("Register while held: %v", err)
+	}
+	rooms.Hold(false)
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); err != nil {
+		t.Errorf("Join after the hold: %v", err)
+	}
+}
