@@ -81,7 +81,7 @@ func inherited() (*successor, error) {
 		keys = strings.Split(env, ";")
 	}
 	for fd := 3; fd < 4+len(keys); fd++ {
-		// Rooms this process starts must not inherit them in turn.
+		// cli.Rooms this process starts must not inherit them in turn.
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 			return nil, fmt.Errorf("upgrade: inherited descriptor %d: %w", fd, err)
 		}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 	"io"
 
 	"github.com/rs/zerolog"
@@ -12,19 +13,19 @@ import (
 	"github.com/foyerlobby/foyer/instance/refroom"
 )
 
-var instanceHelp = help{
-	usage: []string{
+var instanceHelp = cli.Help{
+	Usage: []string{
 		"foyer instance",
 		"foyer instance --probe PROBE -- COMMAND [ARGS...]",
 	},
-	about: `Serve one room to the supervisor of 'foyer serve', which starts this
+	About: `Serve one room to the supervisor of 'foyer serve', which starts this
 command for every room. Without arguments it is a reference room, what
 the supervisor runs when [supervisor] command is empty or names it. With
 --probe it keeps a game server that knows nothing of Foyer: COMMAND runs
 as its child on the room's port, and PROBE ("teeworlds" or "none") says
 how its status is learnt; the supervisor runs this for [supervisor]
 command with probe set. Run by hand it explains itself and exits 1.`,
-	example: []string{
+	Example: []string{
 		"foyer instance --help",
 		"# config.toml; an empty command runs this executable's instance:",
 		"#   [supervisor]",
@@ -35,9 +36,9 @@ command with probe set. Run by hand it explains itself and exits 1.`,
 // runInstance serves one room to the supervisor that started this process:
 // the reference room, or the keeper of a foreign server.
 func runInstance(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("instance", instanceHelp, stdout, stderr)
-	probe := c.fs.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
-	pos, code, ok := c.parse(args)
+	c := cli.New("instance", instanceHelp, stdout, stderr)
+	probe := c.Flags.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
@@ -45,16 +46,16 @@ func runInstance(args []string, stdout, stderr io.Writer) int {
 	// supervisor forwards to its own log.
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	if *probe == "" {
-		if code, ok := c.noArgs(pos); !ok {
+		if code, ok := c.NoArgs(pos); !ok {
 			return code
 		}
 		instance.Serve(refroom.New(log))
-		return exitFail // Serve exits the process
+		return cli.ExitFail // Serve exits the process
 	}
 	k, err := keeper.New(keeper.Config{Probe: *probe, Command: pos}, log)
 	if err != nil {
-		return c.usageError("%v", err)
+		return c.UsageError("%v", err)
 	}
 	instance.Serve(k)
-	return exitFail
+	return cli.ExitFail
 }

@@ -5,26 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 )
 
-// command is one subcommand: it parses its own flags from args and returns
-// the process exit code.
-type command struct {
-	name    string
-	summary string
-	hidden  bool
-	run     func(args []string, stdout, stderr io.Writer) int
-}
-
-var commands = []command{
-	{name: "serve", summary: "run the lobby and its supervisor", run: runServe},
-	{name: "rooms", summary: "list a lobby's rooms", run: runRooms},
-	{name: "create", summary: "create a room and print its port", run: runCreate},
-	{name: "join", summary: "join a room and print its port", run: runJoin},
-	{name: "watch", summary: "show a lobby's rooms live", run: runWatch},
-	{name: "play", summary: "play the reference room from the terminal", run: runPlay},
-	{name: "instance", summary: "run a reference room (started by the supervisor)", hidden: true, run: runInstance},
-}
+// commands are the subcommands, in the order --help lists them: serve,
+// the client commands, and the hidden instance.
+var commands = slices.Concat(
+	[]cli.Entry{{Name: "serve", Summary: "run the lobby and its supervisor", Run: runServe}},
+	cli.Clients,
+	[]cli.Entry{{Name: "instance", Summary: "run a reference room (started by the supervisor)", Hidden: true, Run: runInstance}},
+)
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
@@ -35,23 +27,21 @@ func main() {
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr) // a command line that does nothing is a mistake
-		return exitUsage
+		return cli.ExitUsage
 	}
 	name := args[0]
 	switch {
 	case name == "-h" || name == "--help" || name == "help" && len(args) == 1:
 		usage(stdout)
-		return exitOK
+		return cli.ExitOK
 	case name == "help":
 		name, args = args[1], []string{args[1], "--help"}
 	}
-	for _, c := range commands {
-		if c.name == name {
-			return c.run(args[1:], stdout, stderr)
-		}
+	if c, ok := cli.Find(commands, name); ok {
+		return c.Run(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "foyer: unknown command %q\nRun 'foyer --help' for usage.\n", name)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // usage is foyer --help, laid out as every command's --help is.
@@ -63,8 +53,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "--flag=VALUE, before or after the arguments; -- ends them).")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		if !c.hidden {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		if !c.Hidden {
+			fmt.Fprintf(w, "  %-8s %s\n", c.Name, c.Summary)
 		}
 	}
 	fmt.Fprintln(w, "\nRun 'foyer COMMAND --help' for a command's flags and an example.")

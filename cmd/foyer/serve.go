@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -38,9 +39,9 @@ const shutdownLimit = 30 * time.Second
 // that fallback only, which no config file can carry.
 const noCgroupsEnv = "FOYER_TEST_NO_CGROUPS"
 
-var serveHelp = help{
-	usage: []string{"foyer serve [--config PATH] [--ready-json]"},
-	about: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
+var serveHelp = cli.Help{
+	Usage: []string{"foyer serve [--config PATH] [--ready-json]"},
+	About: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
 the public server list and the upstream announcer when configured, and
 the supervisor of the rooms, until SIGINT or SIGTERM, which stop every
 room before exiting.
@@ -64,34 +65,34 @@ gg2_legacy, gunz and web appear when enabled):
    "admin":"127.0.0.1:9477","gg2":"0.0.0.0:29944",
    "gg2_legacy":"0.0.0.0:29942","gunz":"0.0.0.0:8900","web":"0.0.0.0:29950"}
 Nothing else is written to stdout; the log goes to stderr.`,
-	example: []string{
+	Example: []string{
 		"foyer serve --config config.toml",
 		"foyer serve --config test.toml --ready-json > ready.json &",
 	},
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("serve", serveHelp, stdout, stderr)
-	path := c.fs.String("config", "", "`PATH` of the config file (TOML); built-in defaults when empty")
-	readyJSON := c.fs.Bool("ready-json", false, "once every listener serves, print a JSON line of the bound addresses on stdout")
-	pos, code, ok := c.parse(args)
+	c := cli.New("serve", serveHelp, stdout, stderr)
+	path := c.Flags.String("config", "", "`PATH` of the config file (TOML); built-in defaults when empty")
+	readyJSON := c.Flags.Bool("ready-json", false, "once every listener serves, print a JSON line of the bound addresses on stdout")
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
-	if code, ok := c.noArgs(pos); !ok {
+	if code, ok := c.NoArgs(pos); !ok {
 		return code
 	}
 	up, err := inherited() // set when an upgrade started this process
 	if err != nil {
 		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-		return exitFail
+		return cli.ExitFail
 	}
 	cfg := config.Default()
 	if *path != "" {
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)
 			up.failed(err)
-			return exitFail
+			return cli.ExitFail
 		}
 	}
 	// Only Foyer's tests of the fallback turn cgroups off.
@@ -114,9 +115,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err := serve(ctx, cfg, log, r, up, hup); err != nil {
 		log.Error().Err(err).Msg("serve failed")
 		up.failed(err)
-		return exitFail
+		return cli.ExitFail
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // serve runs until ctx is done, then stops taking CREATEs, stops the
@@ -353,7 +354,7 @@ func stringers[T fmt.Stringer](v []T) []fmt.Stringer {
 func newLogger(c config.Log, w io.Writer) zerolog.Logger {
 	if c.Format == "console" {
 		// Colours only for a person at a terminal, not for a file or journal.
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !cli.IsTerminal(w)}
 	}
 	return zerolog.New(w).Level(c.Level).With().Timestamp().Logger()
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 	"io"
 	"runtime"
 )
@@ -16,5 +17,5 @@ func runInstance(_ []string, _, stderr io.Writer) int { return linuxOnly("instan
 
 func linuxOnly(cmd string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "foyer %s: runs on Linux only (rooms are Linux processes); this %s build has the client commands\n", cmd, runtime.GOOS)
-	return exitFail
+	return cli.ExitFail
 }

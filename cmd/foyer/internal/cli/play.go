@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -16,9 +16,9 @@ import (
 	"github.com/foyerlobby/foyer/packet/game"
 )
 
-var playHelp = help{
-	usage: []string{"foyer play [flags] ADDR [ROOM]"},
-	about: `Play the reference room from the terminal. Join room ROOM of the lobby at
+var playHelp = Help{
+	Usage: []string{"foyer play [flags] ADDR [ROOM]"},
+	About: `Play the reference room from the terminal. Join room ROOM of the lobby at
 ADDR, or create a room when ROOM is left out, then talk to the room on its
 UDP port on the lobby's host: say hello, get ready (press Enter, or pass
 --ready), and watch the countdown, the start and the end of the match.
@@ -35,7 +35,7 @@ Exits 0 when the match ends, 1 if the lobby or the room says no or goes
 silent, and 130 after Ctrl-C, which tells the room that the player left.
 Two terminals make a match: 'foyer play ADDR' in one creates a room and
 prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
-	example: []string{
+	Example: []string{
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
 		"foyer play --legacy 127.0.0.1:7777 42",
@@ -53,29 +53,29 @@ type playConfig struct {
 	lobby   *lobbyFlags   // also the hello's timeout and attempts
 }
 
-func runPlay(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("play", playHelp, stdout, stderr)
+func Play(args []string, stdout, stderr io.Writer) int {
+	c := New("play", playHelp, stdout, stderr)
 	var cfg playConfig
-	c.fs.BoolVar(&cfg.ready, "ready", false, "get ready at once instead of on Enter")
-	c.fs.DurationVar(&cfg.ping, "ping", 2*time.Second, "time between pings to the room")
-	c.fs.DurationVar(&cfg.silence, "silence", 10*time.Second, "give up on a room silent for this long")
+	c.Flags.BoolVar(&cfg.ready, "ready", false, "get ready at once instead of on Enter")
+	c.Flags.DurationVar(&cfg.ping, "ping", 2*time.Second, "time between pings to the room")
+	c.Flags.DurationVar(&cfg.silence, "silence", 10*time.Second, "give up on a room silent for this long")
 	cfg.lobby = c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
-	c.fs.Lookup("legacy").Usage = "talk to the lobby and the room in the original game's 17-byte header, as its client does"
-	pos, code, ok := c.parse(args)
+	c.Flags.Lookup("legacy").Usage = "talk to the lobby and the room in the original game's 17-byte header, as its client does"
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
 	if cfg.ping <= 0 || cfg.silence <= 0 {
-		return c.usageError("--ping and --silence must be positive")
+		return c.UsageError("--ping and --silence must be positive")
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return c.usageError("needs ADDR and an optional ROOM, got %s", count(len(pos), "argument"))
+		return c.UsageError("needs ADDR and an optional ROOM, got %s", count(len(pos), "argument"))
 	}
 	var room *uint32
 	if len(pos) == 2 {
 		id, err := parseRoomID(pos[1])
 		if err != nil {
-			return c.usageError("%v", err)
+			return c.UsageError("%v", err)
 		}
 		room = &id
 	}
@@ -87,7 +87,7 @@ func runPlay(args []string, stdout, stderr io.Writer) int {
 // play takes a seat from the lobby at addr (in room, or in a new room if
 // room is nil) and plays the match, reading Enter from stdin, until the
 // match ends or ctx does.
-func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfig, stdin io.Reader) int {
+func (c *Command) play(ctx context.Context, addr string, room *uint32, cfg playConfig, stdin io.Reader) int {
 	lc, code, ok := c.dial(addr, cfg.lobby)
 	if !ok {
 		return code
@@ -106,7 +106,7 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 		return exitInterrupted
 	}
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	if room == nil {
 		fmt.Fprintf(c.stdout, "created room %d, port %d: others join with 'foyer play %s %d'\n", seat.Room, seat.Port, lobby, seat.Room)
@@ -120,7 +120,7 @@ func (c *cli) play(ctx context.Context, addr string, room *uint32, cfg playConfi
 	}
 	p, err := dialRoom(seat, framing)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	defer p.close()
 	return p.run(ctx, c, cfg, stdin)
@@ -226,7 +226,7 @@ func (p *player) errorf(format string, a ...any) error {
 }
 
 // run says hello and plays until the match ends or ctx does.
-func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reader) int {
+func (p *player) run(ctx context.Context, c *Command, cfg playConfig, stdin io.Reader) int {
 	leave := func() int {
 		p.send(game.ClientDisconnect)
 		fmt.Fprintf(c.stdout, "left room %d\n", p.seat.Room)
@@ -237,7 +237,7 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 		return leave() // the hello may have seated us already
 	}
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	if p.framing == packet.Legacy {
 		fmt.Fprintf(c.stdout, "in room %d: join accepted\n", p.seat.Room) // the original framing shows no slot
@@ -286,7 +286,7 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 				}
 			case game.GameEnd:
 				fmt.Fprintf(c.stdout, "game over: %s\n", endText(m))
-				return exitOK
+				return ExitOK
 			}
 		case <-enter:
 			if !ready {
@@ -308,7 +308,7 @@ func (p *player) run(ctx context.Context, c *cli, cfg playConfig, stdin io.Reade
 	if errors.Is(err, client.ErrRefused) {
 		err = p.errorf("%w: the room is gone", err)
 	}
-	return c.fail(err)
+	return c.Fail(err)
 }
 
 // greeting is what a player sends until the room seats it: a hello in the

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/foyerlobby/foyer/lobby/client"
 )
 
-var roomsHelp = help{
-	usage: []string{
+var roomsHelp = Help{
+	Usage: []string{
 		"foyer rooms [flags] [ADDR]",
 		"foyer rooms --lan [--port 7777] [--wait 2s] [flags]",
 		"foyer rooms --admin ADMIN_ADDR [--token-file FILE] [flags]",
 	},
-	about: `List a lobby's rooms: id, state, players/max and the room's UDP port.
+	About: `List a lobby's rooms: id, state, players/max and the room's UDP port.
 ADDR is host:port; it defaults to ` + defaultLobby + `, and a host without a port
 gets :` + defaultPort + `. A room list carries no age: 'foyer watch' shows how long
 each room has been seen.
@@ -34,7 +34,7 @@ are on more than one host. An admin listener off loopback wants its bearer
 token: --token-file names the file that holds it.
 
 ` + waitingAbout,
-	example: []string{
+	Example: []string{
 		"foyer rooms 192.168.1.20",
 		"foyer rooms --json 127.0.0.1:7777",
 		"foyer rooms --lan --wait 1s",
@@ -42,39 +42,39 @@ token: --token-file names the file that holds it.
 	},
 }
 
-func runRooms(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("rooms", roomsHelp, stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON instead of a table")
-	lan := c.fs.Bool("lan", false, "find lobbies on the local network by UDP broadcast")
-	port := c.fs.Uint("port", 7777, "with --lan: the lobby `port` to broadcast to")
-	wait := c.fs.Duration("wait", 2*time.Second, "with --lan: how long to collect answers")
-	broadcast := c.fs.String("broadcast", "", "with --lan: comma-separated `addresses` to send to instead of every interface's broadcast address")
-	admin := c.fs.String("admin", "", "read the room table from the admin listener at this `address` (shows each room's host)")
-	tokenFile := c.fs.String("token-file", "", "with --admin: the `file` holding the admin listener's bearer token")
+func Rooms(args []string, stdout, stderr io.Writer) int {
+	c := New("rooms", roomsHelp, stdout, stderr)
+	asJSON := c.Flags.Bool("json", false, "print JSON instead of a table")
+	lan := c.Flags.Bool("lan", false, "find lobbies on the local network by UDP broadcast")
+	port := c.Flags.Uint("port", 7777, "with --lan: the lobby `port` to broadcast to")
+	wait := c.Flags.Duration("wait", 2*time.Second, "with --lan: how long to collect answers")
+	broadcast := c.Flags.String("broadcast", "", "with --lan: comma-separated `addresses` to send to instead of every interface's broadcast address")
+	admin := c.Flags.String("admin", "", "read the room table from the admin listener at this `address` (shows each room's host)")
+	tokenFile := c.Flags.String("token-file", "", "with --admin: the `file` holding the admin listener's bearer token")
 	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
-	pos, code, ok := c.parse(args)
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
 	if *admin != "" {
 		if *lan || len(pos) > 0 {
-			return c.usageError("--admin reads one admin listener; it takes no ADDR and no --lan")
+			return c.UsageError("--admin reads one admin listener; it takes no ADDR and no --lan")
 		}
 		return c.adminRooms(*admin, *tokenFile, lf.timeout*time.Duration(lf.attempts), *asJSON)
 	}
 	if *tokenFile != "" {
-		return c.usageError("--token-file goes with --admin")
+		return c.UsageError("--token-file goes with --admin")
 	}
 	if *lan {
 		if len(pos) > 0 {
-			return c.usageError("--lan finds lobbies itself; it takes no ADDR (got %q)", pos[0])
+			return c.UsageError("--lan finds lobbies itself; it takes no ADDR (got %q)", pos[0])
 		}
 		if *port == 0 || *port > 65535 {
-			return c.usageError("--port %d is not a UDP port", *port)
+			return c.UsageError("--port %d is not a UDP port", *port)
 		}
 		targets, err := parseAddrs(*broadcast)
 		if err != nil {
-			return c.usageError("--broadcast: %v", err)
+			return c.UsageError("--broadcast: %v", err)
 		}
 		return c.lanRooms(uint16(*port), *wait, targets, *asJSON, lf)
 	}
@@ -101,7 +101,7 @@ type lobbyJSON struct {
 	Rooms []roomJSON `json:"rooms"`
 }
 
-func (c *cli) lanRooms(port uint16, wait time.Duration, targets []netip.Addr, asJSON bool, lf *lobbyFlags) int {
+func (c *Command) lanRooms(port uint16, wait time.Duration, targets []netip.Addr, asJSON bool, lf *lobbyFlags) int {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	opts := lf.options()
@@ -110,7 +110,7 @@ func (c *cli) lanRooms(port uint16, wait time.Duration, targets []netip.Addr, as
 	}
 	lobbies, err := client.Discover(ctx, port, opts...)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	if asJSON {
 		out := make([]lobbyJSON, 0, len(lobbies))
@@ -123,9 +123,9 @@ func (c *cli) lanRooms(port uint16, wait time.Duration, targets []netip.Addr, as
 	}
 	if len(lobbies) == 0 {
 		fmt.Fprintf(c.stderr, "foyer: rooms --lan: no lobby answered on UDP port %d within %v\n", port, wait)
-		return exitFail
+		return ExitFail
 	}
-	return exitOK
+	return ExitOK
 }
 
 // lanTable is the room table with the lobby in front; a lobby without

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -11,42 +11,42 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 )
 
-var watchHelp = help{
-	usage: []string{"foyer watch [flags] [ADDR]"},
-	about: `Show the rooms of the lobby at ADDR (default ` + defaultLobby + `), refreshed every
+var watchHelp = Help{
+	Usage: []string{"foyer watch [flags] [ADDR]"},
+	About: `Show the rooms of the lobby at ADDR (default ` + defaultLobby + `), refreshed every
 --interval until Ctrl-C. On a terminal the table is redrawn in place; other
 output gets one table per refresh, without escape codes.
 
 AGE is how long this watch has seen the room: a room list carries no age.
 Rooms already there at the first refresh are older than shown, marked '>'.
 A lobby that does not answer is shown as such and asked again next time.`,
-	example: []string{
+	Example: []string{
 		"foyer watch 192.168.1.20",
 		"foyer watch --interval 5s --count 3 127.0.0.1:7777 > rooms.log",
 	},
 }
 
-func runWatch(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("watch", watchHelp, stdout, stderr)
-	interval := c.fs.Duration("interval", time.Second, "time between refreshes")
-	count := c.fs.Int("count", 0, "stop after this many refreshes (0: until Ctrl-C)")
+func Watch(args []string, stdout, stderr io.Writer) int {
+	c := New("watch", watchHelp, stdout, stderr)
+	interval := c.Flags.Duration("interval", time.Second, "time between refreshes")
+	count := c.Flags.Int("count", 0, "stop after this many refreshes (0: until Ctrl-C)")
 	// Each refresh is itself a retry: one short attempt keeps the table live,
 	// and the table says when the lobby is silent.
 	c.lobbyFlags(time.Second, 1).notes = nil
-	pos, code, ok := c.parse(args)
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
 	if *interval <= 0 {
-		return c.usageError("--interval must be positive, not %v", *interval)
+		return c.UsageError("--interval must be positive, not %v", *interval)
 	}
 	if *count < 0 {
-		return c.usageError("--count must not be negative, not %d", *count)
+		return c.UsageError("--count must not be negative, not %d", *count)
 	}
 	return c.withLobby(pos, func(lc *client.Client) error {
 		ctx, stop := interruptContext()
 		defer stop()
-		w := &watcher{lobby: lc.Addr().String(), interval: *interval, terminal: isTerminal(stdout), seen: map[uint32]time.Time{}}
+		w := &watcher{lobby: lc.Addr().String(), interval: *interval, terminal: IsTerminal(stdout), seen: map[uint32]time.Time{}}
 		tick := time.NewTicker(*interval)
 		defer tick.Stop()
 		for n := 1; ; n++ {
@@ -163,7 +163,7 @@ func shortDuration(d time.Duration) string {
 
 // isTerminal reports whether w is a character device, where redrawing in
 // place makes sense.
-func isTerminal(w io.Writer) bool {
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,15 +10,23 @@ import (
 	"testing"
 )
 
+// run runs the foyer command line and returns its exit code and output.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = dispatch(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
 // helpLayout is what every --help looks like: usage lines, a blank line,
 // what the command does, its flags (--help last), and an example.
 var helpLayout = regexp.MustCompile(`(?s)^Usage: foyer \S+.*\n\n\S.*\n\nFlags:\n(  --\S+( \S+)?\n {8}\S.*\n)*  --help\n {8}show this help\n\nExample:\n(  \S.*\n)+$`)
 
 func TestEveryCommandHasOneHelpLayout(t *testing.T) {
 	for _, c := range commands {
-		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+		for _, args := range [][]string{{c.Name, "--help"}, {c.Name, "-h"}, {"help", c.Name}} {
 			code, out, errOut := run(t, args...)
-			if code != 0 || errOut != "" || !helpLayout.MatchString(out) || !strings.HasPrefix(out, "Usage: foyer "+c.name) {
+			if code != 0 || errOut != "" || !helpLayout.MatchString(out) || !strings.HasPrefix(out, "Usage: foyer "+c.Name) {
 				t.Errorf("foyer %s: exit %d, stderr %q, stdout\n%s", strings.Join(args, " "), code, errOut, out)
 			}
 		}

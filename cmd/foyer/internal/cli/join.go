@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,38 +8,38 @@ import (
 	"github.com/foyerlobby/foyer/lobby/client"
 )
 
-var createHelp = help{
-	usage: []string{"foyer create [flags] [ADDR]"},
-	about: `Ask the lobby at ADDR to start a room, and print the room's id, its UDP
+var createHelp = Help{
+	Usage: []string{"foyer create [flags] [ADDR]"},
+	About: `Ask the lobby at ADDR to start a room, and print the room's id, its UDP
 port, and the game address to send game traffic to. The lobby holds a seat
 in the new room for this host. ADDR defaults to ` + defaultLobby + `.
 Exits 1 if the lobby answers JOIN_FAILED (it cannot start a room) or does
 not answer.
 
 ` + waitingAbout,
-	example: []string{
+	Example: []string{
 		"foyer create 192.168.1.20:7777",
 		"foyer create --json | jq .port",
 	},
 }
 
-var joinHelp = help{
-	usage: []string{"foyer join [flags] ADDR ROOM"},
-	about: `Ask the lobby at ADDR for a seat in room ROOM, and print the room's UDP
+var joinHelp = Help{
+	Usage: []string{"foyer join [flags] ADDR ROOM"},
+	About: `Ask the lobby at ADDR for a seat in room ROOM, and print the room's UDP
 port and the game address to send game traffic to. Exits 1 if the lobby
 answers JOIN_FAILED (the room is unknown, full, or no longer waiting) or
 does not answer.
 
 ` + waitingAbout,
-	example: []string{
+	Example: []string{
 		"foyer join 127.0.0.1:7777 42",
 		"foyer join --json 192.168.1.20 42",
 	},
 }
 
-func runCreate(args []string, stdout, stderr io.Writer) int {
+func Create(args []string, stdout, stderr io.Writer) int {
 	c, asJSON := newSeatCLI("create", createHelp, stdout, stderr)
-	pos, code, ok := c.parse(args)
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
@@ -48,18 +48,18 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	}))
 }
 
-func runJoin(args []string, stdout, stderr io.Writer) int {
+func Join(args []string, stdout, stderr io.Writer) int {
 	c, asJSON := newSeatCLI("join", joinHelp, stdout, stderr)
-	pos, code, ok := c.parse(args)
+	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
 	if len(pos) != 2 {
-		return c.usageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
+		return c.UsageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
 	}
 	id, err := parseRoomID(pos[1])
 	if err != nil {
-		return c.usageError("%v", err)
+		return c.UsageError("%v", err)
 	}
 	// ROOM is checked; withLobby gets the ADDR alone.
 	return c.withLobby(pos[:1], c.seat(*asJSON, "joined", func(lc *client.Client) (client.Seat, error) {
@@ -69,9 +69,9 @@ func runJoin(args []string, stdout, stderr io.Writer) int {
 
 // newSeatCLI is the command line create and join share: the lobby flags
 // and --json.
-func newSeatCLI(name string, h help, stdout, stderr io.Writer) (*cli, *bool) {
-	c := newCLI(name, h, stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON instead of a line of text")
+func newSeatCLI(name string, h Help, stdout, stderr io.Writer) (*Command, *bool) {
+	c := New(name, h, stdout, stderr)
+	asJSON := c.Flags.Bool("json", false, "print JSON instead of a line of text")
 	c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
 	return c, asJSON
 }
@@ -85,7 +85,7 @@ type seatJSON struct {
 }
 
 // seat is the work of a create or join: ask for a seat and print it.
-func (c *cli) seat(asJSON bool, verb string, ask func(*client.Client) (client.Seat, error)) func(*client.Client) error {
+func (c *Command) seat(asJSON bool, verb string, ask func(*client.Client) (client.Seat, error)) func(*client.Client) error {
 	return func(lc *client.Client) error {
 		s, err := ask(lc)
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -131,7 +131,7 @@ func TestPlayReadyOnEnter(t *testing.T) {
 	l := clienttest.Start(t)
 	l.SetRooms(packet.Room{ID: 1, MaxPlayers: 1, Port: port})
 	var out, errOut strings.Builder
-	c := newCLI("play", playHelp, &out, &errOut)
+	c := New("play", playHelp, &out, &errOut)
 	room := uint32(1)
 	code := c.play(t.Context(), l.Addr.String(), &room, testPlayConfig(), strings.NewReader("\n"))
 	want := fmt.Sprintf("joined room 1, port %d\nin room 1: slot 1 of 1\npress Enter when ready (Ctrl-C leaves)\n", port) +
@@ -152,7 +152,7 @@ func TestPlayLeaveSendsDisconnect(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var out, errOut strings.Builder
-	c := newCLI("play", playHelp, &out, &errOut)
+	c := New("play", playHelp, &out, &errOut)
 	room := uint32(1)
 	code := make(chan int, 1)
 	go func() { code <- c.play(ctx, l.Addr.String(), &room, testPlayConfig(), strings.NewReader("")) }()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -14,11 +14,16 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 )
 
-// run runs the foyer command line and returns its exit code and output.
+// run runs a client command line (its name, then its arguments) and
+// returns its exit code and output.
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	c, ok := Find(Clients, args[0])
+	if !ok {
+		t.Fatalf("no client command %q", args[0])
+	}
 	var out, errOut bytes.Buffer
-	code = dispatch(args, &out, &errOut)
+	code = c.Run(args[1:], &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type adminRoom struct {
 // adminRooms lists the room table of the admin listener at addr: every
 // room the lobby keeps, registered ones and those of other cluster hosts
 // too, with the host of each when they are on more than one.
-func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON bool) int {
+func (c *Command) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON bool) int {
 	base := addr
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -42,12 +42,12 @@ func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON b
 	base = strings.TrimSuffix(base, "/")
 	req, err := http.NewRequest(http.MethodGet, base+"/rooms", nil)
 	if err != nil {
-		return c.usageError("--admin %q: %v", addr, err)
+		return c.UsageError("--admin %q: %v", addr, err)
 	}
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
 	}
@@ -58,7 +58,7 @@ func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON b
 		err = ue.Err // the URL is said once, below
 	}
 	if err != nil {
-		return c.fail(fmt.Errorf("admin %s/rooms: %w", base, err))
+		return c.Fail(fmt.Errorf("admin %s/rooms: %w", base, err))
 	}
 	rooms := make([]packet.Room, 0, len(rows))
 	hosts := make(map[uint32]string, len(rows))
@@ -83,7 +83,7 @@ func (c *cli) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON b
 	default:
 		writeRooms(c.stdout, rooms)
 	}
-	return exitOK
+	return ExitOK
 }
 
 // fetchRooms reads the rows of /rooms.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -40,12 +40,12 @@ type lobbyFlags struct {
 }
 
 // lobbyFlags adds the lobby flags with these defaults; parse checks them.
-func (c *cli) lobbyFlags(timeout time.Duration, attempts int) *lobbyFlags {
+func (c *Command) lobbyFlags(timeout time.Duration, attempts int) *lobbyFlags {
 	f := &lobbyFlags{notes: newWaitNotes(c.name, c.stderr)}
 	c.lobby = f
-	c.fs.DurationVar(&f.timeout, "timeout", timeout, "how long one attempt waits for the lobby's answer")
-	c.fs.IntVar(&f.attempts, "attempts", attempts, "how many times a request is sent before giving up")
-	c.fs.BoolVar(&f.legacy, "legacy", false, "talk to the lobby in the original game's 17-byte header, not the 8-byte one")
+	c.Flags.DurationVar(&f.timeout, "timeout", timeout, "how long one attempt waits for the lobby's answer")
+	c.Flags.IntVar(&f.attempts, "attempts", attempts, "how many times a request is sent before giving up")
+	c.Flags.BoolVar(&f.legacy, "legacy", false, "talk to the lobby in the original game's 17-byte header, not the 8-byte one")
 	return f
 }
 
@@ -61,14 +61,14 @@ func (f *lobbyFlags) options() []client.Option {
 }
 
 // check rejects flag values the client would silently replace.
-func (f *lobbyFlags) check(c *cli) (int, bool) {
+func (f *lobbyFlags) check(c *Command) (int, bool) {
 	if f.timeout <= 0 {
-		return c.usageError("--timeout must be positive, not %v", f.timeout), false
+		return c.UsageError("--timeout must be positive, not %v", f.timeout), false
 	}
 	if f.attempts < 1 {
-		return c.usageError("--attempts must be at least 1, not %d", f.attempts), false
+		return c.UsageError("--attempts must be at least 1, not %d", f.attempts), false
 	}
-	return exitOK, true
+	return ExitOK, true
 }
 
 // lobbyAddr completes a lobby address from the command line: none is the
@@ -84,21 +84,21 @@ func lobbyAddr(arg string) string {
 }
 
 // dial opens a client to the lobby at arg, reporting failure as fail does.
-func (c *cli) dial(arg string, f *lobbyFlags) (*client.Client, int, bool) {
+func (c *Command) dial(arg string, f *lobbyFlags) (*client.Client, int, bool) {
 	lc, err := client.Dial(lobbyAddr(arg), f.options()...)
 	if err != nil {
-		return nil, c.fail(err), false
+		return nil, c.Fail(err), false
 	}
-	return lc, exitOK, true
+	return lc, ExitOK, true
 }
 
 // withLobby ends a command that talks to one lobby: pos holds at most its
 // ADDR (none is the local lobby), run gets a client of that lobby with the
 // command's lobby flags, and a failure to dial or to run is reported in one
 // line.
-func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
+func (c *Command) withLobby(pos []string, run func(*client.Client) error) int {
 	if len(pos) > 1 {
-		return c.usageError("takes at most one ADDR, got %s", count(len(pos), "argument"))
+		return c.UsageError("takes at most one ADDR, got %s", count(len(pos), "argument"))
 	}
 	addr := ""
 	if len(pos) == 1 {
@@ -112,9 +112,9 @@ func (c *cli) withLobby(pos []string, run func(*client.Client) error) int {
 	err := run(lc)
 	c.lobby.notes.stop()
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
-	return exitOK
+	return ExitOK
 }
 
 // roomJSON is a room in the commands' JSON output.
