@@ -93,8 +93,8 @@ func removeOrphanedBuilds() {
 	}
 }
 
-// server is one `foyer serve` child process.
-type server struct {
+// child is one `foyer serve` child process.
+type child struct {
 	cmd    *exec.Cmd
 	config string
 	exited chan struct{}
@@ -115,18 +115,18 @@ func StartBinary(t testing.TB, opts ...Option) *Lobby {
 	}
 	argv := append(append([]string(nil), s.wrap...), s.instance, "serve", "--config", path)
 	logs := &logBuffer{}
-	srv := &server{cmd: exec.Command(argv[0], argv[1:]...), config: path, exited: make(chan struct{})}
-	srv.cmd.Stderr = logs
-	srv.cmd.Stdout = logs
-	tieToParent(srv.cmd)
-	if err := srv.cmd.Start(); err != nil {
+	c := &child{cmd: exec.Command(argv[0], argv[1:]...), config: path, exited: make(chan struct{})}
+	c.cmd.Stderr = logs
+	c.cmd.Stdout = logs
+	tieToParent(c.cmd)
+	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("foyertest: starting foyer serve: %v", err)
 	}
 	go func() {
-		srv.err = srv.cmd.Wait()
-		close(srv.exited)
+		c.err = c.cmd.Wait()
+		close(c.exited)
 	}()
-	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, srv: srv, admin: s.admin}
+	l := &Lobby{t: t, first: s.first, last: s.last, logs: logs, instance: s.instance, child: c, admin: s.admin}
 	t.Cleanup(func() {
 		l.stopServer()
 		l.checkGone()
@@ -150,8 +150,8 @@ func (l *Lobby) waitListening(msg string) (netip.AddrPort, error) {
 			return ap, nil
 		}
 		select {
-		case <-l.srv.exited:
-			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before %q: %v", msg, l.srv.err)
+		case <-l.child.exited:
+			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before %q: %v", msg, l.child.err)
 		case <-ctx.Done():
 			return netip.AddrPort{}, fmt.Errorf("foyer serve did not log %q within 30s", msg)
 		case <-time.After(10 * time.Millisecond):
@@ -186,12 +186,15 @@ func listeningAddr(log, msg string) (netip.AddrPort, bool) {
 	return netip.AddrPort{}, false
 }
 
-// AdminAddr returns the address of a StartBinary lobby's admin listener,
-// turned on with the Admin option, once it listens.
+// AdminAddr returns the address of the admin listener, turned on with the
+// Admin option, once it listens.
 func (l *Lobby) AdminAddr() netip.AddrPort {
 	l.t.Helper()
-	if l.srv == nil || l.admin == "" {
-		l.t.Fatalf("foyertest: AdminAddr of a lobby without an admin listener (see StartBinary and Admin)")
+	if l.admin == "" {
+		l.t.Fatalf("foyertest: AdminAddr of a lobby without an admin listener (see Admin)")
+	}
+	if l.child == nil {
+		return l.inProcessAdmin()
 	}
 	ap, err := l.waitListening("admin listening")
 	if err != nil {
@@ -202,22 +205,22 @@ func (l *Lobby) AdminAddr() netip.AddrPort {
 
 // stopServer sends SIGTERM and waits for a clean exit.
 func (l *Lobby) stopServer() {
-	srv := l.srv
+	c := l.child
 	select {
-	case <-srv.exited:
-		l.t.Errorf("foyertest: foyer serve exited before the end of the test: %v", srv.err)
+	case <-c.exited:
+		l.t.Errorf("foyertest: foyer serve exited before the end of the test: %v", c.err)
 		return
 	default:
 	}
-	srv.cmd.Process.Signal(syscall.SIGTERM)
+	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-srv.exited:
-		if srv.err != nil {
-			l.t.Errorf("foyertest: foyer serve did not exit cleanly on SIGTERM: %v", srv.err)
+	case <-c.exited:
+		if c.err != nil {
+			l.t.Errorf("foyertest: foyer serve did not exit cleanly on SIGTERM: %v", c.err)
 		}
 	case <-time.After(stopLimit):
-		srv.cmd.Process.Kill()
-		<-srv.exited
+		c.cmd.Process.Kill()
+		<-c.exited
 		l.t.Errorf("foyertest: foyer serve ignored SIGTERM for %v (killed)", stopLimit)
 	}
 }
@@ -225,17 +228,17 @@ func (l *Lobby) stopServer() {
 // ConfigFile returns the path of the config file a StartBinary lobby runs
 // from; empty for Start.
 func (l *Lobby) ConfigFile() string {
-	if l.srv == nil {
+	if l.child == nil {
 		return ""
 	}
-	return l.srv.config
+	return l.child.config
 }
 
 // PID returns the process id of a StartBinary lobby's `foyer serve`; 0
 // for Start.
 func (l *Lobby) PID() int {
-	if l.srv == nil {
+	if l.child == nil {
 		return 0
 	}
-	return l.srv.cmd.Process.Pid
+	return l.child.cmd.Process.Pid
 }

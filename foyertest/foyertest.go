@@ -8,10 +8,10 @@
 //		...
 //	}
 //
-// Start runs the lobby and the supervisor in the test's own process, built
-// from Go values; StartBinary runs `foyer serve` as a child process
-// instead, from a config file holding the same values, for tests of the
-// binary itself. The two differ only in where the lobby runs. At the
+// Start runs what `foyer serve` runs (package server) in the test's own
+// process; StartBinary runs `foyer serve` as a child process instead, for
+// tests of the binary itself. Both run from the same config, made from the
+// options, and differ only in where the lobby runs. At the
 // end of the test (t.Cleanup) both stop the lobby and every room, and fail
 // the test if a room process outlives them.
 //
@@ -63,7 +63,7 @@ type Lobby struct {
 	inProcess // Start only
 
 	// StartBinary only.
-	srv   *server
+	child *child
 	admin string // the admin listener's configured address; empty: off
 }
 

@@ -3,6 +3,8 @@ package foyertest_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -99,5 +101,27 @@ func TestOptionsReachTheRooms(t *testing.T) {
 	// MaxInstances(1): the second room is refused.
 	if _, err := c.Create(context.Background()); !errors.Is(err, client.ErrJoinFailed) {
 		t.Fatalf("second create past max_instances 1: %v, want ErrJoinFailed", err)
+	}
+}
+
+// TestStartRunsTheServerAssembly: Start runs what foyer serve runs, from
+// the same config: a neighbour edge from Config, the admin listener from
+// Admin, next to the lobby, all in the test's process.
+func TestStartRunsTheServerAssembly(t *testing.T) {
+	l := foyertest.Start(t, foyertest.Admin(netip.MustParseAddrPort("127.0.0.1:0")),
+		foyertest.Config("[gunz]\nenabled = true\nlisten = \"127.0.0.1:0\"\n"))
+	if l.Server() == nil || l.PID() != 0 {
+		t.Fatalf("Start: server %v, pid %d; want the assembly in this process", l.Server(), l.PID())
+	}
+	resp, err := http.Get("http://" + l.AdminAddr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %s", resp.Status)
+	}
+	if !strings.Contains(l.Log(), `"message":"gunz locator serving"`) {
+		t.Errorf("the [gunz] section of Config did not start the locator; log:\n%s", l.Log())
 	}
 }

@@ -2,7 +2,10 @@
 
 package foyertest
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+)
 
 // inProcess is empty where rooms cannot run: Start is Linux's.
 type inProcess struct{}
@@ -15,3 +18,6 @@ func Start(t testing.TB, _ ...Option) *Lobby {
 	t.Fatal("foyertest: Start runs rooms in this process, and rooms run on Linux only")
 	return nil
 }
+
+// inProcessAdmin is never reached: Start fails here.
+func (l *Lobby) inProcessAdmin() netip.AddrPort { return netip.AddrPort{} }

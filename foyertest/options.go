@@ -78,24 +78,23 @@ func Listen(addr netip.AddrPort) Option {
 	return func(s *settings) { s.listen = addr.String() }
 }
 
-// Admin turns on StartBinary's admin HTTP listener on addr, such as
-// 127.0.0.1:0 for a free port (see Lobby.AdminAddr). It is off by
-// default, so that the lobbies of tests running in parallel do not compete
-// for its default port. Start ignores it: it serves no admin pages.
+// Admin turns on the admin HTTP listener on addr, such as 127.0.0.1:0 for
+// a free port (see Lobby.AdminAddr). It is off by default, so that the
+// lobbies of tests running in parallel do not compete for its default
+// port.
 func Admin(addr netip.AddrPort) Option { return func(s *settings) { s.admin = addr.String() } }
 
-// AdminToken sets the bearer token StartBinary's admin listener asks for
-// ([admin] token, at least 16 characters).
+// AdminToken sets the bearer token the admin listener asks for ([admin]
+// token, at least 16 characters).
 func AdminToken(token string) Option { return func(s *settings) { s.adminToken = token } }
 
 // Binary sets the foyer binary whose `instance` subcommand runs the rooms,
 // and that StartBinary runs; see the package doc for the default.
 func Binary(path string) Option { return func(s *settings) { s.binary = path } }
 
-// Config appends TOML to the config file StartBinary generates, after its
-// lobby, supervisor, room, admin and log sections: whole sections of its
-// own, such as [gg2]. Start runs only the native lobby and the supervisor,
-// built from Go values, and ignores it.
+// Config appends TOML to the config file Start and StartBinary run from,
+// after its lobby, supervisor, room, admin and log sections: whole
+// sections of its own, such as [gg2].
 func Config(toml string) Option { return func(s *settings) { s.extra = append(s.extra, toml) } }
 
 // Wrap runs StartBinary's `foyer serve` under a command, for example

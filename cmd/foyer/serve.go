@@ -5,34 +5,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/cluster"
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/config"
-	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/internal/sockets"
-	"github.com/foyerlobby/foyer/lobby"
-	"github.com/foyerlobby/foyer/lobby/announce"
-	"github.com/foyerlobby/foyer/lobby/gg2server"
-	"github.com/foyerlobby/foyer/lobby/gunzserver"
-	"github.com/foyerlobby/foyer/lobby/web"
-	"github.com/foyerlobby/foyer/room"
-	"github.com/foyerlobby/foyer/room/roomtable"
-	"github.com/foyerlobby/foyer/supervisor"
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/server"
+	"github.com/foyerlobby/foyer/server/config"
 )
-
-// shutdownLimit bounds how long stopping the instances may take after
-// SIGINT/SIGTERM; the supervisor's own stop_grace applies per instance.
-const shutdownLimit = 30 * time.Second
 
 // noCgroupsEnv, set to 1, runs the rooms without cgroups where the host
 // has them (supervisor.Config.NoCgroups): a setting for the tests of
@@ -82,7 +66,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if code, ok := c.NoArgs(pos); !ok {
 		return code
 	}
-	up, err := inherited() // set when an upgrade started this process
+	up, err := server.Inherited() // set when an upgrade started this process
 	if err != nil {
 		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
 		return cli.ExitFail
@@ -91,7 +75,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if *path != "" {
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)
-			up.failed(err)
+			up.Failed(err)
 			return cli.ExitFail
 		}
 	}
@@ -101,254 +85,25 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
-	r := readiness{notify: notifySocket(), log: log, upgraded: up != nil}
+	o := server.Options{Log: log, Notify: server.NotifySocket(), Successor: up}
 	if *readyJSON {
-		r.json = stdout
+		o.ReadyJSON = stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	if up != nil {
-		up.prepared(cfg.Supervisor.StateDir)
+	up.Prepared(cfg.Supervisor.StateDir)
+	srv, err := server.New(cfg, o)
+	if err == nil {
+		err = srv.Serve(ctx, hup)
 	}
-	if err := serve(ctx, cfg, log, r, up, hup); err != nil {
+	if err != nil {
 		log.Error().Err(err).Msg("serve failed")
-		up.failed(err)
+		up.Failed(err)
 		return cli.ExitFail
 	}
 	return cli.ExitOK
-}
-
-// serve runs until ctx is done, then stops taking CREATEs, stops the
-// neighbour-protocol edges (the announcer unregisters its rooms upstream,
-// the GG2-style front-end its registered servers), stops every instance
-// and closes the lobby. r hears when every listener serves and when the
-// shutdown begins. A SIGHUP on hup hands everything to a new process
-// (upgrade); once it serves, serve returns nil, leaving the rooms running.
-// up is the old process, when an upgrade started this one.
-func serve(ctx context.Context, cfg config.Config, log zerolog.Logger, r readiness, up *successor, hup <-chan os.Signal) error {
-	cl, err := cluster.Start(cfg.Cluster, log) // nil when standalone
-	if err != nil {
-		return err
-	}
-	defer cl.Close() // after the rooms are stopped: they leave the lists first
-	sup, err := newSupervisor(cfg.Supervisor, cl, log)
-	if err != nil {
-		return err
-	}
-	if err := cl.Attach(sup.Table()); err != nil {
-		leave(sup, cfg, log)
-		return err
-	}
-	rooms := cl.Table(sup.Table())
-	// Every edge draws from one table of per-source buckets and charges one
-	// per-network reply budget.
-	guard := limit.NewGuard(cfg.Limits)
-	edges, err := neighbours(cfg, rooms, sup, guard, log)
-	if err != nil {
-		leave(sup, cfg, log)
-		return err
-	}
-	l, adm, err := listeners(cfg, rooms, sup, cl, guard, edges, log)
-	if err != nil {
-		for _, e := range edges {
-			e.Close()
-		}
-		leave(sup, cfg, log)
-		return err
-	}
-	lobbyDone := make(chan error, 1)
-	lobbyCtx, closeLobby := context.WithCancel(context.Background())
-	go func() { lobbyDone <- l.Serve(lobbyCtx) }()
-	log.Info().Stringers("listen", stringers(l.Addrs())).Msg("lobby listening")
-	// The admin listener stops last, so that /healthz answers 503 while
-	// the rooms are stopped; its failure is logged and stops nothing else.
-	adminDone := make(chan struct{})
-	adminCtx, closeAdmin := context.WithCancel(context.Background())
-	go func() {
-		defer close(adminDone)
-		if err := adm.Serve(adminCtx); err != nil {
-			log.Error().Err(err).Msg("admin listener failed")
-		}
-	}()
-	edgeFailed := make(chan error, len(edges))
-	edgesCtx, stopEdges := context.WithCancel(context.Background())
-	var running sync.WaitGroup
-	for _, e := range edges {
-		running.Go(func() {
-			if err := e.Serve(edgesCtx); err != nil {
-				edgeFailed <- err
-			}
-		})
-	}
-	// Every socket is bound and read by now: what reaches them is served.
-	if dropped := sockets.CloseUnclaimed(); len(dropped) > 0 {
-		log.Info().Strs("sockets", dropped).Msg("inherited sockets the config no longer names closed")
-	}
-	r.ready(l, adm, edges)
-	up.serving()
-	lobbyOver := false
-wait:
-	for {
-		select { // a socket that fails stops everything
-		case <-ctx.Done():
-			break wait
-		case err = <-lobbyDone:
-			lobbyOver = true
-			break wait
-		case err = <-edgeFailed:
-			break wait
-		case <-hup:
-			cl.Hold(true) // the new process writes the rooms from now on
-			if upgrade(cfg.Supervisor.StateDir, cfg.Cluster.Embedded, sup, l, r, log) {
-				// The new process serves: this one stops reading and
-				// leaves the rooms to it.
-				stopEdges()
-				running.Wait()
-				closeLobby()
-				<-lobbyDone
-				closeAdmin()
-				<-adminDone
-				return nil
-			}
-			cl.Hold(false)
-		}
-	}
-	log.Info().Msg("shutting down")
-	r.stopping()
-	l.Drain()
-	adm.Drain()
-	stopEdges()
-	running.Wait()
-	shutdown(sup, log)
-	closeLobby()
-	if !lobbyOver {
-		if lerr := <-lobbyDone; err == nil {
-			err = lerr
-		}
-	}
-	closeAdmin()
-	<-adminDone
-	return err
-}
-
-// listeners binds the native edge and the admin pages; on error nothing is
-// left bound. A taken admin address stops the start like a taken lobby
-// port: an operator who asked for /metrics and /healthz must not run blind.
-func listeners(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, cl *cluster.Cluster, guard *limit.Guard, edges []edge, log zerolog.Logger) (*lobby.Lobby, *admin.Server, error) {
-	l, err := lobby.New(cfg.Lobby, rooms, guard, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	src := admin.Sources{Lobby: l.Stats, Supervisor: sup.Stats, Rooms: rooms.List, Usage: sup.Usage, Watch: rooms.Watch, Guard: func() admin.GuardStats {
-		return admin.GuardStats{Counts: guard.Counts(), UnderPressure: guard.UnderPressure(time.Now())}
-	}}
-	if cl != nil {
-		src.Cluster = cl.Stats
-	}
-	for _, e := range edges {
-		switch e := e.(type) {
-		case *gg2server.Server:
-			src.GG2 = e.Stats
-		case *gunzserver.Locator:
-			src.Gunz = e.Stats
-		}
-	}
-	adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, Token: cfg.Admin.Token}, src, log)
-	if err != nil {
-		l.Close()
-		return nil, nil, err
-	}
-	return l, adm, nil
-}
-
-// edge is a server run next to the lobby until its context ends; Close
-// releases it if it is never served.
-type edge interface {
-	Serve(ctx context.Context) error
-	io.Closer
-}
-
-// neighbours binds the enabled neighbour-protocol front-ends and the public
-// server list, and makes the announcer, if configured; on error nothing is
-// left bound.
-// The front-ends and the list show the whole table (rooms); registrations
-// go into this host's own (sup), and the announcer announces this host's
-// rooms only.
-func neighbours(cfg config.Config, rooms room.Table, sup *supervisor.Supervisor, guard *limit.Guard, log zerolog.Logger) ([]edge, error) {
-	var edges []edge
-	fail := func(err error) ([]edge, error) {
-		for _, e := range edges {
-			e.Close()
-		}
-		return nil, err
-	}
-	var describer web.Describer // the GG2-style front-end, when on
-	if cfg.GG2.Enabled {
-		s, err := gg2server.New(cfg.GG2.Server, rooms, sup.Table(), guard, log)
-		if err != nil {
-			return fail(err)
-		}
-		edges = append(edges, s)
-		describer = s
-	}
-	if cfg.Web.Listen.IsValid() {
-		wc := cfg.Web
-		wc.Lobby, wc.Game, wc.PublicAddr = cfg.GG2.Server.Lobby, cfg.GG2.Server.Game, cfg.GG2.Server.PublicAddr
-		w, err := web.New(wc, rooms, describer, guard, log)
-		if err != nil {
-			return fail(err)
-		}
-		edges = append(edges, w)
-	}
-	if cfg.Gunz.Enabled {
-		loc, err := gunzserver.New(cfg.Gunz.Locator, rooms, guard, log)
-		if err != nil {
-			return fail(err)
-		}
-		edges = append(edges, loc)
-	}
-	if cfg.GG2.Announce.Upstream != "" {
-		a, err := announce.New(cfg.GG2.Announce, sup.Table(), log)
-		if err != nil {
-			return fail(err)
-		}
-		edges = append(edges, a)
-	}
-	return edges, nil
-}
-
-// leave ends the supervisor of a serve that failed to start. With a state
-// directory its rooms, adopted ones included, are left playing for the
-// next lobby (or for the old process of a failed upgrade, which takes them
-// back); without one they are stopped.
-func leave(sup *supervisor.Supervisor, cfg config.Config, log zerolog.Logger) {
-	if cfg.Supervisor.StateDir == "" {
-		shutdown(sup, log)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
-	defer cancel()
-	if err := sup.Release(ctx); err != nil {
-		log.Warn().Err(err).Msg("rooms not released")
-	}
-}
-
-func shutdown(sup *supervisor.Supervisor, log zerolog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
-	defer cancel()
-	if err := sup.Shutdown(ctx); err != nil {
-		log.Warn().Err(err).Msg("supervisor shutdown")
-	}
-}
-
-func stringers[T fmt.Stringer](v []T) []fmt.Stringer {
-	out := make([]fmt.Stringer, len(v))
-	for i, s := range v {
-		out[i] = s
-	}
-	return out
 }
 
 func newLogger(c config.Log, w io.Writer) zerolog.Logger {
@@ -357,15 +112,4 @@ func newLogger(c config.Log, w io.Writer) zerolog.Logger {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !cli.IsTerminal(w)}
 	}
 	return zerolog.New(w).Level(c.Level).With().Timestamp().Logger()
-}
-
-// newSupervisor starts the supervisor; in a cluster, with the host's range
-// of room ids.
-func newSupervisor(cfg supervisor.Config, cl *cluster.Cluster, log zerolog.Logger) (*supervisor.Supervisor, error) {
-	if cl == nil {
-		return supervisor.New(cfg, log)
-	}
-	first, last, next := cl.IDs()
-	cfg.IDs = roomtable.IDRange{First: first, Last: last, Next: next}
-	return supervisor.New(cfg, log)
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/server/admin"
 	"github.com/rs/zerolog"
 )
 

@@ -161,7 +161,7 @@ func shortDuration(d time.Duration) string {
 	}
 }
 
-// isTerminal reports whether w is a character device, where redrawing in
+// IsTerminal reports whether w is a character device, where redrawing in
 // place makes sense.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/internal/webtest"
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/packet"
@@ -27,7 +26,7 @@ import (
 
 // startAdmin serves the admin pages of a real lobby on a free loopback
 // port until the end of the test, and checks that Serve then returns nil.
-func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
+func startAdmin(t *testing.T, l *testLobby) *Server {
 	t.Helper()
 	s, err := New(Config{Listen: "127.0.0.1:0"}, sourcesOf(l), zerolog.Nop())
 	if err != nil {
@@ -35,17 +34,6 @@ func startAdmin(t *testing.T, l *foyertest.Lobby) *Server {
 	}
 	serve(t, s)
 	return s
-}
-
-// sourcesOf are the sources of a real lobby.
-func sourcesOf(l *foyertest.Lobby) Sources {
-	return Sources{
-		Lobby:      l.Lobby().Stats,
-		Supervisor: l.Supervisor().Stats,
-		Rooms:      l.Supervisor().Table().List,
-		Usage:      l.Supervisor().Usage,
-		Watch:      l.Supervisor().Table().Watch,
-	}
 }
 
 // serve runs s until the end of the test, and checks that Serve then
@@ -128,7 +116,7 @@ func value(t *testing.T, samples map[string]float64, series string) float64 {
 var garbageBytes = []byte("GET / HTTP/1.0\r\n\r\n")
 
 func TestMetricsFollowTraffic(t *testing.T) {
-	l := foyertest.Start(t, foyertest.MaxPlayers(2))
+	l := startLobby(t, 2)
 	s := startAdmin(t, l)
 	before := scrape(t, s)
 	for series, want := range map[string]float64{
@@ -197,7 +185,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 }
 
 func TestRoomsPage(t *testing.T) {
-	l := foyertest.Start(t, foyertest.MaxPlayers(3))
+	l := startLobby(t, 3)
 	s := startAdmin(t, l)
 	var empty tableJSON
 	code, h, body := get(t, s, "GET", "/rooms")
@@ -236,7 +224,7 @@ func TestRoomsPage(t *testing.T) {
 }
 
 func TestHealthzAndMethods(t *testing.T) {
-	l := foyertest.Start(t)
+	l := startLobby(t, 4)
 	s := startAdmin(t, l)
 	if code, _, body := get(t, s, "GET", "/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz while serving: %d %q", code, body)

@@ -3,7 +3,7 @@ package config_test
 import (
 	"fmt"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/config"
+	"github.com/foyerlobby/foyer/server/config"
 )
 
 func ExampleParse() {

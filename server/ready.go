@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package server
 
 import (
 	"encoding/json"
@@ -13,11 +13,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/admin"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
+	"github.com/foyerlobby/foyer/server/admin"
 )
 
 // readiness tells whoever started foyer serve where it listens and when it
@@ -51,7 +51,7 @@ type readyLine struct {
 	Web       *netip.AddrPort `json:"web,omitempty"` // the public server list
 }
 
-// notifySocket returns the address of the service manager's notification
+// NotifySocket returns the address of the service manager's notification
 // socket, and removes it from the environment: the rooms are this
 // process's children and must not speak for the service. A socket that is
 // neither a path nor an abstract name ("@name") is not one Foyer can use.
@@ -59,7 +59,7 @@ type readyLine struct {
 // sd_notify(3) is one datagram of "KEY=value" lines to that socket, a
 // protocol systemd documents as stable; writing it here costs a dozen
 // lines and no dependency.
-func notifySocket() *net.UnixAddr {
+func NotifySocket() *net.UnixAddr {
 	path := os.Getenv("NOTIFY_SOCKET")
 	os.Unsetenv("NOTIFY_SOCKET")
 	if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "@") {

@@ -18,7 +18,7 @@ import (
 
 // The documented file must say exactly what the binary does without it.
 func TestRepositoryFileIsTheDefaults(t *testing.T) {
-	got, err := Load("../../../../config.toml")
+	got, err := Load("../../config.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

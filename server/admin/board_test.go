@@ -21,7 +21,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
@@ -120,7 +119,7 @@ func roomIn(rooms []roomJSON, id uint32) (roomJSON, bool) {
 // room that dies shows as ended with its cause, and the counters turn into
 // rates.
 func TestBoardStreamFollowsTheTable(t *testing.T) {
-	l := foyertest.Start(t, foyertest.MaxPlayers(3))
+	l := startLobby(t, 3)
 	s := startAdmin(t, l)
 	base := "http://" + s.Addr().String()
 	st := openStream(t, http.DefaultClient, base+"/board/events")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package server
 
 import (
 	"bufio"
@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/sockets"
@@ -61,16 +60,17 @@ const upgradeWait = 30 * time.Second
 // created when the upgrade begins.
 const releaseWait = 10 * time.Second
 
-// successor is the new process's side of an upgrade: the control socket
+// Successor is the new process's side of an upgrade: the control socket
 // to the old process.
-type successor struct {
+type Successor struct {
 	ctl *os.File
 	in  *bufio.Reader
 }
 
-// inherited returns the successor side when this foyer serve was started
-// by an upgrade, after taking the sockets it was handed; nil otherwise.
-func inherited() (*successor, error) {
+// Inherited returns the successor side when this process was started by
+// an upgrade, after taking the sockets it was handed; nil otherwise. It
+// runs before the config is read, and before New binds anything.
+func Inherited() (*Successor, error) {
 	env, ok := os.LookupEnv(upgradeEnv)
 	if !ok {
 		return nil, nil
@@ -94,26 +94,31 @@ func inherited() (*successor, error) {
 	if err := sockets.Inherit(files, keys); err != nil {
 		return nil, err
 	}
-	return &successor{ctl: ctl, in: bufio.NewReader(ctl)}, nil
+	return &Successor{ctl: ctl, in: bufio.NewReader(ctl)}, nil
 }
 
-// failed tells the old process why this one cannot take over.
-func (s *successor) failed(err error) {
+// Failed tells the old process why this one cannot take over; nil does
+// nothing.
+func (s *Successor) Failed(err error) {
 	if s != nil {
 		fmt.Fprintf(s.ctl, "failed %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 }
 
-// prepared tells the old process that this one can take over rooms kept
-// in stateDir, and waits for its go. It returns early, and goes ahead, if
-// the old process is gone: then nothing holds the rooms or the sockets.
-func (s *successor) prepared(stateDir string) {
+// Prepared tells the old process that this one can take over rooms kept
+// in stateDir, and waits for its go; nil does nothing. It returns early,
+// and goes ahead, if the old process is gone: then nothing holds the rooms
+// or the sockets.
+func (s *Successor) Prepared(stateDir string) {
+	if s == nil {
+		return
+	}
 	fmt.Fprintf(s.ctl, "prepared %s\n", stateDir)
 	_, _ = s.in.ReadString('\n') // "go", or the end of a dead parent's socket
 }
 
 // serving tells the old process that this one serves.
-func (s *successor) serving() {
+func (s *Successor) serving() {
 	if s != nil {
 		fmt.Fprintln(s.ctl, "serving")
 		s.ctl.Close()
@@ -124,7 +129,8 @@ func (s *successor) serving() {
 // disk, as the comment at the top says, and reports whether it did: then
 // the caller stops reading its sockets and exits, leaving the rooms
 // running; otherwise it serves on.
-func upgrade(stateDir, embedded string, sup *supervisor.Supervisor, l *lobby.Lobby, r readiness, log zerolog.Logger) bool {
+func (s *Server) upgrade() bool {
+	stateDir, embedded, log := s.cfg.Supervisor.StateDir, s.cfg.Cluster.Embedded, s.log
 	t0 := time.Now()
 	switch {
 	case stateDir == "":
@@ -137,10 +143,10 @@ func upgrade(stateDir, embedded string, sup *supervisor.Supervisor, l *lobby.Lob
 			"which cannot be handed over; upgrades without a gap need NATS run on its own ([cluster] nats); nothing changed")
 		return false
 	}
-	r.send("RELOADING=1")
-	if err := handOver(stateDir, sup, l, r, log); err != nil {
+	s.ready.send("RELOADING=1")
+	if err := s.handOver(); err != nil {
 		log.Error().Err(err).Msg("upgrade failed, serving on")
-		r.send("READY=1")
+		s.ready.send("READY=1")
 		return false
 	}
 	log.Info().Dur("took", time.Since(t0)).Msg("upgrade done: the new process serves")
@@ -148,7 +154,8 @@ func upgrade(stateDir, embedded string, sup *supervisor.Supervisor, l *lobby.Lob
 }
 
 // handOver runs the old process's side of an upgrade.
-func handOver(stateDir string, sup *supervisor.Supervisor, l *lobby.Lobby, r readiness, log zerolog.Logger) error {
+func (s *Server) handOver() error {
+	stateDir, sup, l, log := s.cfg.Supervisor.StateDir, s.sup, s.lobby, s.log
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -168,8 +175,8 @@ func handOver(stateDir string, sup *supervisor.Supervisor, l *lobby.Lobby, r rea
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = append([]*os.File{theirs}, files...)
 	cmd.Env = append(os.Environ(), upgradeEnv+"="+strings.Join(keys, ";"))
-	if r.notify != nil {
-		cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+r.notify.Name)
+	if n := s.ready.notify; n != nil {
+		cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+n.Name)
 	}
 	err = cmd.Start()
 	theirs.Close()
