@@ -16,9 +16,10 @@ import (
 func TestIDsInRange(t *testing.T) {
 	first, last := portRange(2)
 	sink := &logSink{t: t}
-	cfg := Config{FirstPort: first, LastPort: last, MaxInstances: 1, Warm: 1, Command: testExe("game"),
-		SpawnTimeout: 10 * time.Second, StopGrace: 3 * time.Second, PortCooldown: 50 * time.Millisecond,
-		IDs: roomtable.IDRange{First: 100, Last: 103, Next: 101}}
+	cfg := DefaultConfig()
+	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances, cfg.Warm, cfg.Command = first, last, 1, 1, testExe("game")
+	cfg.SpawnTimeout, cfg.StopGrace, cfg.PortCooldown = 10*time.Second, 3*time.Second, 50*time.Millisecond
+	cfg.IDs = roomtable.IDRange{First: 100, Last: 103, Next: 101}
 	s, err := New(cfg, zerolog.New(sink))
 	if err != nil {
 		t.Fatal(err)

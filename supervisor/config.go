@@ -8,8 +8,8 @@ import (
 	"github.com/foyerlobby/foyer/room/roomtable"
 )
 
-// Config is the supervisor's part of config.toml, with defaults filled in
-// by the config loader (or by Defaults).
+// Config is the supervisor's part of config.toml. DefaultConfig has the
+// defaults; New takes every field as given.
 type Config struct {
 	FirstPort, LastPort uint16 // ports = "30000-30999", inclusive
 	MaxInstances        int    // default 64

@@ -13,10 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Defaults returns the configuration used for every field left at its zero
-// value: ports 30000-30999, 64 instances, 4 players, no warm pool, the
-// built-in reference room, and the timeouts documented on Config.
-func Defaults() Config {
+// DefaultConfig returns the configuration documented in config.toml:
+// ports 30000-30999, 64 instances, 4 players, no warm pool, the built-in
+// reference room, and the timeouts documented on Config. Callers start from
+// it and change what they need: New takes every field as given.
+func DefaultConfig() Config {
 	return Config{
 		FirstPort:      30000,
 		LastPort:       30999,
@@ -33,47 +34,29 @@ func Defaults() Config {
 	}
 }
 
-// withDefaults fills zero fields from Defaults and rejects what cannot work.
-func (c Config) withDefaults() (Config, error) {
-	d := Defaults()
-	if c.FirstPort == 0 && c.LastPort == 0 {
-		c.FirstPort, c.LastPort = d.FirstPort, d.LastPort
-	}
-	fillInt := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fillInt(&c.MaxInstances, d.MaxInstances)
-	fillInt(&c.MaxPlayers, d.MaxPlayers)
-	for _, f := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{
-		{&c.SpawnTimeout, d.SpawnTimeout},
-		{&c.HealthTimeout, d.HealthTimeout},
-		{&c.StopGrace, d.StopGrace},
-		{&c.PortCooldown, d.PortCooldown},
-		{&c.PortQuarantine, d.PortQuarantine},
-		{&c.SeatTTL, d.SeatTTL},
-		{&c.WarmMaxAge, d.WarmMaxAge},
-		{&c.ReattachGrace, d.ReattachGrace},
-	} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if *f.v < 0 {
-			return c, fmt.Errorf("supervisor: negative duration %v", *f.v)
-		}
-	}
+// check says what in c cannot work, every problem at once; a zero is a
+// value like any other, refused where it means nothing.
+func (c Config) check() error {
 	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"spawn_timeout", c.SpawnTimeout}, {"health_timeout", c.HealthTimeout}, {"stop_grace", c.StopGrace},
+		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
+		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v is not above 0", d.name, d.v))
+		}
+	}
 	if c.FirstPort == 0 || c.FirstPort > c.LastPort {
 		errs = append(errs, fmt.Errorf("port range %d-%d is empty or starts at 0", c.FirstPort, c.LastPort))
 	}
-	if c.MaxInstances < 0 {
-		errs = append(errs, fmt.Errorf("max_instances %d is negative", c.MaxInstances))
+	if c.MaxInstances < 1 {
+		errs = append(errs, fmt.Errorf("max_instances %d is below 1", c.MaxInstances))
 	}
-	if c.MaxPlayers < 0 || c.MaxPlayers > math.MaxUint16 {
+	if c.MaxPlayers < 1 || c.MaxPlayers > math.MaxUint16 {
 		errs = append(errs, fmt.Errorf("max_players %d is out of range", c.MaxPlayers))
 	}
 	if c.Warm < 0 || c.Warm > c.MaxInstances {
@@ -96,9 +79,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return c, fmt.Errorf("supervisor: config: %w", err)
+		return fmt.Errorf("supervisor: config: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // Runnable says why program cannot be run as a room's server, or nil: it

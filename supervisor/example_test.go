@@ -16,11 +16,10 @@ import (
 // A lobby creates a supervisor at start-up, creates and joins rooms for its
 // clients, and shuts it down before it exits.
 func Example() {
-	s, err := supervisor.New(supervisor.Config{
-		FirstPort: 30000, LastPort: 30999,
-		Warm: 2, // answer the next two creates without a spawn
-		Room: map[string]string{"countdown": "3s", "match_duration": "2m"},
-	}, zerolog.Nop())
+	cfg := supervisor.DefaultConfig()
+	cfg.Warm = 2 // answer the next two creates without a spawn
+	cfg.Room = map[string]string{"countdown": "3s", "match_duration": "2m"}
+	s, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -53,12 +52,11 @@ func Example() {
 // driver; the supervisor learns its players by asking for its Teeworlds
 // server info every second.
 func Example_execDriver() {
-	s, err := supervisor.New(supervisor.Config{
-		FirstPort: 30000, LastPort: 30999,
-		Command: []string{"/usr/games/DDNet-Server",
-			"sv_port {port}; sv_name Room {room_id}; sv_max_clients {max_players}; sv_register 0"},
-		Probe: "teeworlds",
-	}, zerolog.Nop())
+	cfg := supervisor.DefaultConfig()
+	cfg.Command = []string{"/usr/games/DDNet-Server",
+		"sv_port {port}; sv_name Room {room_id}; sv_max_clients {max_players}; sv_register 0"}
+	cfg.Probe = "teeworlds"
+	s, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return

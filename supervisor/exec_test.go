@@ -359,7 +359,9 @@ func TestCommandCheckedAtStart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, probe := range []string{"", "none"} {
 				first, last := portRange(2)
-				_, err := New(Config{FirstPort: first, LastPort: last, Command: tc.argv, Probe: probe}, zerolog.Nop())
+				cfg := DefaultConfig()
+				cfg.FirstPort, cfg.LastPort, cfg.Command, cfg.Probe = first, last, tc.argv, probe
+				_, err := New(cfg, zerolog.Nop())
 				if err == nil || !strings.Contains(err.Error(), tc.says) {
 					t.Errorf("probe %q: New: %v, want %q", probe, err, tc.says)
 				}

@@ -126,15 +126,11 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 	t.Helper()
 	first, last := portRange(ports)
 	sink := &logSink{t: t}
-	cfg := Config{
-		FirstPort: first, LastPort: last, MaxInstances: ports,
-		Command:       testExe(mode),
-		Keeper:        testExe("keep"),
-		SpawnTimeout:  10 * time.Second, // generous: a loaded machine is slow, not broken
-		HealthTimeout: 6 * time.Second,
-		StopGrace:     3 * time.Second,
-		PortCooldown:  50 * time.Millisecond,
-	}
+	cfg := DefaultConfig()
+	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances = first, last, ports
+	cfg.Command, cfg.Keeper = testExe(mode), testExe("keep")
+	cfg.SpawnTimeout = 10 * time.Second // generous: a loaded machine is slow, not broken
+	cfg.StopGrace, cfg.PortCooldown = 3*time.Second, 50*time.Millisecond
 	if tune != nil {
 		tune(&cfg)
 	}

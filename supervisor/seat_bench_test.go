@@ -27,7 +27,9 @@ import (
 // host (so the native list offers them); it returns the lobby's address
 // and the rooms.
 func seatLobby(b *testing.B, seatTTL time.Duration, sizes ...int) (*supervisor.Supervisor, netip.AddrPort, []room.Room) {
-	s, err := supervisor.New(supervisor.Config{SeatTTL: seatTTL}, zerolog.Nop())
+	sc := supervisor.DefaultConfig()
+	sc.SeatTTL = seatTTL
+	s, err := supervisor.New(sc, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -103,12 +103,11 @@ type record struct {
 
 var _ roomtable.Spawner = (*Supervisor)(nil)
 
-// New validates cfg, fills its zero fields from Defaults, makes the room
-// table and starts the supervisor's background loops (and the warm pool, if
+// New checks cfg (start from DefaultConfig), makes the room table and
+// starts the supervisor's background loops (and the warm pool, if
 // configured). Every lifecycle event is logged to log, one line each.
 func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	argv, err := commandLine(cfg)

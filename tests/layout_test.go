@@ -3,6 +3,11 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -143,6 +148,54 @@ func TestClientSideBuildsForDarwinAndWindows(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("GOOS=%s go build: %v\n%s", goos, err, out)
+		}
+	}
+}
+
+// Every package with a Config keeps its defaults one way: a function
+// DefaultConfig() Config that callers start from, never a variable that
+// could be changed under everyone, nor another name.
+func TestOneConventionForDefaults(t *testing.T) {
+	for _, dir := range goList(t, "-f", "{{.Dir}}", "./...") {
+		pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pkg := range pkgs {
+			for name, f := range pkg.Files {
+				for _, d := range f.Decls {
+					checkDefaultDecl(t, name, d)
+				}
+			}
+		}
+	}
+}
+
+// checkDefaultDecl fails t for a declaration in file that holds defaults
+// other than as func DefaultConfig() Config.
+func checkDefaultDecl(t *testing.T, file string, d ast.Decl) {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv != nil || !strings.HasPrefix(d.Name.Name, "Default") {
+			return
+		}
+		res := d.Type.Results
+		returnsConfig := res != nil && len(res.List) == 1 && types.ExprString(res.List[0].Type) == "Config"
+		if d.Name.Name != "DefaultConfig" || d.Type.Params.NumFields() != 0 || !returnsConfig {
+			t.Errorf("%s: func %s: defaults are func DefaultConfig() Config", file, d.Name.Name)
+		}
+	case *ast.GenDecl:
+		if d.Tok != token.VAR {
+			return
+		}
+		for _, s := range d.Specs {
+			for _, n := range s.(*ast.ValueSpec).Names {
+				if strings.HasPrefix(n.Name, "Default") {
+					t.Errorf("%s: var %s: defaults are func DefaultConfig() Config, not a variable", file, n.Name)
+				}
+			}
 		}
 	}
 }

@@ -71,7 +71,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
 		return cli.ExitFail
 	}
-	cfg := config.Default()
+	cfg := config.DefaultConfig()
 	if *path != "" {
 		if cfg, err = config.Load(*path); err != nil {
 			fmt.Fprintf(stderr, "foyer serve: %v\n", err)

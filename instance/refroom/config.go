@@ -17,13 +17,15 @@ type Config struct {
 	SilenceTimeout time.Duration // silence_timeout: a silent player is dropped
 }
 
-// DefaultConfig is the rules when no setting says otherwise.
-var DefaultConfig = Config{
-	MinPlayers:     2,
-	Countdown:      3 * time.Second,
-	MatchDuration:  120 * time.Second,
-	IdleTimeout:    60 * time.Second,
-	SilenceTimeout: 10 * time.Second,
+// DefaultConfig returns the rules when no setting says otherwise.
+func DefaultConfig() Config {
+	return Config{
+		MinPlayers:     2,
+		Countdown:      3 * time.Second,
+		MatchDuration:  120 * time.Second,
+		IdleTimeout:    60 * time.Second,
+		SilenceTimeout: 10 * time.Second,
+	}
 }
 
 // MaxPlayers is the largest room: a slot is one byte on the wire.
@@ -45,7 +47,7 @@ var durationSettings = map[string]struct {
 // Go duration strings ("3s", "1m30s"); an unknown key is an error, so a
 // typo does not silently keep a default.
 func ParseSettings(settings map[string]string, maxPlayers int) (Config, error) {
-	c := DefaultConfig
+	c := DefaultConfig()
 	if maxPlayers < 1 || maxPlayers > MaxPlayers {
 		return c, fmt.Errorf("refroom: max players %d is not 1-%d", maxPlayers, MaxPlayers)
 	}

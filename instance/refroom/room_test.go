@@ -296,7 +296,7 @@ func TestRoomLongTimesSaturate(t *testing.T) {
 
 func TestParseSettings(t *testing.T) {
 	cfg, err := ParseSettings(nil, 4)
-	if err != nil || cfg != DefaultConfig {
+	if err != nil || cfg != DefaultConfig() {
 		t.Fatalf("defaults: %+v, %v", cfg, err)
 	}
 	cfg, err = ParseSettings(map[string]string{

@@ -13,7 +13,7 @@ import (
 // An edge that hears of rooms running elsewhere registers them; they are
 // listed and joined like the rooms the table's Spawner runs.
 func ExampleTable_Register() {
-	t, err := roomtable.New(roomtable.Config{}, nil, zerolog.Nop())
+	t, err := roomtable.New(roomtable.DefaultConfig(), nil, zerolog.Nop())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -47,7 +47,8 @@ type Spawner interface {
 	Capacity() int
 }
 
-// Config is what a Table needs; New fills zero fields from DefaultConfig.
+// Config is what a Table needs. DefaultConfig has the defaults; New takes
+// every field as given.
 type Config struct {
 	// SeatTTL is how long a seat held by Create or Join waits for its
 	// player; default 10s.
@@ -67,8 +68,8 @@ type Config struct {
 	SeatsChanged func(id uint32)
 }
 
-// DefaultConfig returns the configuration New uses for every field left
-// at its zero value.
+// DefaultConfig returns the defaults: seats wait 10s, ids are not
+// persisted nor confined.
 func DefaultConfig() Config { return Config{SeatTTL: 10 * time.Second} }
 
 // Table is the room table. It implements room.Table and room.Registry.
@@ -112,11 +113,8 @@ var (
 // New returns an empty table whose Create asks spawn for rooms. Rooms
 // registered through it, and the room-id writer, live until Close.
 func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
-	if cfg.SeatTTL == 0 {
-		cfg.SeatTTL = DefaultConfig().SeatTTL
-	}
-	if cfg.SeatTTL < 0 {
-		return nil, fmt.Errorf("room table: seat_ttl %v is negative", cfg.SeatTTL)
+	if cfg.SeatTTL <= 0 {
+		return nil, fmt.Errorf("room table: seat_ttl %v is not above 0", cfg.SeatTTL)
 	}
 	if cfg.IDs != (IDRange{}) && !cfg.IDs.valid() {
 		return nil, fmt.Errorf("room table: id range %d-%d starting at %d", cfg.IDs.First, cfg.IDs.Last, cfg.IDs.Next)

@@ -63,7 +63,9 @@ func TestSlowWatcherMissesEvents(t *testing.T) {
 func TestBadIDRangesRefused(t *testing.T) {
 	for _, r := range []roomtable.IDRange{{First: 0, Last: 10, Next: 1}, {First: 10, Last: 5, Next: 10},
 		{First: 10, Last: 20, Next: 9}, {First: 10, Last: 20, Next: 21}} {
-		if table, err := roomtable.New(roomtable.Config{IDs: r}, nil, zerolog.Nop()); err == nil {
+		cfg := roomtable.DefaultConfig()
+		cfg.IDs = r
+		if table, err := roomtable.New(cfg, nil, zerolog.Nop()); err == nil {
 			table.Close()
 			t.Errorf("New accepted the id range %+v", r)
 		}

@@ -44,8 +44,10 @@ func startLobby(t testing.TB, maxPlayers int) *testLobby {
 	t.Helper()
 	os.Setenv(roomEnv, "1") // the rooms' environment; this process has served its TestMain
 	first := uint16(21000 + rand.IntN(800)*10)
-	sup, err := supervisor.New(supervisor.Config{FirstPort: first, LastPort: first + 9, MaxInstances: 4, MaxPlayers: maxPlayers,
-		Command: []string{os.Args[0]}, SpawnTimeout: 20 * time.Second, StopGrace: 3 * time.Second}, zerolog.Nop())
+	cfg := supervisor.DefaultConfig()
+	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances, cfg.MaxPlayers = first, first+9, 4, maxPlayers
+	cfg.Command, cfg.SpawnTimeout, cfg.StopGrace = []string{os.Args[0]}, 20*time.Second, 3*time.Second
+	sup, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +58,11 @@ func startLobby(t testing.TB, maxPlayers int) *testLobby {
 			t.Errorf("stopping the rooms: %v", err)
 		}
 	})
-	cfg := lobby.DefaultConfig()
-	cfg.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
+	lc := lobby.DefaultConfig()
+	lc.Listen = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}
 	lim := limit.DefaultConfig()
 	lim.Rate, lim.Burst = 1000, 2000
-	l, err := lobby.New(cfg, sup.Table(), limit.NewGuard(lim), zerolog.Nop())
+	l, err := lobby.New(lc, sup.Table(), limit.NewGuard(lim), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

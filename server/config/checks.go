@@ -37,7 +37,7 @@ func (k *keys) check(r *reader, c *Config) {
 		if err := supervisor.CheckStateDir(sc.StateDir); err != nil {
 			r.refuse(err.Error(), ks.StateDir)
 		}
-	} else if sc.ReattachGrace != supervisor.Defaults().ReattachGrace {
+	} else if sc.ReattachGrace != supervisor.DefaultConfig().ReattachGrace {
 		// config.toml shows the default: only a grace chosen on purpose
 		// is one that goes unused.
 		r.warn("has no effect without state_dir: rooms die with the lobby", ks.ReattachGrace)

@@ -80,17 +80,17 @@ type Log struct {
 	Format string // "console" or "json"
 }
 
-// Default returns the configuration used when no file is given; config.toml
+// DefaultConfig returns the configuration used when no file is given; config.toml
 // at the repository root documents the same values.
-func Default() Config {
+func DefaultConfig() Config {
 	c := Config{
 		Lobby:      lobby.DefaultConfig(),
 		Limits:     limit.DefaultConfig(),
 		GG2:        GG2{Server: gg2server.DefaultConfig(), Announce: announce.DefaultConfig()},
 		Gunz:       Gunz{Locator: gunzserver.DefaultConfig()},
 		Web:        web.DefaultConfig(),
-		Supervisor: supervisor.Defaults(),
-		Room:       refroom.DefaultConfig,
+		Supervisor: supervisor.DefaultConfig(),
+		Room:       refroom.DefaultConfig(),
 		Admin:      Admin{Listen: "127.0.0.1:9477"},
 		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
 		Cluster:    cluster.DefaultConfig(),
@@ -134,7 +134,7 @@ func Parse(name, text string) (Config, error) {
 		return Config{}, syntaxError(name, text, err)
 	}
 	r := &reader{name: name, text: text, md: md, hidden: map[string]bool{}}
-	c := Default()
+	c := DefaultConfig()
 	var k keys
 	// In this order: [room] reads the [supervisor] values it is bounded by.
 	for _, s := range []struct {

@@ -22,8 +22,8 @@ func TestRepositoryFileIsTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := Default(); !reflect.DeepEqual(got, want) {
-		t.Errorf("config.toml differs from Default():\n got %+v\nwant %+v", got, want)
+	if want := DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("config.toml differs from DefaultConfig():\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -162,7 +162,7 @@ public_addr = "::ffff:192.0.2.8"
 		t.Errorf("gunz = %+v", z)
 	}
 	// Off by default: an operator opens these ports on purpose.
-	if d := Default(); d.GG2.Enabled || d.Gunz.Enabled || d.GG2.Announce.Upstream != "" || d.Web.Listen.IsValid() {
+	if d := DefaultConfig(); d.GG2.Enabled || d.Gunz.Enabled || d.GG2.Announce.Upstream != "" || d.Web.Listen.IsValid() {
 		t.Errorf("defaults open ports: %+v %+v", d.GG2, d.Gunz)
 	}
 }

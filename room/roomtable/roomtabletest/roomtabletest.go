@@ -38,10 +38,14 @@ const (
 	BasePort   = 40000
 )
 
-// New returns an empty table of Unlimited capacity with cfg's rules (zero
-// fields take roomtable's defaults), closed at the end of the test.
+// New returns an empty table of Unlimited capacity with cfg's rules, closed
+// at the end of the test. A zero SeatTTL takes roomtable.DefaultConfig's,
+// so that a test says only what it is about.
 func New(t testing.TB, cfg roomtable.Config) *Rooms {
 	t.Helper()
+	if cfg.SeatTTL == 0 {
+		cfg.SeatTTL = roomtable.DefaultConfig().SeatTTL
+	}
 	r := &Rooms{capacity: Unlimited}
 	table, err := roomtable.New(cfg, r, zerolog.Nop())
 	if err != nil {

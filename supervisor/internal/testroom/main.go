@@ -179,10 +179,9 @@ func host(args []string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	cfg := supervisor.Config{
-		FirstPort: uint16(first), LastPort: uint16(first + n - 1), MaxInstances: n,
-		Command: []string{exe, "game"},
-	}
+	cfg := supervisor.DefaultConfig()
+	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances = uint16(first), uint16(first+n-1), n
+	cfg.Command = []string{exe, "game"}
 	if args[2] == "exec" {
 		cfg.Command, cfg.Probe, cfg.Keeper = []string{exe, "tee", "{port}", "8"}, "teeworlds", []string{exe, "keep"}
 	}
