@@ -199,3 +199,44 @@ func checkDefaultDecl(t *testing.T, file string, d ast.Decl) {
 		}
 	}
 }
+
+// Test-only packages are recognisable by their name, ending in "test":
+// no package that ships imports one, and every package that only tests
+// import is named so.
+func TestTestOnlyPackagesAreNamedSo(t *testing.T) {
+	shipped := map[string]bool{} // imported by the non-test code of a package
+	byTests := map[string]bool{} // imported by a test file
+	for _, line := range goListLines(t, "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, "./...") {
+		parts := strings.SplitN(line, "|", 3)
+		for _, imp := range strings.Fields(parts[1]) {
+			shipped[imp] = shipped[imp] || !isTestOnly(parts[0])
+		}
+		for _, imp := range strings.Fields(parts[2]) {
+			byTests[imp] = true
+		}
+	}
+	for _, line := range goListLines(t, "-f", `{{.ImportPath}} {{.Name}}`, "./...") {
+		path, name, _ := strings.Cut(line, " ")
+		switch {
+		case isTestOnly(path) && shipped[path]:
+			t.Errorf("%s is named as a test helper but code that ships imports it", path)
+		case name != "main" && !isTestOnly(path) && byTests[path] && !shipped[path] && !strings.HasPrefix(path, module+"/tests"):
+			t.Errorf("%s is imported by tests only: name it ...test", path)
+		}
+	}
+}
+
+// isTestOnly reports whether the package at import path is a test helper.
+func isTestOnly(path string) bool { return strings.HasSuffix(path, "test") }
+
+// goListLines runs go list in the module's root and returns its lines.
+func goListLines(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
