@@ -18,18 +18,10 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
-	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
-
-// fill puts n Waiting rooms in m at once.
-func (m *memLocal) fill(n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for range n {
-		m.emit(room.Created, *m.add(packet.Waiting, 4))
-	}
-}
 
 // serveLobby runs a native lobby over rooms on loopback, with limits out
 // of the way, and returns its address.
@@ -89,14 +81,12 @@ func dialAll(b *testing.B, addr string, n int) []*client.Client {
 // standalone one's (target: 0.95 or more).
 func BenchmarkListClusterVsStandalone(b *testing.B) {
 	_, _, url := natsServer(b)
-	alone := newMemLocal(0)
-	alone.next = 1
-	alone.fill(30)
+	alone := roomtabletest.New(b, roomtable.Config{})
+	fill(alone, 30)
 	var a *Cluster
 	for _, name := range []string{"a", "b", "c"} {
-		l := newMemLocal(0)
-		c := join(b, testConfig(url, name, public), l)
-		l.fill(10)
+		c, l := join(b, testConfig(url, name, public), 0)
+		fill(l, 10)
 		if a == nil {
 			a = c
 		}
@@ -129,11 +119,10 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // within 5 ms).
 func BenchmarkCreateRemote(b *testing.B) {
 	_, _, url := natsServer(b)
-	full, free := newMemLocal(0), newMemLocal(1<<30)
-	a := join(b, testConfig(url, "a", public), full)
-	other := join(b, testConfig(url, "b", public), free)
+	a, _ := join(b, testConfig(url, "a", public), 0)
+	other, free := join(b, testConfig(url, "b", public), 1<<30)
 	eventually(b, "a sees b", func() bool { return a.Stats().Hosts == 2 })
-	free.fill(100) // a host with rooms running; each room made below is reaped at once
+	fill(free, 100) // a host with rooms running; each room made below is reaped at once
 	var local, remote []time.Duration
 	for b.Loop() {
 		for _, to := range []struct {
@@ -147,7 +136,7 @@ func BenchmarkCreateRemote(b *testing.B) {
 			if err != nil || r.Node != to.node {
 				b.Fatalf("CREATE: %+v, %v", r, err)
 			}
-			free.remove(r.ID)
+			reap(free, r.ID)
 		}
 	}
 	pl, pr := percentile(local, 0.5), percentile(remote, 0.5)
@@ -162,11 +151,11 @@ func BenchmarkCreateRemote(b *testing.B) {
 // hosts watching. Metrics: p50 and p99 in µs (target: p99 under 100 ms).
 func BenchmarkChangeVisible(b *testing.B) {
 	_, _, url := natsServer(b)
-	la := newMemLocal(1)
-	a := join(b, testConfig(url, "a", public), la)
+	a, la := join(b, testConfig(url, "a", public), 1)
 	var watchers []*Cluster
 	for _, name := range []string{"b", "c"} {
-		watchers = append(watchers, join(b, testConfig(url, name, public), newMemLocal(0)))
+		w, _ := join(b, testConfig(url, name, public), 0)
+		watchers = append(watchers, w)
 	}
 	r, err := a.Create(context.Background(), player)
 	if err != nil {
@@ -183,7 +172,7 @@ func BenchmarkChangeVisible(b *testing.B) {
 	for b.Loop() {
 		players = (players + 1) % 4
 		start := time.Now()
-		la.setPlayers(r.ID, players)
+		setPlayers(la, r.ID, players)
 		for ev := range events {
 			if ev.Kind == room.Changed && ev.Room.ID == r.ID && ev.Room.Players == players {
 				break
@@ -210,18 +199,18 @@ func BenchmarkScale(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		var cs []*Cluster
-		var locals []*memLocal
+		var locals []*roomtabletest.Rooms
 		for i := range hosts {
-			l := newMemLocal(0)
 			cfg := testConfig(url, fmt.Sprintf("h%02d", i), public)
 			cfg.Heartbeat, cfg.HostTTL = time.Second, 6*time.Second
-			cs, locals = append(cs, join(b, cfg, l)), append(locals, l)
+			c, l := join(b, cfg, 0)
+			cs, locals = append(cs, c), append(locals, l)
 		}
 		eventually(b, "every host sees every host", func() bool { return cs[0].Stats().Hosts == hosts && cs[hosts-1].Stats().Hosts == hosts })
 		v0, _ := srv.Varz(nil)
 		start := time.Now()
 		for _, l := range locals {
-			l.fill(rooms)
+			fill(l, rooms)
 		}
 		for _, c := range cs {
 			for c.Stats().RemoteRooms != (hosts-1)*rooms {

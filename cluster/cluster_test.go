@@ -11,7 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 var (
@@ -26,10 +29,9 @@ var (
 // another host's room forwarded to it.
 func TestViewsAndPlacement(t *testing.T) {
 	_, _, url := natsServer(t)
-	la, lb, lc := newMemLocal(2), newMemLocal(3), newMemLocal(3)
-	a := join(t, testConfig(url, "a", public), la)
-	b := join(t, testConfig(url, "b", public), lb)
-	join(t, testConfig(url, "c", other), lc)
+	a, _ := join(t, testConfig(url, "a", public), 2)
+	b, _ := join(t, testConfig(url, "b", public), 3)
+	_, lc := join(t, testConfig(url, "c", other), 3)
 	eventually(t, "a sees b and c", func() bool { return a.Stats().Hosts == 3 })
 
 	// b and c are freer than a: b first (by name), then c, then a (local
@@ -97,10 +99,9 @@ func equal(a, b []string) bool {
 // exactly its free seats; the refusals are the lobby's sentinels.
 func TestJoinsExact(t *testing.T) {
 	_, _, url := natsServer(t)
-	la, lb, lc := newMemLocal(0), newMemLocal(0), newMemLocal(1)
-	a := join(t, testConfig(url, "a", public), la)
-	b := join(t, testConfig(url, "b", public), lb)
-	join(t, testConfig(url, "c", public), lc)
+	a, _ := join(t, testConfig(url, "a", public), 0)
+	b, _ := join(t, testConfig(url, "b", public), 0)
+	join(t, testConfig(url, "c", public), 1)
 	eventually(t, "a sees c", func() bool { return a.Stats().Hosts == 3 })
 	r, err := a.Create(context.Background(), player)
 	if err != nil || r.Node != "c" {
@@ -139,9 +140,8 @@ func TestJoinsExact(t *testing.T) {
 // reaped meanwhile leave every view.
 func TestHostLeavesAndComesBack(t *testing.T) {
 	_, _, url := natsServer(t)
-	la, lb := newMemLocal(0), newMemLocal(4)
-	a := join(t, testConfig(url, "a", public), la)
-	b := join(t, testConfig(url, "b", public), lb)
+	a, _ := join(t, testConfig(url, "a", public), 0)
+	b, lb := join(t, testConfig(url, "b", public), 4)
 	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
 	r1, err := a.Create(context.Background(), player)
 	if err != nil {
@@ -165,15 +165,16 @@ func TestHostLeavesAndComesBack(t *testing.T) {
 
 	// b again, as after a restart: a room reaped meanwhile is deleted, the
 	// other rewritten only if changed.
-	lb.remove(r1.ID)
-	b2 := join(t, testConfig(url, "b", public), lb)
+	reap(lb, r1.ID)
+	b2 := start(t, testConfig(url, "b", public))
+	attach(t, b2, lb)
 	eventually(t, "b's room back at a", func() bool { return lists(a, r2.ID, "b") })
 	if lists(a, r1.ID, "b") {
 		t.Error("a lists b's room reaped while b was away")
 	}
 
 	// Leaving with no room left: gone from a's view at once.
-	lb.remove(r2.ID)
+	reap(lb, r2.ID)
 	eventually(t, "the reaped room gone", func() bool { return len(a.List().Rooms) == 0 })
 	b2.Close()
 	eventually(t, "b gone from a's hosts", func() bool { return a.Stats().Hosts == 1 })
@@ -184,9 +185,8 @@ func TestHostLeavesAndComesBack(t *testing.T) {
 // nothing duplicated or lost.
 func TestNATSRestartConverges(t *testing.T) {
 	srv, opts, url := natsServer(t)
-	la, lb := newMemLocal(2), newMemLocal(2)
-	a := join(t, testConfig(url, "a", public), la)
-	b := join(t, testConfig(url, "b", public), lb)
+	a, la := join(t, testConfig(url, "a", public), 2)
+	b, _ := join(t, testConfig(url, "b", public), 2)
 	ra, err := a.Create(context.Background(), player)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestNATSRestartConverges(t *testing.T) {
 	if err != nil || ra2.Node != "a" {
 		t.Fatalf("CREATE cut off: %+v, %v", ra2, err)
 	}
-	la.setPlayers(ra.ID, 1)
+	setPlayers(la, ra.ID, 1)
 	restart(t, opts)
 	eventually(t, "a and b up", func() bool { return a.Stats().Up && b.Stats().Up })
 	eventually(t, "b sees a's rooms as they are", func() bool {
@@ -216,9 +216,8 @@ func TestNATSRestartConverges(t *testing.T) {
 // CREATE is skipped for the next.
 func TestCreateSkipsSilentHost(t *testing.T) {
 	_, _, url := natsServer(t)
-	la, lb := newMemLocal(1), newMemLocal(4)
-	a := join(t, testConfig(url, "a", public), la)
-	b := join(t, testConfig(url, "b", public), lb)
+	a, la := join(t, testConfig(url, "a", public), 1)
+	b, _ := join(t, testConfig(url, "b", public), 4)
 	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
 	for _, s := range b.subs { // b stops answering, but its heartbeat goes on
 		s.Unsubscribe()
@@ -237,11 +236,27 @@ func TestCreateSkipsSilentHost(t *testing.T) {
 	if a.Stats().Skipped != 1 {
 		t.Errorf("skipped %d hosts, want 1", a.Stats().Skipped)
 	}
-	la.remove(r.ID)
+	reap(la, r.ID)
 	if _, err := a.Create(context.Background(), player); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Create(context.Background(), player); !errors.Is(err, room.ErrCapacity) && !errors.Is(err, room.ErrUnreachable) {
 		t.Errorf("CREATE with a full and b silent: %v; want a refusal", err)
 	}
+}
+
+// TestTableContract: the cluster keeps the contract every room table
+// keeps for rooms of another host. Every room is made on b (a has no
+// capacity) and every call goes through a, so each JOIN is forwarded to
+// b, proof and all; the rooms report their state on b, where they run.
+func TestTableContract(t *testing.T) {
+	roomtabletest.Contract(t, func(t *testing.T) roomtabletest.Subject {
+		_, _, url := natsServer(t)
+		a, la := join(t, testConfig(url, "a", public), 0)
+		_, lb := join(t, testConfig(url, "b", public), 1000)
+		eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+		return roomtabletest.Subject{Table: a.Table(la), Report: func(id uint32, state packet.RoomState) {
+			lb.Report(id, roomtable.Report{State: state})
+		}}
+	})
 }

@@ -61,10 +61,9 @@ func TestRangesClaimed(t *testing.T) {
 	}
 
 	// A host handing out ids writes the mark ahead of them.
-	local := newMemLocal(0)
-	c := join(t, testConfig(url, "c", public), local)
+	c, local := join(t, testConfig(url, "c", public), 0)
 	first, _, next := c.IDs()
-	local.fill(700)
+	fill(local, 700)
 	kv, _ := js.KeyValue(ctx, idsBucket)
 	eventually(t, "the mark ahead of 700 ids", func() bool {
 		e, err := kv.Get(ctx, rangeKey(int(first>>rangeBits)))

@@ -1,13 +1,8 @@
 package cluster
 
 import (
-	"cmp"
-	"context"
-	"fmt"
 	"net"
 	"net/netip"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,134 +11,34 @@ import (
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
-// memLocal is an in-memory local table with the supervisor's rules that
-// matter here (ids from the cluster's range, seats up to MaxPlayers,
-// capacity), so clusters of many hosts run in one test process over a
-// real NATS server without spawning rooms.
-type memLocal struct {
-	mu       sync.Mutex
-	next     uint32
-	free     int
-	version  uint64
-	rooms    map[uint32]*room.Room
-	seats    map[uint32]map[netip.AddrPort]bool
-	watchers []chan room.Event
-	snap     room.Snapshot
-	snapOK   bool
-}
+// A host's local table in these tests is the real room table with no
+// processes behind it (roomtabletest): its seat rules, proofs and ids are
+// those production runs, so clusters of many hosts run in one test
+// process over a real NATS server without spawning rooms.
 
-func newMemLocal(free int) *memLocal {
-	return &memLocal{free: free, rooms: map[uint32]*room.Room{}, seats: map[uint32]map[netip.AddrPort]bool{}}
-}
-
-func (m *memLocal) List() room.Snapshot {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.snapOK {
-		rooms := make([]room.Room, 0, len(m.rooms))
-		for _, r := range m.rooms {
-			rooms = append(rooms, *r)
-		}
-		slices.SortFunc(rooms, func(a, b room.Room) int { return cmp.Compare(a.ID, b.ID) })
-		m.snap, m.snapOK = room.Snapshot{Version: m.version, Rooms: rooms}, true
-	}
-	return m.snap
-}
-
-func (m *memLocal) Capacity() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.free
-}
-
-func (m *memLocal) Watch(ctx context.Context) <-chan room.Event {
-	ch := make(chan room.Event, 4096)
-	m.mu.Lock()
-	m.watchers = append(m.watchers, ch)
-	m.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.watchers = slices.DeleteFunc(m.watchers, func(w chan room.Event) bool { return w == ch })
-		close(ch)
-	})
-	return ch
-}
-
-// emit records a change. m.mu is held.
-func (m *memLocal) emit(kind room.EventKind, r room.Room) {
-	m.version++
-	m.snapOK = false
-	for _, ch := range m.watchers {
-		select {
-		case ch <- room.Event{Kind: kind, Room: r, Version: m.version}:
-		default:
-		}
+// fill lists n Waiting rooms of 4 places in local at once.
+func fill(local *roomtabletest.Rooms, n int) {
+	for range n {
+		local.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
 	}
 }
 
-func (m *memLocal) Create(_ context.Context, creator netip.AddrPort) (room.Room, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.free == 0 {
-		return room.Room{}, fmt.Errorf("%w: none free", room.ErrCapacity)
-	}
-	m.free--
-	r := m.add(packet.Waiting, 4)
-	m.seats[r.ID][creator] = true
-	r.Seats = 1
-	m.emit(room.Created, *r)
-	return *r, nil
+// setPlayers makes room id of local report n players, as its process
+// would.
+func setPlayers(local *roomtabletest.Rooms, id uint32, n int) {
+	r, _ := local.Room(id)
+	local.Report(id, roomtable.Report{State: r.State, Players: n})
 }
 
-// add makes a room without emitting. m.mu is held.
-func (m *memLocal) add(state packet.RoomState, maxPlayers int) *room.Room {
-	r := &room.Room{ID: m.next, Port: uint16(40000 + m.next%1000), State: state, MaxPlayers: maxPlayers,
-		StartedAt: time.UnixMilli(time.Now().UnixMilli()), Source: room.Instance}
-	m.next++
-	m.rooms[r.ID] = r
-	m.seats[r.ID] = map[netip.AddrPort]bool{}
-	return r
-}
-
-func (m *memLocal) Join(_ context.Context, id uint32, player netip.AddrPort, _ room.Proof) (room.Room, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.rooms[id]
-	if r == nil {
-		return room.Room{}, room.ErrNoRoom
-	}
-	if m.seats[id][player] {
-		return *r, nil
-	}
-	if err := r.JoinError(); err != nil {
-		return room.Room{}, err
-	}
-	m.seats[id][player] = true
-	r.Seats++
-	m.emit(room.Changed, *r)
-	return *r, nil
-}
-
-// setPlayers changes a room's players, as a status report would.
-func (m *memLocal) setPlayers(id uint32, n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.rooms[id]
-	r.Players = n
-	m.emit(room.Changed, *r)
-}
-
-// remove reaps a room.
-func (m *memLocal) remove(id uint32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.rooms[id]
-	delete(m.rooms, id)
-	m.free++
-	m.emit(room.Reaped, *r)
+// reap removes room id from local, whose capacity grows by the place the
+// room frees, as a supervisor's does when a room ends.
+func reap(local *roomtabletest.Rooms, id uint32) {
+	local.Reap(id)
+	local.SetCapacity(local.Capacity() + 1)
 }
 
 // natsServer runs a NATS server with JetStream on a free loopback port
@@ -185,26 +80,43 @@ func testConfig(url, name string, addr netip.Addr) Config {
 	return c
 }
 
-// join starts host name with local as its table, and leaves at the end
-// of the test.
-func join(t testing.TB, cfg Config, local *memLocal) *Cluster {
+// join starts host cfg.Host with a local table of its own that has room
+// for free rooms and hands out the ids of the range the cluster gave the
+// host; the host leaves at the end of the test. free is a count, never
+// roomtabletest.Unlimited: heartbeats carry it, and others refuse a
+// negative one as malformed.
+func join(t testing.TB, cfg Config, free int) (*Cluster, *roomtabletest.Rooms) {
+	t.Helper()
+	c := start(t, cfg)
+	first, last, next := c.IDs()
+	local := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: first, Last: last, Next: next}})
+	local.SetCapacity(free)
+	attach(t, c, local)
+	return c, local
+}
+
+// start joins host cfg.Host to the cluster, without a table yet.
+func start(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	c, err := Start(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _, next := c.IDs()
-	local.mu.Lock()
-	local.next = next
-	local.mu.Unlock()
-	if next < first {
+	if first, _, next := c.IDs(); next < first {
 		t.Fatalf("next id %d below the range's first %d", next, first)
 	}
+	return c
+}
+
+// attach puts local in c, which leaves at the end of the test, before
+// local closes.
+func attach(t testing.TB, c *Cluster, local Local) {
+	t.Helper()
 	if err := c.Attach(local); err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c
 }
 
 // eventually polls cond until it holds, failing after a generous limit.

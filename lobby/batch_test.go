@@ -73,16 +73,16 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 // JOIN runs on the read loop only for a Rooms that says its Join never
 // waits; any other gets the worker pool.
 func TestInlineJoinOnlyWhenRoomsNeverWaits(t *testing.T) {
-	gated := newMemRooms(1)
+	gated := newMemRooms(t, 1)
 	gated.joinGate = make(chan struct{})
 	for _, c := range []struct {
 		name   string
 		rooms  room.Table
 		inline bool
 	}{
-		{"never waits", newMemRooms(1), true},
+		{"never waits", newMemRooms(t, 1), true},
 		{"says it may wait", gated, false},
-		{"says nothing", struct{ room.Table }{newMemRooms(1)}, false},
+		{"says nothing", struct{ room.Table }{newMemRooms(t, 1)}, false},
 	} {
 		l := testConfig().newLobby(c.rooms)
 		if l.inlineJoin != c.inline || (l.jobs == nil) != c.inline {

@@ -15,16 +15,17 @@ import (
 )
 
 // BenchmarkLobbyVsEcho measures the edge: the lobby runs in this process
-// (lobby.New over an in-memory Rooms holding 10 rooms, so no supervisor or
-// instance costs are counted) on a real loopback socket, and the same load
-// generator drives it and two echo servers in turn, in the same run: a
-// bare Go UDP echo server, one datagram per system call, and one that
-// batches with recvmmsg/sendmmsg as the lobby does, the limit for Foyer's
-// own I/O pattern. Each b.Loop iteration is one run against each. The
-// lobby answers JOIN on its read loop since the in-memory Rooms, like the
-// supervisor, never waits in Join; the first JOINs hold seats, the rest
-// are answered from the seat already held or refused as full, all of
-// which are full round trips through the room.Table interface.
+// (lobby.New over the real room table holding 10 rooms with no processes
+// behind them, so no supervisor or instance costs are counted) on a real
+// loopback socket, and the same load generator drives it and two echo
+// servers in turn, in the same run: a bare Go UDP echo server, one
+// datagram per system call, and one that batches with recvmmsg/sendmmsg
+// as the lobby does, the limit for Foyer's own I/O pattern. Each b.Loop
+// iteration is one run against each. The lobby answers JOIN on its read
+// loop since the table, as in front of the supervisor, never waits in
+// Join; the first JOINs hold seats, the rest are answered from the seat
+// already held or refused as full, all of which are full round trips
+// through the room.Table interface.
 //
 // Rows:
 //   - list: LIST of 10 rooms only, 16 sockets on 127.0.0.1, one request
@@ -101,7 +102,7 @@ func benchMix(b *testing.B, list, join bool) [][]byte {
 }
 
 func benchLobbyVsEcho(b *testing.B, mix [][]byte, sources []netip.Addr, maxSources int) {
-	rooms := newMemRooms(10)
+	rooms := newMemRooms(b, 10)
 	for i := range 10 {
 		rooms.add(room.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Waiting})
 	}

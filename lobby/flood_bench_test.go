@@ -103,7 +103,7 @@ func listRequest(b *testing.B) []byte {
 
 // startFloodLobby serves a lobby with 10 rooms and the default limits.
 func startFloodLobby(b *testing.B) netip.AddrPort {
-	rooms := newMemRooms(10)
+	rooms := newMemRooms(b, 10)
 	for i := range 10 {
 		rooms.add(room.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Waiting})
 	}

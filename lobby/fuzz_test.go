@@ -30,14 +30,14 @@ func (s *sent) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) {
 // framings, server messages and a truncation.
 func FuzzHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rooms := newMemRooms(4)
+		rooms := newMemRooms(t, 4)
 		rooms.add(room.Room{ID: 1, MaxPlayers: 4, Port: 30001})
 		l := testConfig().newLobby(rooms)
 		defer l.stop()
 		w := &sent{}
 		from := netip.MustParseAddrPort("127.0.0.1:5000")
 		l.handle(w, w, &offers{}, b, from, from.Addr(), nil)
-		l.work.Wait() // a CREATE answers from its own goroutine (JOIN inline: memRooms never waits)
+		l.work.Wait() // a CREATE answers from its own goroutine (JOIN inline: the table never waits)
 		req, err := packet.Parse(b)
 		isRequest := err == nil && requestIndex(req.Type) >= 0
 		if !isRequest {

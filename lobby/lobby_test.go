@@ -158,14 +158,14 @@ func hdr(f packet.Framing, t packet.Type, seq uint16) packet.Header {
 }
 
 func TestFlowsBothFramings(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	_, addr := start(t, testConfig(), rooms)
 	for _, f := range []packet.Framing{packet.Compact, packet.Legacy} {
 		c := dial(t, "127.0.0.1", addr)
 		base := uint16(100 * (f + 1))
 		created := c.roundTrip(hdr(f, packet.CreateRoom, base), 0)
-		if created.Type != packet.RoomCreated || created.RoomID == 0 || created.Port != uint16(30000+created.RoomID) {
-			t.Fatalf("CREATE answered %+v", created)
+		if r, ok := rooms.Room(created.RoomID); created.Type != packet.RoomCreated || !ok || created.Port != r.Port {
+			t.Fatalf("CREATE answered %+v; the table lists %+v", created, r)
 		}
 		list := c.roundTrip(hdr(f, packet.ListRooms, base+1), 0)
 		if list.Type != packet.RoomList || !slices.ContainsFunc(list.Rooms, func(r packet.Room) bool {
@@ -190,7 +190,7 @@ func TestFlowsBothFramings(t *testing.T) {
 // The reply to LIST seq 7 with the golden two-room table is the golden
 // ROOM_LIST patched to seq 7, bit for bit apart from seq and CRC.
 func TestListPatchedFromCache(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.add(room.Room{ID: 1, Players: 1, MaxPlayers: 4, Port: 30000, State: packet.Waiting})
 	rooms.add(room.Room{ID: 2, Players: 4, MaxPlayers: 4, Port: 30001, State: packet.Playing})
 	_, addr := start(t, testConfig(), rooms)
@@ -260,7 +260,7 @@ func TestListBeyondOneDatagramPutsJoinableFirst(t *testing.T) {
 // longer list: a legacy ROOM_LIST carries at most 184 rooms, joinable
 // first, while a compact one carries them all.
 func TestLegacyListFitsTheOriginalClient(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	const n = 300
 	for i := range n {
 		r := room.Room{ID: uint32(i + 1), Port: uint16(30000 + i), MaxPlayers: 4, State: packet.Playing}
@@ -291,7 +291,7 @@ func TestLegacyListFitsTheOriginalClient(t *testing.T) {
 }
 
 func TestMalformedDroppedAndCounted(t *testing.T) {
-	l, addr := start(t, testConfig(), newMemRooms(8))
+	l, addr := start(t, testConfig(), newMemRooms(t, 8))
 	c := dial(t, "127.0.0.1", addr)
 	list, _ := hex.DecodeString("0140000700000000" + "5fa3769e")
 	join, _ := hex.DecodeString("014400020004000400000001dedf7aae")
@@ -343,7 +343,7 @@ func TestRateLimitPerSource(t *testing.T) {
 	const sent, burst = 20, 5
 	cfg := testConfig()
 	cfg.Rate, cfg.Burst = 0.001, burst
-	l, addr := start(t, cfg, newMemRooms(8))
+	l, addr := start(t, cfg, newMemRooms(t, 8))
 	noisy := dial(t, "127.0.0.1", addr)
 	for seq := range uint16(sent) {
 		noisy.send(hdr(packet.Compact, packet.ListRooms, seq), 0)
@@ -383,7 +383,7 @@ func TestRateLimitPerSource(t *testing.T) {
 func TestCreateRateLimit(t *testing.T) {
 	cfg := testConfig()
 	cfg.CreateRate, cfg.CreateBurst = 0.001, 2
-	rooms := newMemRooms(64)
+	rooms := newMemRooms(t, 64)
 	_, addr := start(t, cfg, rooms)
 	c := dial(t, "127.0.0.1", addr)
 	c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0)
@@ -401,7 +401,7 @@ func TestCreateRateLimit(t *testing.T) {
 // A CREATE retried while it runs joins the running one; once done, retries
 // get the same reply; LIST and JOIN are answered meanwhile.
 func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.add(room.Room{ID: 50, MaxPlayers: 4, Port: 30050})
 	rooms.gate = make(chan struct{})
 	l, addr := start(t, testConfig(), rooms)
@@ -438,7 +438,7 @@ func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
 }
 
 func TestJoinRetryRunsOnce(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.add(room.Room{ID: 5, MaxPlayers: 4, Port: 30005})
 	_, addr := start(t, testConfig(), rooms)
 	c := dial(t, "127.0.0.1", addr)
@@ -456,7 +456,7 @@ func TestCreateBusyAndDraining(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxCreates = 1
 	cfg.CreateBurst = 10
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.gate = make(chan struct{})
 	l, addr := start(t, cfg, rooms)
 	c := dial(t, "127.0.0.1", addr)
@@ -477,7 +477,7 @@ func TestCreateBusyAndDraining(t *testing.T) {
 }
 
 func TestCreateFailureIsJoinFailed(t *testing.T) {
-	l, addr := start(t, testConfig(), newMemRooms(0))
+	l, addr := start(t, testConfig(), newMemRooms(t, 0))
 	c := dial(t, "127.0.0.1", addr)
 	if m := c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0); m.Type != packet.JoinFailed {
 		t.Fatalf("CREATE past capacity answered %+v", m)
@@ -488,7 +488,7 @@ func TestCreateFailureIsJoinFailed(t *testing.T) {
 }
 
 func TestReflectionGuard(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	for i := range 4000 { // a ~52 KB list
 		rooms.add(room.Room{ID: uint32(i + 1), MaxPlayers: 4})
 	}
@@ -511,7 +511,7 @@ func TestReflectionGuard(t *testing.T) {
 func TestSourcesTableBounded(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxSources = 8
-	l, addr := start(t, cfg, newMemRooms(8))
+	l, addr := start(t, cfg, newMemRooms(t, 8))
 	for i := range 20 {
 		c := dial(t, netip.AddrFrom4([4]byte{127, 0, 2, byte(i + 1)}).String(), addr)
 		c.roundTrip(hdr(packet.Compact, packet.ListRooms, uint16(i)), 0)
@@ -600,13 +600,13 @@ func TestRetriesRecycledSlotKeepsNewerEntry(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	cfg := testConfig()
 	cfg.Rate = 0
-	if _, err := cfg.build(newMemRooms(1)); err == nil {
+	if _, err := cfg.build(newMemRooms(t, 1)); err == nil {
 		t.Error("rate 0 accepted")
 	}
-	_, addr := start(t, testConfig(), newMemRooms(1))
+	_, addr := start(t, testConfig(), newMemRooms(t, 1))
 	cfg = testConfig()
 	cfg.Listen = append(cfg.Listen, addr) // taken: the whole New fails
-	if _, err := cfg.build(newMemRooms(1)); err == nil {
+	if _, err := cfg.build(newMemRooms(t, 1)); err == nil {
 		t.Error("a port in use was bound")
 	}
 }
@@ -614,7 +614,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 func TestServesEveryListenAddress(t *testing.T) {
 	cfg := testConfig()
 	cfg.Listen = append(cfg.Listen, netip.MustParseAddrPort("[::1]:0"))
-	l, _ := start(t, cfg, newMemRooms(1))
+	l, _ := start(t, cfg, newMemRooms(t, 1))
 	addrs := l.Addrs()
 	if len(addrs) != 2 || !addrs[1].Addr().Is6() {
 		t.Fatalf("bound %v", addrs)
@@ -637,7 +637,7 @@ func TestWildcardsBindOneFamilyEach(t *testing.T) {
 		netip.AddrPortFrom(netip.IPv4Unspecified(), port),
 		netip.AddrPortFrom(netip.IPv6Unspecified(), port),
 	}
-	l, _ := start(t, cfg, newMemRooms(1))
+	l, _ := start(t, cfg, newMemRooms(t, 1))
 	if a := l.Addrs(); len(a) != 2 || !a[0].Addr().Is4() || a[1].Addr() != netip.IPv6Unspecified() {
 		t.Fatalf("bound %v", a)
 	}
@@ -650,7 +650,7 @@ func TestWildcardsBindOneFamilyEach(t *testing.T) {
 // A supervisor that does not answer JOIN stalls neither LIST nor the read
 // loop: JOINs queue, then are dropped and counted.
 func TestSlowJoinDoesNotBlockTheLoop(t *testing.T) {
-	rooms := newMemRooms(1)
+	rooms := newMemRooms(t, 1)
 	rooms.add(room.Room{ID: 1, MaxPlayers: 4})
 	rooms.joinGate = make(chan struct{})
 	cfg := testConfig()
@@ -695,7 +695,7 @@ func TestDropsReportedPeriodically(t *testing.T) {
 	cfg := testConfig()
 	cfg.ReportInterval = 250 * time.Millisecond
 	cfg.log = zerolog.New(&logs)
-	l, addr := start(t, cfg, newMemRooms(1))
+	l, addr := start(t, cfg, newMemRooms(t, 1))
 	c := dial(t, "127.0.0.1", addr)
 	for range 100 {
 		c.sendRaw([]byte{1, 2, 3})

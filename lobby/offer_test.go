@@ -23,7 +23,7 @@ func listedIDs(m packet.Message) []uint32 {
 // offered to it, and JOIN fails for it. A wildcard socket tells the
 // addresses apart by where each datagram was sent.
 func TestListOffersOnlyReachableRooms(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 4, State: packet.Waiting}) // this host's
 	rooms.add(room.Room{ID: 2, Port: 9999, MaxPlayers: 4, State: packet.Waiting, Source: room.GG2,
 		Host: netip.MustParseAddr("127.0.0.2")})
@@ -66,7 +66,7 @@ func TestListOffersOnlyReachableRooms(t *testing.T) {
 // naming a masked id reaches the table as proven and is answered with the
 // id it named, and plain ids still work, proving nothing.
 func TestSeatGuardMasksIdsAndProvesJoins(t *testing.T) {
-	rooms := newMemRooms(8)
+	rooms := newMemRooms(t, 8)
 	rooms.proofs = new([]room.Proof)
 	rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 2, Seats: 2, State: packet.Waiting})
 	rooms.add(room.Room{ID: 2, Port: 30002, MaxPlayers: 4, State: packet.Waiting})
@@ -100,5 +100,29 @@ func TestSeatGuardMasksIdsAndProvesJoins(t *testing.T) {
 	rooms.mu.Unlock()
 	if want := []room.Proof{room.Unproven, room.SawListing, room.Unproven}; !slices.Equal(proofs, want) {
 		t.Errorf("proofs reaching the table %v, want %v", proofs, want)
+	}
+}
+
+// What the seat guard is for, end to end with the table's seat rules: a
+// room that JOINs proving nothing filled is refused to another such JOIN,
+// and taken by a client that names it by its masked id, in place of the
+// oldest of those seats; the room stays full.
+func TestMaskedJoinTakesAnUnprovenSeat(t *testing.T) {
+	rooms := newMemRooms(t, 8)
+	rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 2, Seats: 2, State: packet.Waiting})
+	_, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	if r := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 1), 1); r.Type != packet.JoinFailed {
+		t.Fatalf("unproven JOIN of a room full of seats: %v", r.Type)
+	}
+	masked := listedIDs(c.roundTrip(hdr(packet.Compact, packet.ListRooms, 2), 0))
+	if len(masked) != 1 || masked[0] == 1 {
+		t.Fatalf("under the guard: listed %v, want room 1 masked", masked)
+	}
+	if r := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 3), masked[0]); r.Type != packet.JoinSuccess || r.Port != 30001 {
+		t.Fatalf("JOIN with the masked id: %+v", r)
+	}
+	if r, _ := rooms.Room(1); r.Occupied() != 2 || rooms.Stats().SeatsDisplaced != 1 {
+		t.Errorf("room %+v, %d seats displaced; want it full, one unproven seat given up", r, rooms.Stats().SeatsDisplaced)
 	}
 }

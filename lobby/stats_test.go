@@ -13,7 +13,7 @@ import (
 // Every request, reply and grant type is in Stats from the start, and
 // replies are counted by their type in either framing.
 func TestStatsCountRepliesByType(t *testing.T) {
-	l, addr := start(t, testConfig(), newMemRooms(8))
+	l, addr := start(t, testConfig(), newMemRooms(t, 8))
 	zero := l.Stats()
 	for name, m := range map[string]map[string]uint64{"requests": zero.Requests, "replies": zero.Replies, "granted": zero.Granted} {
 		want := map[string]map[string]uint64{
@@ -78,7 +78,7 @@ func BenchmarkHandle(b *testing.B) {
 		{"drop-rate-limited", true, func(int) []byte { return list }},
 	} {
 		b.Run(row.name, func(b *testing.B) {
-			rooms := newMemRooms(1)
+			rooms := newMemRooms(b, 1)
 			rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 4, State: packet.Waiting})
 			cfg := testConfig()
 			cfg.Rate, cfg.Burst = math.MaxInt32, math.MaxInt32

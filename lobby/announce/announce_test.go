@@ -3,6 +3,7 @@ package announce
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,9 +17,10 @@ import (
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -60,13 +62,13 @@ func serve(t *testing.T, s interface{ Serve(context.Context) error }) context.Ca
 const upstreamTTL = 2 * time.Second
 
 // upstream is a GG2-style front-end on loopback, as a second Foyer runs it.
-func upstream(t *testing.T) (*gg2server.Server, *memrooms.Table) {
+func upstream(t *testing.T) (*gg2server.Server, *roomtabletest.Rooms) {
 	t.Helper()
 	cfg := gg2server.DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{} // not the well-known port: the host may hold it
 	cfg.TTL = upstreamTTL
-	table := memrooms.New()
+	table := roomtabletest.New(t, roomtable.Config{})
 	srv, err := gg2server.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +81,12 @@ func key(port uint16) string { return "gg2 127.0.0.1:" + strconv.Itoa(int(port))
 
 func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	up, upTable := upstream(t)
-	local := memrooms.New()
+	local := roomtabletest.New(t, roomtable.Config{})
 	a1 := local.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
-	local.Add(room.Room{Port: 8190, MaxPlayers: 8, Source: "gg2", Name: "someone else's",
-		Host: netip.MustParseAddr("192.0.2.1")})
+	if _, err := local.Register("k", room.Listing{Addr: netip.MustParseAddrPort("192.0.2.1:8190"), MaxPlayers: 8,
+		Name: "someone else's"}); err != nil {
+		t.Fatal(err)
+	}
 
 	cfg := DefaultConfig()
 	cfg.Upstream = up.Addrs()[0].String()
@@ -95,7 +99,7 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 
 	eventually(t, "room 1 upstream", func() bool { _, ok := upTable.Registered(key(30001)); return ok })
 	r, _ := upTable.Registered(key(30001))
-	if r.Name != "Foyer room 1" || r.Game != "foyer" || r.Map != "default" || r.Players != 1 || r.MaxPlayers != 4 {
+	if r.Name != fmt.Sprint("Foyer room ", a1.ID) || r.Game != "foyer" || r.Map != "default" || r.Players != 1 || r.MaxPlayers != 4 {
 		t.Errorf("upstream room = %+v", r)
 	}
 
@@ -112,7 +116,7 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 	// after an expiry.
 	first, _ := upTable.Registered(key(30001))
 	eventually(t, "re-registrations", func() bool { return up.Stats().Requests["register"] >= 100 })
-	if keys := upTable.Keys(); len(keys) != 2 {
+	if keys := upTable.RegisteredKeys(); len(keys) != 2 {
 		t.Fatalf("upstream has %v, want the two own rooms", keys)
 	}
 	if now, _ := upTable.Registered(key(30001)); now.ID != first.ID {
@@ -142,7 +146,7 @@ func TestAnnounceToGG2FrontEnd(t *testing.T) {
 
 // deaf is a room table whose watchers miss every event, as a slow reader
 // may: only the periodic sync with List sees changes.
-type deaf struct{ *memrooms.Table }
+type deaf struct{ *roomtabletest.Rooms }
 
 func (deaf) Watch(ctx context.Context) <-chan room.Event {
 	ch := make(chan room.Event)
@@ -154,7 +158,7 @@ func (deaf) Watch(ctx context.Context) <-chan room.Event {
 // by the next sync with the table.
 func TestSyncCatchesMissedEvents(t *testing.T) {
 	up, upTable := upstream(t)
-	local := memrooms.New()
+	local := roomtabletest.New(t, roomtable.Config{})
 	cfg := DefaultConfig()
 	cfg.Upstream = up.Addrs()[0].String()
 	cfg.Interval = 50 * time.Millisecond
@@ -179,7 +183,7 @@ func TestSendErrorsReported(t *testing.T) {
 	down := udptest.Listen(t, "127.0.0.1")
 	addr := down.LocalAddr().String()
 	down.Close() // nothing listens on the port now
-	local := memrooms.New()
+	local := roomtabletest.New(t, roomtable.Config{})
 	local.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
 	var logs logtest.Buffer
 	cfg := DefaultConfig()

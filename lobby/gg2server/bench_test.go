@@ -13,17 +13,18 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // BenchmarkListReply measures the reply to a list query, from the cache
 // (the table did not change) and encoded afresh (it changed every time).
 func BenchmarkListReply(b *testing.B) {
 	for _, rooms := range []int{10, 1000} {
-		table := memrooms.New()
+		table := roomtabletest.New(b, roomtable.Config{})
 		cfg := DefaultConfig()
 		cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 		cfg.LegacyListen = netip.AddrPort{}
@@ -47,7 +48,8 @@ func BenchmarkListReply(b *testing.B) {
 		b.Run(fmt.Sprintf("rooms=%d/changed", rooms), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				table.Update(last) // a new version
+				last.Players ^= 1 // a new player count: a new version
+				table.Update(last)
 				if _, err := srv.listReply(gg2.GG2LobbyUUID, host); err != nil {
 					b.Fatal(err)
 				}
@@ -61,7 +63,7 @@ func BenchmarkListReply(b *testing.B) {
 // legacy version 1, its sources unlimited, and its legacy port's address.
 func legacyBenchServer(b *testing.B, n int) (*Server, netip.AddrPort) {
 	b.Helper()
-	table := memrooms.New()
+	table := roomtabletest.New(b, roomtable.Config{})
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.MustParseAddrPort("127.0.0.1:0")

@@ -9,8 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // FuzzHandleDatagram feeds one datagram to the UDP path and checks the
@@ -25,7 +26,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel() // TCP checks fail at once, without dialling
 	f.Fuzz(func(t *testing.T, b []byte) {
-		table := memrooms.New()
+		table := roomtabletest.New(t, roomtable.Config{})
 		cfg := DefaultConfig()
 		s := newServer(cfg, table, table, nil, zerolog.Nop())
 		s.handleDatagram(cancelled, b, host, time.Now())
@@ -35,7 +36,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		name, _ := r.KeyValues.Get("name")
 		want := err == nil && r.Transport == gg2.UDP &&
 			wireLen(gg2.KeyValue{Key: "name", Value: name}) <= cfg.MaxKVBytes
-		keys := table.Keys()
+		keys := table.RegisteredKeys()
 		if !want {
 			if len(keys) != 0 {
 				t.Fatalf("registered %v from %x (parse error %v)", keys, b, err)
@@ -98,7 +99,7 @@ func FuzzHandleLegacyDatagram(f *testing.F) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel() // TCP checks fail at once, without dialling
 	f.Fuzz(func(t *testing.T, b []byte) {
-		table := memrooms.New()
+		table := roomtabletest.New(t, roomtable.Config{})
 		s := newServer(DefaultConfig(), table, table, nil, zerolog.Nop())
 		s.handleLegacyDatagram(cancelled, b, host, time.Now())
 		s.work.Wait()

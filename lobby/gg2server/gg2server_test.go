@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -17,17 +18,19 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
-// fixture is a front-end serving on loopback in front of an in-memory table.
+// fixture is a front-end serving on loopback in front of the real room
+// table, with no processes behind its rooms.
 type fixture struct {
 	t     *testing.T
 	srv   *Server
-	table *memrooms.Table
+	table *roomtabletest.Rooms
 	addr  netip.AddrPort
 	udp   *net.UDPConn // the test's game server socket
 }
@@ -45,7 +48,7 @@ func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture 
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{} // tests that speak it turn it on
-	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Server, error) {
+	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *roomtabletest.Rooms) (*Server, error) {
 		return New(c, table, table, limit.NewGuard(lim), zerolog.Nop())
 	})
 	return &fixture{t: t, srv: srv, table: table, addr: srv.Addrs()[0], udp: udptest.Listen(t, "127.0.0.1")}
@@ -161,7 +164,7 @@ func TestRegisterBothFormsAndList(t *testing.T) {
 		t.Errorf("legacy server listed as %+v", s)
 	}
 	s, ok = byPort(r, own.Port)
-	want = gg2.KeyValues{{Key: "name", Value: []byte("Foyer room 1")}, {Key: "game", Value: []byte("foyer")},
+	want = gg2.KeyValues{{Key: "name", Value: []byte(fmt.Sprint("Foyer room ", own.ID))}, {Key: "game", Value: []byte("foyer")},
 		{Key: "map", Value: []byte("default")}}
 	if !ok || !s.KeyValues.Equal(want) || s.V4 != netip.MustParseAddrPort("127.0.0.1:30001") ||
 		s.Slots != 4 || s.Players != 1 || s.Flags != 0 {
@@ -223,7 +226,7 @@ func TestReplace(t *testing.T) {
 	f.send(registration(2, 8190, gg2.UDP, gg2.Legacy, "name", "two"))
 	f.waitRequests("register", 2)
 	edgetest.Eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
-	if keys := f.table.Keys(); len(keys) != 1 {
+	if keys := f.table.RegisteredKeys(); len(keys) != 1 {
 		t.Errorf("keys %v, want one", keys)
 	}
 	r := list(t, f.addr, gg2.GG2LobbyUUID)
@@ -240,7 +243,7 @@ func TestReplace(t *testing.T) {
 	srv := listenTCP(t)
 	f.send(registration(3, srv.Port(), gg2.TCP, gg2.Counted, "name", "tcp"))
 	f.send(registration(4, srv.Port(), gg2.UDP, gg2.Counted, "name", "udp"))
-	edgetest.Eventually(t, "two transports", func() bool { return len(f.table.Keys()) == 3 })
+	edgetest.Eventually(t, "two transports", func() bool { return len(f.table.RegisteredKeys()) == 3 })
 }
 
 func TestUnregister(t *testing.T) {
@@ -335,7 +338,7 @@ func TestIgnored(t *testing.T) {
 	f.send(good[:len(good)-1])
 	f.send(good)
 	f.waitRequests("register", 1)
-	if keys := f.table.Keys(); len(keys) != 1 {
+	if keys := f.table.RegisteredKeys(); len(keys) != 1 {
 		t.Errorf("keys %v, want only the good one", keys)
 	}
 	// One socket, one read loop: the cut datagram was handled before the
@@ -441,7 +444,7 @@ func TestRateLimit(t *testing.T) {
 		f.send(registration(byte(i+1), 8190+uint16(i), gg2.UDP, gg2.Counted, "name", "s"))
 	}
 	f.waitDrop("rate_limited", 2)
-	if n := len(f.table.Keys()); n != 3 {
+	if n := len(f.table.RegisteredKeys()); n != 3 {
 		t.Errorf("%d servers registered, want the burst of 3", n)
 	}
 	// The source's budget is spent for list connections too.
@@ -454,7 +457,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestShutdownUnregisters(t *testing.T) {
-	table := memrooms.New()
+	table := roomtabletest.New(t, roomtable.Config{})
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{}
@@ -473,12 +476,12 @@ func TestShutdownUnregisters(t *testing.T) {
 	if _, err := u.Write(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "s")); err != nil {
 		t.Fatal(err)
 	}
-	edgetest.Eventually(t, "registered", func() bool { return len(table.Keys()) == 1 })
+	edgetest.Eventually(t, "registered", func() bool { return len(table.RegisteredKeys()) == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if keys := table.Keys(); len(keys) != 0 {
+	if keys := table.RegisteredKeys(); len(keys) != 0 {
 		t.Errorf("after shutdown still registered: %v", keys)
 	}
 }
@@ -489,7 +492,7 @@ func TestTableBounds(t *testing.T) {
 		f.send(registration(byte(i+1), 8190+uint16(i), gg2.UDP, gg2.Counted, "name", "s"))
 	}
 	f.waitDrop("source_full", 1)
-	if n := len(f.table.Keys()); n != 2 {
+	if n := len(f.table.RegisteredKeys()); n != 2 {
 		t.Fatalf("%d servers from one IP, want 2", n)
 	}
 	// Known servers still refresh.
@@ -507,12 +510,12 @@ func TestTableBounds(t *testing.T) {
 		}
 	}
 	f.waitDrop("table_full", 1)
-	if keys := f.table.Keys(); len(keys) != 3 {
+	if keys := f.table.RegisteredKeys(); len(keys) != 3 {
 		t.Errorf("keys %v, want 3", keys)
 	}
 	// Unregistering frees a place for the source.
 	f.send(unregister(1))
-	edgetest.Eventually(t, "unregistered", func() bool { return len(f.table.Keys()) == 2 })
+	edgetest.Eventually(t, "unregistered", func() bool { return len(f.table.RegisteredKeys()) == 2 })
 	f.send(registration(3, 8192, gg2.UDP, gg2.Counted, "name", "third"))
 	edgetest.Eventually(t, "third registered", func() bool { _, ok := f.table.Registered(udpKey(8192)); return ok })
 }

@@ -126,11 +126,11 @@ func TestLegacyCrossListing(t *testing.T) {
 	v1, v2 := gg2.ShortLegacyVersion(1), gg2.ShortLegacyVersion(2)
 	for _, own := range []gg2.UUID{{}, v2.ID} {
 		f, legacy := startLegacy(t, func(c *Config) { c.ProtocolID = own })
-		f.table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4, Map: "arena"})
+		r := f.table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4, Map: "arena"})
 		f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "new", "map", "m", "protocol_id", string(v1.ID[:])))
 		f.send(registration(2, 8191, gg2.UDP, gg2.Counted, "name", "no protocol"))
 		f.waitRequests("register", 2)
-		ownRoom := "[arena] Foyer room 1 [1/4] @127.0.0.1:30001"
+		ownRoom := fmt.Sprintf("[arena] Foyer room %d [1/4] @127.0.0.1:30001", r.ID)
 		wantV1 := []string{"!private![m] new [3+1/10] @127.0.0.1:8190"}
 		wantV2 := []string(nil)
 		if own == (gg2.UUID{}) {

@@ -5,16 +5,17 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // BenchmarkResponse measures building and encoding a locator response.
 func BenchmarkResponse(b *testing.B) {
 	for _, rooms := range []int{10, 1000} {
-		table := memrooms.New()
+		table := roomtabletest.New(b, roomtable.Config{})
 		for range rooms {
 			table.Add(room.Room{Port: 30000, State: packet.Waiting, MaxPlayers: 4})
 		}

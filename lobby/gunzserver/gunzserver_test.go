@@ -12,10 +12,10 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/gunz"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 func unhex(s string) []byte {
@@ -32,7 +32,7 @@ var seedRequest = unhex("64 00 0b 00 73 00 05 00 41 9c 00")
 type fixture struct {
 	t     *testing.T
 	loc   *Locator
-	table *memrooms.Table
+	table *roomtabletest.Rooms
 	conn  *net.UDPConn // the test's client, connected to the locator
 }
 
@@ -48,7 +48,7 @@ func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture 
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
-	loc, table := edgetest.Start(t, cfg, tweak, func(c Config, table *memrooms.Table) (*Locator, error) {
+	loc, table := edgetest.Start(t, cfg, tweak, func(c Config, table *roomtabletest.Rooms) (*Locator, error) {
 		return New(c, table, limit.NewGuard(lim), zerolog.Nop())
 	})
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), loc.Addrs()[0].Port())
@@ -84,15 +84,21 @@ func (f *fixture) recv() gunz.Response {
 	return r
 }
 
-func addRooms(table *memrooms.Table) {
-	table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, Seats: 1, MaxPlayers: 4})
+// addRooms lists three rooms of this host, two of them with a seat held,
+// and registers two that run elsewhere.
+func addRooms(t *testing.T, table *roomtabletest.Rooms) {
+	t.Helper()
+	waiting := table.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
 	table.Add(room.Room{Port: 30002, State: packet.Playing, Players: 2, MaxPlayers: 4})
-	table.Add(room.Room{Port: 30003, State: packet.Countdown, Players: 3, Seats: 1, MaxPlayers: 4})
+	countdown := table.Add(room.Room{Port: 30003, State: packet.Countdown, Players: 3, MaxPlayers: 4})
+	edgetest.HoldSeats(t, table, waiting.ID, 1)
+	edgetest.HoldSeats(t, table, countdown.ID, 1)
 	// Registered rooms elsewhere: listed at their own host when IPv4.
-	table.Add(room.Room{Port: 8190, State: packet.Waiting, MaxPlayers: 10, Source: room.GG2,
-		Host: netip.MustParseAddr("192.0.2.9")})
-	table.Add(room.Room{Port: 8191, State: packet.Waiting, MaxPlayers: 10, Source: room.GG2,
-		Host: netip.MustParseAddr("2001:db8::1")})
+	for _, at := range []string{"192.0.2.9:8190", "[2001:db8::1]:8191"} {
+		if _, err := table.Register(at, room.Listing{Addr: netip.MustParseAddrPort(at), MaxPlayers: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // wantRooms is addRooms as the locator lists them: players count the seats
@@ -120,7 +126,7 @@ func sameServers(t *testing.T, got, want []gunz.Server) {
 
 func TestSeedRequestAnswered(t *testing.T) {
 	f := start(t, nil)
-	addRooms(f.table)
+	addRooms(t, f.table)
 	f.send(seedRequest)
 	r := f.recv() // ParseResponse checked sizes and checksum
 	if r.Serial != 0 {
@@ -136,7 +142,7 @@ func TestSeedRequestAnswered(t *testing.T) {
 
 func TestSerialEchoedAndPublicAddr(t *testing.T) {
 	f := start(t, func(c *Config) { c.PublicAddr = netip.MustParseAddr("198.51.100.4") })
-	addRooms(f.table)
+	addRooms(t, f.table)
 	f.send(gunz.Request{Serial: 0xA5}.Append(nil))
 	r := f.recv()
 	if r.Serial != 0xA5 {

@@ -7,16 +7,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // BenchmarkPage measures the pages of 1,000 registered servers: made
 // afresh (the table changed) and from the cache.
 func BenchmarkPage(b *testing.B) {
 	const servers = 1000
-	rt := memrooms.New()
+	rt := roomtabletest.New(b, roomtable.Config{})
 	d := &describer{details: map[uint16]Details{}}
 	for i := range servers {
 		port := uint16(10000 + i)

@@ -18,10 +18,10 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/webtest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // describer stands for the GG2-style front-end: details by room port.
@@ -42,14 +42,15 @@ func (d *describer) Describe(rooms []room.Room, each func(int, Details)) {
 
 var vanguard = gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9")
 
-// fixture is the pages served on loopback over an in-memory table with
-// Foyer's own room 1 and three registered rooms, one in another lobby and
-// one no edge describes.
+// fixture is the pages served on loopback over the real room table with
+// one of Foyer's own rooms, a seat held in it, and three registered rooms
+// (keys a, b, c), one in another lobby and one no edge describes.
 type fixture struct {
 	srv  *Server
 	base string
 	d    *describer
-	rt   *memrooms.Table
+	rt   *roomtabletest.Rooms
+	own  room.Room
 }
 
 func start(t *testing.T, tweak func(*Config)) *fixture {
@@ -60,15 +61,26 @@ func start(t *testing.T, tweak func(*Config)) *fixture {
 		8190: {Lobby: gg2.GG2LobbyUUID, Bots: 2, GameVersion: "v2.3", GameURL: "https://example.org/gg2"},
 		8191: {Lobby: vanguard},
 	}}
-	srv, rt := edgetest.Start(t, cfg, tweak, func(c Config, rt *memrooms.Table) (*Server, error) {
+	srv, rt := edgetest.Start(t, cfg, tweak, func(c Config, rt *roomtabletest.Rooms) (*Server, error) {
 		return New(c, rt, d, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	})
-	rt.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, Seats: 1, MaxPlayers: 4})
+	own := rt.Add(room.Room{Port: 30001, State: packet.Waiting, Players: 1, MaxPlayers: 4})
+	edgetest.HoldSeats(t, rt, own.ID, 1)
 	host := netip.MustParseAddr("192.0.2.9")
 	rt.Register("a", room.Listing{Addr: netip.AddrPortFrom(host, 8190), Players: 3, MaxPlayers: 8, Name: "Bacon", Game: "Gang Garrison 2", Map: "ctf_truefort", Password: true})
 	rt.Register("b", room.Listing{Addr: netip.AddrPortFrom(host, 8191), MaxPlayers: 6, Name: "Vanguard server", Game: "Vanguard"})
 	rt.Register("c", room.Listing{Addr: netip.AddrPortFrom(host, 8192), MaxPlayers: 6, Name: "nobody's"})
-	return &fixture{srv: srv, base: "http://" + srv.Addrs()[0].String(), d: d, rt: rt}
+	return &fixture{srv: srv, base: "http://" + srv.Addrs()[0].String(), d: d, rt: rt, own: own}
+}
+
+// id is the id of the room registered under key.
+func (f *fixture) id(t *testing.T, key string) uint32 {
+	t.Helper()
+	r, ok := f.rt.Registered(key)
+	if !ok {
+		t.Fatalf("nothing registered under %q", key)
+	}
+	return r.ID
 }
 
 func get(t *testing.T, url string) (*http.Response, string) {
@@ -88,7 +100,7 @@ func TestStatusPage(t *testing.T) {
 	// The own lobby first, its rooms in room order, then the others.
 	want := []string{
 		"<h2>Active servers in the Gang Garrison Lobby</h2>",
-		"<tr><td></td><td>Foyer room 1</td><td>default</td><td>2/4</td><td>foyer</td><td>127.0.0.1:30001</td></tr>",
+		fmt.Sprintf("<tr><td></td><td>Foyer room %d</td><td>default</td><td>2/4</td><td>foyer</td><td>127.0.0.1:30001</td></tr>", f.own.ID),
 		`<tr><td>X</td><td>Bacon</td><td>ctf_truefort</td><td>3+2/8</td><td><a rel="nofollow noopener noreferrer" href="https://example.org/gg2">Gang Garrison 2 v2.3</a></td><td>192.0.2.9:8190</td></tr>`,
 		"<h2>Active servers in the Vanguard Lobby</h2>",
 		"<tr><td></td><td>Vanguard server</td><td></td><td>0/6</td><td>Vanguard</td><td>192.0.2.9:8191</td></tr>",
@@ -118,12 +130,12 @@ func TestStatusJSON(t *testing.T) {
 	}
 	want := jsonList{Lobbies: []jsonLobby{
 		{ID: "1ccf16b1-436d-856f-504d-cc1af306aaa7", Name: "Gang Garrison Lobby", Servers: []jsonServer{
-			{Room: 1, Name: "Foyer room 1", Map: "default", Players: 2, Slots: 4, Game: "foyer", Address: "198.51.100.1:30001"},
-			{Room: 2, Password: true, Name: "Bacon", Map: "ctf_truefort", Players: 3, Bots: 2, Slots: 8, Game: "Gang Garrison 2",
+			{Room: f.own.ID, Name: fmt.Sprint("Foyer room ", f.own.ID), Map: "default", Players: 2, Slots: 4, Game: "foyer", Address: "198.51.100.1:30001"},
+			{Room: f.id(t, "a"), Password: true, Name: "Bacon", Map: "ctf_truefort", Players: 3, Bots: 2, Slots: 8, Game: "Gang Garrison 2",
 				GameVersion: "v2.3", GameURL: "https://example.org/gg2", Address: "192.0.2.9:8190"},
 		}},
 		{ID: vanguard.String(), Name: "Vanguard Lobby", Servers: []jsonServer{
-			{Room: 3, Name: "Vanguard server", Slots: 6, Game: "Vanguard", Address: "192.0.2.9:8191"},
+			{Room: f.id(t, "b"), Name: "Vanguard server", Slots: 6, Game: "Vanguard", Address: "192.0.2.9:8191"},
 		}},
 	}}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {

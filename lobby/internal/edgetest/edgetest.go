@@ -1,16 +1,19 @@
 // Package edgetest holds the setup the lobby's front-end tests share: a
-// server run in the background for the length of a test, in front of an
-// in-memory room table, and a bounded wait for a condition the server
-// reaches asynchronously.
+// server run in the background for the length of a test, in front of the
+// real room table with no processes behind it (roomtabletest), and a
+// bounded wait for a condition the server reaches asynchronously.
 package edgetest
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/limit"
-	"github.com/foyerlobby/foyer/lobby/internal/memrooms"
+	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/room/roomtable"
+	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
 )
 
 // Server is what a front-end offers the tests: serving until its context
@@ -20,14 +23,15 @@ type Server interface {
 }
 
 // Start applies tweak (when not nil) to cfg, builds a front-end from it in
-// front of a new empty table and serves it until the test ends (see Serve).
-// Each package keeps its own Config; only the order of setting up is shared.
-func Start[C any, S Server](t testing.TB, cfg C, tweak func(*C), build func(C, *memrooms.Table) (S, error)) (S, *memrooms.Table) {
+// front of a new empty table, the one production runs (its seat rules, ids
+// and registrations), and serves it until the test ends (see Serve). Each
+// package keeps its own Config; only the order of setting up is shared.
+func Start[C any, S Server](t testing.TB, cfg C, tweak func(*C), build func(C, *roomtabletest.Rooms) (S, error)) (S, *roomtabletest.Rooms) {
 	t.Helper()
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	table := memrooms.New()
+	table := roomtabletest.New(t, roomtable.Config{})
 	srv, err := build(cfg, table)
 	if err != nil {
 		t.Fatal(err)
@@ -69,5 +73,18 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// HoldSeats holds n seats in room id for players on their way in, as n
+// JOINs would: the real table counts only the seats it holds itself, not
+// a row's Seats.
+func HoldSeats(t testing.TB, table room.Table, id uint32, n int) {
+	t.Helper()
+	for i := range n {
+		player := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 200}), uint16(1+i))
+		if _, err := table.Join(context.Background(), id, player, room.Unproven); err != nil {
+			t.Fatalf("seat %d of room %d: %v", i+1, id, err)
+		}
 	}
 }

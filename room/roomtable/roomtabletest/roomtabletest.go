@@ -111,9 +111,12 @@ func (r *Rooms) Add(row room.Room) room.Room {
 	if row.StartedAt.IsZero() {
 		row.StartedAt = time.Now()
 	}
+	// Enter lists the row as given, with no seat held: that is the row
+	// listed, without a List per room, which would make a table of
+	// thousands of rooms take seconds to fill.
+	row.Seats = 0
 	r.Enter(row, true, nil)
-	listed, _ := r.Room(row.ID)
-	return listed
+	return row
 }
 
 // Update reports row's state, players and metadata for the room of its id,
