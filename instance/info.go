@@ -81,28 +81,6 @@ func isConnless(b []byte) bool {
 	return len(b) >= 10 && string(b[:2]) == "xe" && string(b[6:10]) == "\xff\xff\xff\xff"
 }
 
-// infoConn is the socket a game gets: it answers info requests itself and
-// returns every other datagram to the game unchanged.
-type infoConn struct {
-	net.PacketConn // the socket, as the game may use it
-	udp            *net.UDPConn
-	info           *infoAnswerer
-}
-
-// ReadFrom reads the next datagram that is not a connless one. Connless
-// datagrams are answered when they are well-formed requests within the
-// rate limits and dropped otherwise; the read deadline still applies to
-// the whole call.
-func (c *infoConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	for {
-		n, addr, err := c.PacketConn.ReadFrom(p)
-		if err != nil || !isConnless(p[:n]) {
-			return n, addr, err
-		}
-		c.info.answer(c.udp, p[:n], addr, time.Now())
-	}
-}
-
 // infoAnswerer builds and sends info answers. Everything it needs per
 // answer is kept and reused, so a steady stream of requests allocates
 // nothing.

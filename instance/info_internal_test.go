@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // answerer returns an answerer for a room of maxPlayers with players
 // connected, describing itself with g.
 func answerer(maxPlayers, players int, g Game) *infoAnswerer {
-	rep := newReporter()
+	rep := newReporter(nil)
 	for range players {
 		rep.PlayerConnected(netip.MustParseAddr("192.0.2.1"))
 	}

@@ -32,12 +32,15 @@ type reporter struct {
 	pending  []*instancepb.Status
 	wake     chan struct{} // one token: something is pending
 	finished chan struct{} // closed when Finished is reported
+	// onPlayer hears of every player's arrival (1) and departure (-1),
+	// for the room's door; nil: no one.
+	onPlayer func(ip netip.Addr, delta int)
 }
 
 var _ KeptReporter = (*reporter)(nil)
 
-func newReporter() *reporter {
-	return &reporter{wake: make(chan struct{}, 1), finished: make(chan struct{})}
+func newReporter(onPlayer func(netip.Addr, int)) *reporter {
+	return &reporter{wake: make(chan struct{}, 1), finished: make(chan struct{}), onPlayer: onPlayer}
 }
 
 // SetState reports a state change. After Finished nothing changes any more.
@@ -77,6 +80,9 @@ func (r *reporter) PlayerDisconnected(ip netip.Addr) {
 }
 
 func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
+	if r.onPlayer != nil {
+		r.onPlayer(ip, delta)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.state == packet.Finished {

@@ -14,7 +14,7 @@ import (
 // next heartbeat only, and a heartbeat without a fresh account carries
 // none.
 func TestSetDetails(t *testing.T) {
-	r := newReporter()
+	r := newReporter(nil)
 	r.SetDetails(Details{Players: 1 << 20, MaxPlayers: -3, Name: strings.Repeat("n", 1000), Game: "DM", Map: "dm1", Password: true})
 	sent := r.take()
 	if len(sent) != 1 {
@@ -43,7 +43,7 @@ func TestSetDetails(t *testing.T) {
 // A kept program's end finishes the room with its status, and makes the
 // process exit 1; a game's own Finished carries a clean exit.
 func TestExitedFinishes(t *testing.T) {
-	r := newReporter()
+	r := newReporter(nil)
 	r.Exited(-1, "SIGKILL")
 	<-r.finished
 	last := r.take()
@@ -56,7 +56,7 @@ func TestExitedFinishes(t *testing.T) {
 		t.Fatal("a report after the end")
 	}
 
-	g := newReporter()
+	g := newReporter(nil)
 	g.SetState(packet.Finished)
 	if last := g.take(); len(last) != 1 || last[0].GetExit() == nil || last[0].GetExit().GetCode() != 0 || g.exitCode() != 0 {
 		t.Fatalf("a game's end: %v", last)

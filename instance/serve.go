@@ -232,7 +232,9 @@ type server struct {
 	runner  Runner // game as a Runner; nil for a game that serves its port
 	dir     string // the room's private directory; "" when the host gave none
 	rep     *reporter
-	life    context.Context // the game's lifetime
+	door    *door                  // who the game's socket lets in
+	wake    atomic.Pointer[func()] // wakes the game's read for a knock; nil before Start
+	life    context.Context        // the game's lifetime
 	endLife context.CancelFunc
 	orphan  *orphanTimer // nil for an instance that ends with its host
 	cgroup  string       // "TREE/ROOM" of the room's cgroups; "" without
@@ -262,7 +264,8 @@ type server struct {
 
 func newServer(g Game, dir string) *server {
 	life, end := context.WithCancel(context.Background())
-	s := &server{game: g, dir: dir, rep: newReporter(), life: life, endLife: end, acked: make(chan struct{})}
+	d := newDoor()
+	s := &server{game: g, dir: dir, rep: newReporter(d.player), door: d, life: life, endLife: end, acked: make(chan struct{})}
 	s.runner, _ = g.(Runner)
 	s.stderr = os.NewFile(2, "stderr")
 	s.self, _ = proc.ReadStat(os.Getpid())
@@ -307,10 +310,13 @@ func (s *server) startGame(a Assignment) error {
 		}
 		return fmt.Errorf("instance: udp port %d: %v", a.Port, err)
 	}
-	// The game reads through infoConn, which answers server browsers on
-	// the same port before the game sees anything.
-	gameConn := &infoConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game)}
-	if err := s.game.Start(s.life, a, gameConn, s.rep); err != nil {
+	// The game reads through roomConn, which answers server browsers on
+	// the same port and keeps out the unseated before the game sees
+	// anything.
+	rc := &roomConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game), door: s.door}
+	wake := rc.wake
+	s.wake.Store(&wake)
+	if err := s.game.Start(s.life, a, rc, s.rep); err != nil {
 		conn.Close()
 		return err
 	}
@@ -451,12 +457,17 @@ func (s *server) Describe(context.Context, *instancepb.DescribeRequest) (*instan
 	return d, nil
 }
 
-// Keep stores the host's state, for the next host that describes this
-// instance.
+// Keep takes the host's state: the room's seats, which its door admits
+// by, and what the next host that describes this instance learns.
 func (s *server) Keep(_ context.Context, st *instancepb.HostState) (*instancepb.KeepResponse, error) {
 	s.mu.Lock()
 	s.kept = st
 	s.mu.Unlock()
+	if s.door.seat(st.GetSeats(), time.Now()) {
+		if wake := s.wake.Load(); wake != nil {
+			(*wake)()
+		}
+	}
 	return &instancepb.KeepResponse{}, nil
 }
 

@@ -217,26 +217,72 @@ func listed(s *Supervisor, id uint32) (room.Room, bool) {
 }
 
 // send sends one command datagram to a room from a loopback socket bound
-// on from, and waits for the game's "ok".
+// on from, and waits for the game's "ok". A test sends from one socket per
+// IP and room, as a player would: the room's door admits it once, on the
+// seat its IP holds (the creator's, or a JOIN's).
 func send(t testing.TB, from netip.Addr, port uint16, cmd string) {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: from.AsSlice()})
-	if err != nil {
-		t.Fatal(err)
+	if !sendFrom(t, from, port, cmd, 50) {
+		t.Fatalf("no answer to %q on port %d", cmd, port)
 	}
-	defer c.Close()
+}
+
+// sendFrom sends cmd up to tries times, 200 ms apart, until the game
+// answers, and reports whether it did.
+func sendFrom(t testing.TB, from netip.Addr, port uint16, cmd string, tries int) bool {
+	t.Helper()
+	c := peerSocket(t, from, port)
 	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))
 	buf := make([]byte, 16)
-	for range 50 {
+	for range tries {
 		if _, err := c.WriteToUDP([]byte(cmd), to); err != nil {
 			t.Fatal(err)
 		}
 		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		if _, _, err := c.ReadFromUDP(buf); err == nil {
-			return
+			return true
 		}
 	}
-	t.Fatalf("no answer to %q on port %d", cmd, port)
+	return false
+}
+
+// peers are the sockets tests send from, one per test, IP and room port.
+var peers struct {
+	sync.Mutex
+	m map[peerKey]*net.UDPConn
+}
+
+type peerKey struct {
+	t    testing.TB
+	ip   netip.Addr
+	port uint16
+}
+
+// peerSocket returns the test's socket on ip for the room on port, made
+// on first use and closed at the end of the test.
+func peerSocket(t testing.TB, ip netip.Addr, port uint16) *net.UDPConn {
+	t.Helper()
+	peers.Lock()
+	defer peers.Unlock()
+	k := peerKey{t, ip, port}
+	if c := peers.m[k]; c != nil {
+		return c
+	}
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip.AsSlice()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peers.m == nil {
+		peers.m = make(map[peerKey]*net.UDPConn)
+	}
+	peers.m[k] = c
+	t.Cleanup(func() {
+		peers.Lock()
+		delete(peers.m, k)
+		peers.Unlock()
+		c.Close()
+	})
+	return c
 }
 
 // ep is a client endpoint for seats.

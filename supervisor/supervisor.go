@@ -145,9 +145,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		// counted: only a mark says which ids they had.
 		tc.IDFile = filepath.Join(cfg.StateDir, "ids")
 	}
-	if cfg.StateDir != "" {
-		tc.SeatsChanged = s.remember
-	}
+	tc.SeatsChanged = s.remember // every room's door admits by its seats
 	if s.table, err = roomtable.New(tc, s, log); err != nil {
 		cancel()
 		if tree != nil {
@@ -158,9 +156,9 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	}
 	if cfg.StateDir != "" {
 		s.adoptAll()
-		s.wg.Add(1)
-		go s.keepSeats()
 	}
+	s.wg.Add(1)
+	go s.keepSeats()
 	s.endUnadopted()
 	s.wg.Add(1)
 	go s.housekeep()
@@ -260,15 +258,12 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 	return r, nil
 }
 
-// keepListed tells the instance of a room just handed out that it is
-// listed before its creator hears of it: a lobby that adopts the room
-// after a crash must list it too, and treats a room whose instance never
-// heard so as warm.
-func (s *Supervisor) keepListed(r *record) {
-	if s.cfg.StateDir != "" {
-		s.keep(r)
-	}
-}
+// keepListed gives the instance of a room just handed out its creator's
+// seat, and tells it that it is listed, before the creator hears of the
+// room: the room's door then admits the creator at once, and a lobby that
+// adopts the room after a crash lists it too (it treats a room whose
+// instance never heard so as warm).
+func (s *Supervisor) keepListed(r *record) { s.keep(r) }
 
 // processes is how many rooms have a process. s.mu is held.
 func (s *Supervisor) processes() int { return len(s.live) }

@@ -143,11 +143,16 @@ func TestSeatBecomesPlayer(t *testing.T) {
 		row, _ := listed(s, r.ID)
 		return row.Players == 1 && row.Seats == 1
 	})
-	// A player with no seat counts as a player and takes none.
-	send(t, netip.MustParseAddr("127.0.0.4"), r.Port, "hello")
+	// A player with no seat is kept out by the room's door: the game never
+	// hears of it, and the table counts no one more.
+	if sendFrom(t, netip.MustParseAddr("127.0.0.4"), r.Port, "hello", 3) {
+		t.Fatal("the room answered a player without a seat")
+	}
+	// The player of the other seat arrives in turn.
+	send(t, netip.MustParseAddr("127.0.0.3"), r.Port, "hello")
 	eventually(t, "the second player", func() bool {
 		row, _ := listed(s, r.ID)
-		return row.Players == 2 && row.Seats == 1
+		return row.Players == 2 && row.Seats == 0
 	})
 }
 
@@ -424,6 +429,11 @@ func TestTableContract(t *testing.T) {
 	roomtabletest.Contract(t, func(t *testing.T) roomtabletest.Subject {
 		s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxPlayers = 4 })
 		return roomtabletest.Subject{Table: s.Table(), Report: func(id uint32, state packet.RoomState) {
+			// The game hears commands from seated players only: the
+			// test's socket holds a seat, refreshed every time.
+			if _, err := s.Table().Join(context.Background(), id, ep("127.0.0.1:9"), room.Unproven); err != nil {
+				t.Fatal(err)
+			}
 			r, _ := listed(s, id)
 			send(t, loopback, r.Port, "state "+strconv.Itoa(int(state)))
 		}}

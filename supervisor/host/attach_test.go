@@ -72,8 +72,12 @@ func TestAttachTakesALaunchedInstanceOver(t *testing.T) {
 	if err := p.Start(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
+	// Three seats for the three sockets the test sends from.
+	expires := time.UnixMilli(time.Now().Add(time.Minute).UnixMilli())
 	kept := host.Kept{Listed: true, Seats: []room.Seat{
-		{Player: netip.MustParseAddrPort("127.0.0.1:5000"), Expires: time.UnixMilli(time.Now().Add(time.Minute).UnixMilli())},
+		{Player: netip.MustParseAddrPort("127.0.0.1:5000"), Expires: expires},
+		{Player: netip.MustParseAddrPort("127.0.0.1:5001"), Expires: expires},
+		{Player: netip.MustParseAddrPort("127.0.0.1:5002"), Expires: expires},
 		{Player: netip.MustParseAddrPort("[::1]:5001"), Expires: time.UnixMilli(time.Now().Add(2 * time.Minute).UnixMilli()), Proven: true},
 	}}
 	if err := p.Keep(context.Background(), kept); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
@@ -246,7 +247,28 @@ func start(t *testing.T, p *host.Process, settings map[string]string) uint16 {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	seatLoopback(t, p)
 	return port
+}
+
+// loopbackSeats is how many seats seatLoopback holds: one per socket a
+// test talks to a room from.
+const loopbackSeats = 32
+
+// seatLoopback holds loopbackSeats seats in p's room for 127.0.0.1, as a
+// lobby would for its JOINs, so that the room's door admits the test's
+// sockets.
+func seatLoopback(t testing.TB, p *host.Process) {
+	t.Helper()
+	seats := make([]room.Seat, loopbackSeats)
+	for i := range seats {
+		seats[i] = room.Seat{Player: netip.AddrPortFrom(loopback, uint16(1+i)), Expires: time.Now().Add(time.Hour)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := p.Keep(ctx, host.Kept{Listed: true, Seats: seats}); err != nil {
+		t.Fatalf("Keep: %v", err)
+	}
 }
 
 // next returns the next status that is not a bare heartbeat repeating

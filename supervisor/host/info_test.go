@@ -76,6 +76,7 @@ func startWith(t *testing.T, p *host.Process, maxPlayers int, settings map[strin
 	if err := p.Start(ctx, a); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	seatLoopback(t, p)
 	return port
 }
 

@@ -40,6 +40,9 @@ func openRefRoom(t testing.TB, maxPlayers int, settings map[string]string) (*hos
 	})
 	port := freePort(t)
 	err = p.Start(ctx, instance.Assignment{RoomID: 42, Port: port, MaxPlayers: maxPlayers, Settings: settings, Bind: loopback})
+	if err == nil {
+		seatLoopback(t, p)
+	}
 	return p, port, err
 }
 

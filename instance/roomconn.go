@@ -1,0 +1,101 @@
+package instance
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// roomConn is the socket a game gets. Before the game sees a datagram it
+// answers server-browser requests (connless datagrams, see infoAnswerer)
+// and keeps out whoever its door does not admit; every other datagram
+// reaches the game unchanged.
+type roomConn struct {
+	net.PacketConn // the socket, as the game may use it
+	udp            *net.UDPConn
+	info           *infoAnswerer
+	door           *door
+
+	mu       sync.Mutex
+	deadline time.Time // the game's read deadline
+	// woken is set when a knock's sender got a seat: the next read takes
+	// the knock first, and a read the wake-up cut short reads on.
+	woken atomic.Bool
+}
+
+// ReadFrom reads the next datagram for the game: one from an address the
+// door admits, or a knock whose sender has been seated since. Connless
+// datagrams are answered when they are well-formed requests within the
+// rate limits and dropped otherwise; the game's read deadline applies to
+// the whole call.
+func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		if c.woken.Swap(false) {
+			c.restoreDeadline()
+			if n, from, ok := c.door.knocked(p, time.Now()); ok {
+				return n, net.UDPAddrFromAddrPort(from), nil
+			}
+		}
+		n, addr, err := c.PacketConn.ReadFrom(p)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && !c.deadlinePassed() {
+				continue // a wake-up, not the game's deadline
+			}
+			return n, addr, err
+		}
+		if isConnless(p[:n]) {
+			c.info.answer(c.udp, p[:n], addr, time.Now())
+			continue
+		}
+		if u, ok := addr.(*net.UDPAddr); ok && c.door.admit(u.AddrPort(), p[:n], time.Now()) {
+			return n, addr, nil
+		}
+	}
+}
+
+// SetReadDeadline sets the game's read deadline.
+func (c *roomConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	return c.PacketConn.SetReadDeadline(t)
+}
+
+// SetDeadline sets the game's read and write deadlines.
+func (c *roomConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.PacketConn.SetWriteDeadline(t)
+}
+
+// wake cuts a blocked read short so that it takes a knock. The read
+// deadline is moved first and the flag set after: a read that sees the
+// flag puts the game's deadline back, and one that times out before the
+// game's deadline reads on, whichever comes first.
+func (c *roomConn) wake() {
+	_ = c.PacketConn.SetReadDeadline(time.Unix(1, 0))
+	c.woken.Store(true)
+}
+
+// restoreDeadline puts the game's read deadline back on the socket.
+func (c *roomConn) restoreDeadline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.PacketConn.SetReadDeadline(c.deadline)
+}
+
+// deadlinePassed reports whether the game's read deadline has passed; if
+// not, it puts it back on the socket, which a wake-up moved.
+func (c *roomConn) deadlinePassed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		return true
+	}
+	_ = c.PacketConn.SetReadDeadline(c.deadline)
+	return false
+}
