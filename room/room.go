@@ -82,6 +82,9 @@ type Seat struct {
 	// Proven is set for a seat held by a JOIN that proved its sender
 	// real (SawListing); a seat once proven stays so.
 	Proven bool
+	// Creator is set for the seat of the CREATE that made the room,
+	// which no JOIN displaces.
+	Creator bool
 }
 
 // Source says where a room comes from.
@@ -205,6 +208,8 @@ const (
 	OOM          Cause = "oom"          // the kernel killed it at its memory limit
 	Unregistered Cause = "unregistered" // a registered room's server left
 	Lost         Cause = "lost"         // its cluster host left or was cut off
+	Abandoned    Cause = "abandoned"    // its creator did not come, nor anyone else
+	WaitedOut    Cause = "waited_out"   // its match did not begin within max_waiting
 )
 
 // Event is one change of the room table.
@@ -226,9 +231,12 @@ var (
 	ErrFull        = errors.New("room is full")
 	ErrNotJoinable = errors.New("room is not waiting or counting down")
 	ErrCapacity    = errors.New("max_instances reached")
-	ErrNoPorts     = errors.New("no free port in the pool")
-	ErrSpawn       = errors.New("instance failed to start")
-	ErrClosed      = errors.New("room table is shutting down")
+	// ErrQuota refuses what would take a network or an address past its
+	// share: rooms per creator network, seats per address in one room.
+	ErrQuota   = errors.New("over quota")
+	ErrNoPorts = errors.New("no free port in the pool")
+	ErrSpawn   = errors.New("instance failed to start")
+	ErrClosed  = errors.New("room table is shutting down")
 	// ErrListing is returned by Register for a listing that cannot be a
 	// room (no address or port, counts outside 0..65535).
 	ErrListing = errors.New("invalid listing")
@@ -246,6 +254,7 @@ var reasons = []struct {
 	{ErrFull, "full"},
 	{ErrNotJoinable, "not_joinable"},
 	{ErrCapacity, "capacity"},
+	{ErrQuota, "quota"},
 	{ErrNoPorts, "no_ports"},
 	{ErrSpawn, "spawn"},
 	{ErrClosed, "closed"},
@@ -256,7 +265,7 @@ var reasons = []struct {
 }
 
 // Reason is a short, fixed label for err, for counters and metrics:
-// "no_room", "full", "not_joinable", "capacity", "no_ports", "spawn",
+// "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
 // "closed", "listing", "unreachable", "canceled", or "other".
 func Reason(err error) string {
 	for _, r := range reasons {

@@ -50,6 +50,7 @@ func TestReason(t *testing.T) {
 		{room.ErrNoRoom, "no_room"},
 		{room.ErrNotJoinable, "not_joinable"},
 		{room.ErrCapacity, "capacity"},
+		{room.ErrQuota, "quota"},
 		{room.ErrNoPorts, "no_ports"},
 		{room.ErrSpawn, "spawn"},
 		{room.ErrClosed, "closed"},
@@ -75,7 +76,7 @@ func TestSourceOwn(t *testing.T) {
 // error it names, so a refusal carried by name between hosts compares
 // equal to the sentinel.
 func TestReasonError(t *testing.T) {
-	for _, err := range []error{room.ErrNoRoom, room.ErrFull, room.ErrNotJoinable, room.ErrCapacity,
+	for _, err := range []error{room.ErrNoRoom, room.ErrFull, room.ErrNotJoinable, room.ErrCapacity, room.ErrQuota,
 		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, context.Canceled} {
 		if got := room.ReasonError(room.Reason(err)); got != err {
 			t.Errorf("ReasonError(%q) = %v, want %v", room.Reason(err), got, err)

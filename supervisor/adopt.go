@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/instance/keeper"
+	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -150,9 +151,12 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 	r.pooled = s.ports.claim(a.Port)
 	s.live[a.RoomID] = r
 	s.table.Enter(r.row, d.Kept.Listed, d.Kept.Seats)
-	if !d.Kept.Listed {
+	if d.Kept.Listed {
+		r.handedOut = now // max_waiting starts again with the new lobby
+	} else {
 		s.warm = append(s.warm, r)
 	}
+	r.begun = st.State == packet.Playing || st.State == packet.Finished
 	s.wg.Add(1)
 	go s.track(r)
 	seats, _, _ := s.table.Seats(a.RoomID)

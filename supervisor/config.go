@@ -42,8 +42,16 @@ type Config struct {
 	Room map[string]string
 
 	// SeatTTL is how long a seat held by Create or Join waits for its
-	// player to connect; default 10s.
+	// player to connect; default 10s. A room whose creator does not come
+	// within it, and no other player either, is stopped ("abandoned").
 	SeatTTL time.Duration
+	// SeatsPerAddress and RoomsPerNetwork are the table's quotas (see
+	// roomtable.Config); default 2 and 16.
+	SeatsPerAddress, RoomsPerNetwork int
+	// MaxWaiting ends a room handed out this long ago whose match has
+	// not begun, players or not ("max_waiting"); default 5m. Only rooms
+	// that report their state (games built on the SDK) have one to end.
+	MaxWaiting time.Duration
 	// IDs confines the room ids to the range one host of a cluster
 	// hands out (see package cluster); the zero value confines nothing.
 	IDs roomtable.IDRange

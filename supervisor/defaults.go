@@ -19,18 +19,21 @@ import (
 // it and change what they need: New takes every field as given.
 func DefaultConfig() Config {
 	return Config{
-		FirstPort:      30000,
-		LastPort:       30999,
-		MaxInstances:   64,
-		MaxPlayers:     4,
-		SpawnTimeout:   5 * time.Second,
-		HealthTimeout:  6 * time.Second,
-		StopGrace:      5 * time.Second,
-		PortCooldown:   2 * time.Second,
-		PortQuarantine: 30 * time.Second,
-		SeatTTL:        10 * time.Second,
-		WarmMaxAge:     30 * time.Second,
-		ReattachGrace:  30 * time.Second,
+		FirstPort:       30000,
+		LastPort:        30999,
+		MaxInstances:    64,
+		MaxPlayers:      4,
+		SpawnTimeout:    5 * time.Second,
+		HealthTimeout:   6 * time.Second,
+		StopGrace:       5 * time.Second,
+		PortCooldown:    2 * time.Second,
+		PortQuarantine:  30 * time.Second,
+		SeatTTL:         10 * time.Second,
+		SeatsPerAddress: 2,
+		RoomsPerNetwork: 16,
+		MaxWaiting:      5 * time.Minute,
+		WarmMaxAge:      30 * time.Second,
+		ReattachGrace:   30 * time.Second,
 	}
 }
 
@@ -44,7 +47,7 @@ func (c Config) check() error {
 	}{
 		{"spawn_timeout", c.SpawnTimeout}, {"health_timeout", c.HealthTimeout}, {"stop_grace", c.StopGrace},
 		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
-		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace},
+		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace}, {"max_waiting", c.MaxWaiting},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v is not above 0", d.name, d.v))
@@ -55,6 +58,9 @@ func (c Config) check() error {
 	}
 	if c.MaxInstances < 1 {
 		errs = append(errs, fmt.Errorf("max_instances %d is below 1", c.MaxInstances))
+	}
+	if c.SeatsPerAddress < 1 || c.RoomsPerNetwork < 1 {
+		errs = append(errs, fmt.Errorf("seats_per_address %d and rooms_per_network %d must be 1 or more", c.SeatsPerAddress, c.RoomsPerNetwork))
 	}
 	if c.MaxPlayers < 1 || c.MaxPlayers > math.MaxUint16 {
 		errs = append(errs, fmt.Errorf("max_players %d is out of range", c.MaxPlayers))

@@ -99,6 +99,11 @@ type record struct {
 	keepMu     sync.Mutex // one Keep at a time to its instance, in order
 	spawnTime  time.Duration
 	cause      room.Cause // why it is being stopped; "" while healthy
+	// handedOut is when the room was listed (zero while warm); begun is
+	// set once its match began. Only rooms whose game reports its state
+	// (not a probed or kept server's) are held to MaxWaiting.
+	handedOut time.Time
+	begun     bool
 }
 
 var _ roomtable.Spawner = (*Supervisor)(nil)
@@ -139,7 +144,8 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		dirty:    make(map[uint32]struct{}),
 		keepWake: make(chan struct{}, 1),
 	}
-	tc := roomtable.Config{SeatTTL: cfg.SeatTTL, IDFile: cfg.IDFile, IDs: cfg.IDs}
+	tc := roomtable.Config{SeatTTL: cfg.SeatTTL, IDFile: cfg.IDFile, IDs: cfg.IDs,
+		SeatsPerAddress: cfg.SeatsPerAddress, RoomsPerNetwork: cfg.RoomsPerNetwork}
 	if tc.IDFile == "" && cfg.StateDir != "" {
 		// Rooms that ended while no lobby ran cannot be adopted and
 		// counted: only a mark says which ids they had.
@@ -197,6 +203,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 		}
 		s.mu.Lock()
 		s.stats.WarmHits++
+		r.handedOut = time.Now()
 		s.mu.Unlock()
 		s.keepListed(r)
 		s.wakeWarm()
@@ -220,6 +227,9 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 	if !ok {
 		return room.Room{}, room.ErrClosed // the table closed, or the room ended, meanwhile
 	}
+	s.mu.Lock()
+	r.handedOut = time.Now()
+	s.mu.Unlock()
 	s.keepListed(r)
 	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
 		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
@@ -313,6 +323,7 @@ func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	if e := st.Exit; e != nil && (e.Code != 0 || e.Signal != "") {
 		s.setCause(r, room.Crashed)
 	}
+	r.begun = r.begun || st.State == packet.Playing || st.State == packet.Finished
 	if st.State != from && st.State == packet.Finished {
 		// The instance exits by itself once it has told us; the grace
 		// covers one that does not.
@@ -414,12 +425,27 @@ func (s *Supervisor) housekeep() {
 }
 
 func (s *Supervisor) sweep(now time.Time) {
-	var unhealthy []room.Room
+	var unhealthy []*record
+	var ended []room.Event // the room and why it ends, for the log
+	abandoned := s.table.Expire(now)
 	s.mu.Lock()
 	for _, r := range s.live {
-		if r.watched && r.cause == "" && !s.released && now.Sub(r.lastStatus) > s.cfg.HealthTimeout {
-			unhealthy = append(unhealthy, r.row)
+		switch {
+		case r.cause != "" || s.released:
+		case r.watched && now.Sub(r.lastStatus) > s.cfg.HealthTimeout:
+			unhealthy = append(unhealthy, r)
 			s.stop(r, room.Unhealthy, true)
+		case r.reportsState() && !r.handedOut.IsZero() && !r.begun && now.Sub(r.handedOut) > s.cfg.MaxWaiting:
+			ended = append(ended, room.Event{Room: r.row, Cause: room.WaitedOut})
+			s.stop(r, room.WaitedOut, false)
+		}
+	}
+	for _, id := range abandoned {
+		// A room without status cannot say its creator came: only the
+		// rooms that report their players are held to it.
+		if r := s.live[id]; r != nil && r.watched && r.cause == "" && !s.released {
+			ended = append(ended, room.Event{Room: r.row, Cause: room.Abandoned})
+			s.stop(r, room.Abandoned, false)
 		}
 	}
 	for _, r := range slices.Clone(s.warm) {
@@ -430,12 +456,18 @@ func (s *Supervisor) sweep(now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	s.table.Expire(now)
-	for _, row := range unhealthy {
-		s.log.Warn().Uint32("id", row.ID).Int("pid", row.PID).Dur("timeout", s.cfg.HealthTimeout).
+	for _, r := range unhealthy {
+		s.log.Warn().Uint32("id", r.row.ID).Int("pid", r.row.PID).Dur("timeout", s.cfg.HealthTimeout).
 			Msg("room unhealthy, killing")
 	}
+	for _, ev := range ended {
+		s.log.Info().Uint32("id", ev.Room.ID).Int("pid", ev.Room.PID).Str("cause", string(ev.Cause)).Msg("room stopping")
+	}
 }
+
+// reportsState reports whether r's game says when its match begins: a
+// game built on the SDK, not a kept server. s.mu is held.
+func (r *record) reportsState() bool { return r.watched && !r.probed && r.row.Source == room.Instance }
 
 // wakeWarm asks the warm-pool loop to top the pool up.
 func (s *Supervisor) wakeWarm() {

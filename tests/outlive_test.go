@@ -101,10 +101,14 @@ func (p *pinger) wait(t *testing.T) []byte {
 	return p.end
 }
 
-// startMatch seats two players in the room at addr and plays to
-// GAME_START; they ping from then on.
-func startMatch(t *testing.T, id uint32, addr netip.AddrPort) []*pinger {
+// startMatch plays two players of the room at addr to GAME_START; they
+// ping from then on. The room's creator was 127.0.0.1, which seats alice;
+// bob's seat is a JOIN at lobby, from 127.0.0.1 too.
+func startMatch(t *testing.T, lobby netip.AddrPort, id uint32, addr netip.AddrPort) []*pinger {
 	t.Helper()
+	if r := newClient(t, "127.0.0.1", lobby).request(compact, joinRoom, 1, joinPayload(id)); r.typ != joinSuccess {
+		t.Fatalf("bob's JOIN of room %d answered %#x", id, r.typ)
+	}
 	players := []*gamer{newGamer(t, fmt.Sprintf("alice@%d", id), compact, addr), newGamer(t, fmt.Sprintf("bob@%d", id), compact, addr)}
 	for _, g := range players {
 		if _, err := g.greetCompact(id, 4); err != nil {
@@ -148,7 +152,7 @@ func TestRoomsOutliveAKilledLobby(t *testing.T) {
 	}
 	var pingers []*pinger
 	for _, id := range ids[:2] {
-		pingers = append(pingers, startMatch(t, id, netip.AddrPortFrom(l.lobby.Addr(), ports[id]))...)
+		pingers = append(pingers, startMatch(t, l.lobby, id, netip.AddrPortFrom(l.lobby.Addr(), ports[id]))...)
 	}
 	// The lobby hears of the start a moment after the players.
 	var before []room
@@ -249,7 +253,7 @@ func TestOrphanedRoomsEndAfterTheGrace(t *testing.T) {
 	c := newClient(t, "127.0.0.1", l.lobby)
 	id, port := c.request(compact, createRoom, 1, nil).roomPort(t)
 	c.request(compact, createRoom, 2, nil).roomPort(t)
-	pingers := startMatch(t, id, netip.AddrPortFrom(l.lobby.Addr(), port))
+	pingers := startMatch(t, l.lobby, id, netip.AddrPortFrom(l.lobby.Addr(), port))
 	if n := len(l.rooms()); n != 2 {
 		t.Fatalf("%d room processes", n)
 	}

@@ -197,7 +197,7 @@ func TestUpgradeUnderListLoad(t *testing.T) {
 		t.Fatalf("after a failed takeover\n%+v\nwant\n%+v", after, before)
 	}
 	match := c.list(9)[1]
-	startMatch(t, match.id, netip.AddrPortFrom(l.lobby.Addr(), match.port))
+	startMatch(t, l.lobby, match.id, netip.AddrPortFrom(l.lobby.Addr(), match.port))
 	for seq := uint16(10); byID(c.list(seq))[match.id].state != 2; seq++ {
 		if seq > 500 {
 			t.Fatal("the old process no longer hears from its rooms")

@@ -797,7 +797,9 @@ type Seat struct {
 	// When the seat is given up, in Unix milliseconds.
 	ExpiresUnixMs int64 `protobuf:"varint,2,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
 	// Whether the JOIN that holds it proved its sender real.
-	Proven        bool `protobuf:"varint,3,opt,name=proven,proto3" json:"proven,omitempty"`
+	Proven bool `protobuf:"varint,3,opt,name=proven,proto3" json:"proven,omitempty"`
+	// Whether it is the seat of the CREATE that made the room.
+	Creator       bool `protobuf:"varint,4,opt,name=creator,proto3" json:"creator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -849,6 +851,13 @@ func (x *Seat) GetExpiresUnixMs() int64 {
 func (x *Seat) GetProven() bool {
 	if x != nil {
 		return x.Proven
+	}
+	return false
+}
+
+func (x *Seat) GetCreator() bool {
+	if x != nil {
+		return x.Creator
 	}
 	return false
 }
@@ -942,11 +951,12 @@ const file_instance_proto_rawDesc = "" +
 	"\x04kept\x18\b \x01(\bR\x04kept\"R\n" +
 	"\tHostState\x12\x16\n" +
 	"\x06listed\x18\x01 \x01(\bR\x06listed\x12-\n" +
-	"\x05seats\x18\x02 \x03(\v2\x17.foyer.instance.v1.SeatR\x05seats\"^\n" +
+	"\x05seats\x18\x02 \x03(\v2\x17.foyer.instance.v1.SeatR\x05seats\"x\n" +
 	"\x04Seat\x12\x16\n" +
 	"\x06player\x18\x01 \x01(\tR\x06player\x12&\n" +
 	"\x0fexpires_unix_ms\x18\x02 \x01(\x03R\rexpiresUnixMs\x12\x16\n" +
-	"\x06proven\x18\x03 \x01(\bR\x06proven\"\x0e\n" +
+	"\x06proven\x18\x03 \x01(\bR\x06proven\x12\x18\n" +
+	"\acreator\x18\x04 \x01(\bR\acreator\"\x0e\n" +
 	"\fKeepResponse*V\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_WAITING\x10\x00\x12\x13\n" +

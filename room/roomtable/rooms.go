@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -68,6 +69,13 @@ func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
 	e := &entry{row: row, listed: listed}
 	e.row.Seats = 0
 	e.seats.restore(seats, time.Now())
+	// An adopted room's creator is on its way only while its seat is
+	// held; a room kept ready waits for its creator's seat (Hand).
+	e.arrived = listed && !e.seats.holdsCreator()
+	if c, ok := e.seats.creator(); ok && listed {
+		e.net = limit.PrefixOf(c.Addr())
+		t.nets[e.net]++
+	}
 	t.rooms[row.ID] = e
 	if listed {
 		t.emit(room.Event{Kind: room.Created, Room: e.view()})
@@ -86,7 +94,9 @@ func (t *Table) Hand(id uint32, creator netip.AddrPort) (room.Room, bool) {
 		return room.Room{}, false
 	}
 	e.listed = true
-	e.seats.hold(creator, time.Now().Add(t.cfg.SeatTTL), false)
+	e.net = limit.PrefixOf(creator.Addr())
+	t.nets[e.net]++
+	e.seats.hold(creator, time.Now().Add(t.cfg.SeatTTL), seatKind{creator: true})
 	t.seatsChanged(e)
 	t.stats.Created++
 	row := e.view()
@@ -129,6 +139,7 @@ func (t *Table) Report(id uint32, r Report) (from packet.RoomState, row room.Roo
 		e.seats.dropOldestOf(r.Connected)
 	}
 	e.row.Players = r.Players
+	e.arrived = e.arrived || r.Players > 0
 	if r.Details != nil {
 		e.row.MaxPlayers = r.Details.MaxPlayers
 		e.row.Name, e.row.Game, e.row.Map, e.row.Password = r.Details.Name, r.Details.Game, r.Details.Map, r.Details.Password
@@ -178,6 +189,9 @@ func (t *Table) Remove(id uint32, cause room.Cause, exitCode int, signal string)
 		return room.Room{}, false, false
 	}
 	delete(t.rooms, id)
+	if e.net.IsValid() {
+		t.forget(e.net)
+	}
 	t.stats.Reaped[cause]++
 	row = e.view()
 	if e.listed {
@@ -186,17 +200,23 @@ func (t *Table) Remove(id uint32, cause room.Cause, exitCode int, signal string)
 	return row, e.listed, true
 }
 
-// Expire drops the seats whose player did not come by now. A room's
-// process that keeps its seats drops them by their expiry too: the hook
-// is not told.
-func (t *Table) Expire(now time.Time) {
+// Expire drops the seats whose player did not come by now, and returns the
+// rooms nobody came to: handed out, their creator's seat expired, and no
+// player yet. A room's process that keeps its seats drops them by their
+// expiry too: the hook is not told.
+func (t *Table) Expire(now time.Time) (abandoned []uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.rooms {
-		if e.seats.expire(now) > 0 && e.listed {
-			t.emit(room.Event{Kind: room.Changed, Room: e.view()})
+		if e.seats.expire(now) == 0 || !e.listed {
+			continue
+		}
+		t.emit(room.Event{Kind: room.Changed, Room: e.view()})
+		if e.key == "" && !e.arrived && !e.stopping && !e.seats.holdsCreator() {
+			abandoned = append(abandoned, e.row.ID)
 		}
 	}
+	return abandoned
 }
 
 // Seats returns the seats held in room id, oldest first, and whether it

@@ -29,6 +29,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -62,15 +63,28 @@ type Config struct {
 	// IDs confines the room ids to one range, for a host of a cluster;
 	// the zero value confines nothing.
 	IDs IDRange
+	// SeatsPerAddress bounds the seats one IP holds in one room at once,
+	// proven or not: one address cannot take a room by asking from many
+	// ports. A seat its player takes up frees its place, so players
+	// behind one address (a LAN party behind a NAT) come in one after
+	// another, this many at a time.
+	SeatsPerAddress int
+	// RoomsPerNetwork bounds the rooms handed out at once to the
+	// creators of one network (an IPv4 /24, an IPv6 /56), so that no
+	// network, forged or real, takes every room of the host.
+	RoomsPerNetwork int
 	// SeatsChanged, when set, is called with a room's id whenever the
 	// seats held in it change (held, refreshed, taken, expired), with the
 	// table's lock held: it must only take note.
 	SeatsChanged func(id uint32)
 }
 
-// DefaultConfig returns the defaults: seats wait 10s, ids are not
-// persisted nor confined.
-func DefaultConfig() Config { return Config{SeatTTL: 10 * time.Second} }
+// DefaultConfig returns the defaults: seats wait 10s, an address holds 2
+// seats of a room at once, a network 16 rooms (a quarter of the
+// supervisor's default max_instances), ids are not persisted nor confined.
+func DefaultConfig() Config {
+	return Config{SeatTTL: 10 * time.Second, SeatsPerAddress: 2, RoomsPerNetwork: 16}
+}
 
 // Table is the room table. It implements room.Table and room.Registry.
 type Table struct {
@@ -86,11 +100,14 @@ type Table struct {
 	held       bool // Hold: no Create or Join for now
 	rooms      map[uint32]*entry
 	registered map[string]*entry // also in rooms
-	version    uint64
-	snap       room.Snapshot
-	snapOK     bool
-	watchers   room.Watchers
-	stats      Stats
+	// nets counts the rooms handed out to each creator network, and
+	// those being spawned for it.
+	nets     map[netip.Prefix]int
+	version  uint64
+	snap     room.Snapshot
+	snapOK   bool
+	watchers room.Watchers
+	stats    Stats
 }
 
 // entry is one room of the table; its fields are guarded by Table.mu.
@@ -100,6 +117,10 @@ type entry struct {
 	stopping bool   // on its way out: no one joins any more
 	key      string // registered rooms: the registration key
 	seats    seats
+	// net is the creator's network, counted in Table.nets while the
+	// room is listed; arrived is set once a player came.
+	net     netip.Prefix
+	arrived bool
 }
 
 // The edges answer JOIN on their read loops for a table whose Join never
@@ -113,8 +134,12 @@ var (
 // New returns an empty table whose Create asks spawn for rooms. Rooms
 // registered through it, and the room-id writer, live until Close.
 func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
-	if cfg.SeatTTL <= 0 {
+	switch {
+	case cfg.SeatTTL <= 0:
 		return nil, fmt.Errorf("room table: seat_ttl %v is not above 0", cfg.SeatTTL)
+	case cfg.SeatsPerAddress < 1 || cfg.RoomsPerNetwork < 1:
+		return nil, fmt.Errorf("room table: seats_per_address %d and rooms_per_network %d must be 1 or more",
+			cfg.SeatsPerAddress, cfg.RoomsPerNetwork)
 	}
 	if cfg.IDs != (IDRange{}) && !cfg.IDs.valid() {
 		return nil, fmt.Errorf("room table: id range %d-%d starting at %d", cfg.IDs.First, cfg.IDs.Last, cfg.IDs.Next)
@@ -131,6 +156,7 @@ func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
 		stop: make(chan struct{}), wrote: make(chan struct{}),
 		rooms:      make(map[uint32]*entry),
 		registered: make(map[string]*entry),
+		nets:       make(map[netip.Prefix]int),
 		stats:      Stats{Reaped: make(map[room.Cause]uint64)},
 	}
 	go func() {
@@ -169,13 +195,39 @@ func (t *Table) Watch(ctx context.Context) <-chan room.Event {
 	return t.watchers.Watch(ctx, watchBuffer)
 }
 
-// Create has the Spawner start a room and hold a seat in it for creator.
-// Errors wrap room.ErrClosed, or what the Spawner returned.
+// Create has the Spawner start a room and hold a seat in it for creator,
+// unless creator's network holds RoomsPerNetwork rooms already. Errors
+// wrap room.ErrClosed, room.ErrQuota, or what the Spawner returned.
 func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
-	if !t.open() {
+	net := limit.PrefixOf(creator.Addr())
+	t.mu.Lock()
+	switch {
+	case t.closed || t.held:
+		t.mu.Unlock()
 		return room.Room{}, room.ErrClosed
+	case t.nets[net] >= t.cfg.RoomsPerNetwork:
+		n := t.nets[net]
+		t.mu.Unlock()
+		return room.Room{}, fmt.Errorf("%w: network %v has %d rooms", room.ErrQuota, net, n)
 	}
+	t.nets[net]++ // the spawn's, until Hand counts the room
+	t.mu.Unlock()
+	defer t.uncount(net)
 	return t.spawn.Spawn(ctx, creator)
+}
+
+// uncount takes one from net's count of rooms.
+func (t *Table) uncount(net netip.Prefix) {
+	t.mu.Lock()
+	t.forget(net)
+	t.mu.Unlock()
+}
+
+// forget takes one from net's count. t.mu is held.
+func (t *Table) forget(net netip.Prefix) {
+	if t.nets[net]--; t.nets[net] <= 0 {
+		delete(t.nets, net)
+	}
 }
 
 // Capacity is how many rooms Create could hand out now.
@@ -223,14 +275,20 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 	// that is full: its seat is one of those that fill it. A proven player
 	// may take the place of a seat held for a sender that may be forged.
 	proven := proof == room.SawListing
-	if err != nil && !e.seats.holdsFor(player) {
+	seated := e.seats.holdsFor(player)
+	if !seated && e.seats.ofIP(player.Addr()) >= t.cfg.SeatsPerAddress {
+		// Proven or not: a proof shows only that an IP read a list.
+		t.stats.SeatsOverQuota++
+		return room.Room{}, room.ErrQuota
+	}
+	if err != nil && !seated {
 		if !proven || !e.seats.dropOldestUnproven() {
 			return room.Room{}, err
 		}
 		t.stats.SeatsDisplaced++
 	}
 	t.seatsChanged(e)
-	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), proven) {
+	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
 		return e.view(), nil
 	}
 	t.stats.SeatsHeld++
@@ -311,6 +369,8 @@ type Stats struct {
 	SeatsHeld  uint64 // seats newly held by Join
 	// SeatsDisplaced counts seats of Unproven JOINs given to proven ones.
 	SeatsDisplaced uint64
+	// SeatsOverQuota counts JOINs refused for their address's seats.
+	SeatsOverQuota uint64
 	Reaped         map[room.Cause]uint64 // rooms removed, by cause (see room.Cause)
 	WatchDrops     uint64                // events a slow watcher missed
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestContract(t *testing.T) { roomtabletest.Contract(t, open) }
 const watchBuffer = 256
 
 func TestSlowWatcherMissesEvents(t *testing.T) {
-	rooms := roomtabletest.New(t, roomtable.Config{})
+	rooms := roomtabletest.New(t, roomtable.Config{SeatsPerAddress: 1000})
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slow := rooms.Watch(wctx) // never read until the end
@@ -215,5 +216,114 @@ func TestHoldStopsCreateAndJoin(t *testing.T) {
 	rooms.Hold(false)
 	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); err != nil {
 		t.Errorf("Join after the hold: %v", err)
+	}
+}
+
+// TestSeatsPerAddress: one IP holds SeatsPerAddress seats of a room at
+// once, from as many ports as it likes, proven or not; a seat its player
+// takes up frees the place; another IP is not held back.
+func TestSeatsPerAddress(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{SeatsPerAddress: 2})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 64})
+	for port := range 64 {
+		proof := []room.Proof{room.Unproven, room.SawListing}[port%2]
+		_, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(1000+port)), proof)
+		if want := port >= 2; errors.Is(err, room.ErrQuota) != want {
+			t.Fatalf("JOIN from port %d: %v; over quota %v", port, err, want)
+		}
+	}
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1000"), room.Unproven); err != nil {
+		t.Fatalf("a seated address's JOIN again: %v", err)
+	}
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.2:1000"), room.Unproven); err != nil {
+		t.Fatalf("another IP: %v", err)
+	}
+	rooms.Report(r.ID, roomtable.Report{State: packet.Waiting, Players: 1, Connected: netip.MustParseAddr("192.0.2.1")})
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:2000"), room.Unproven); err != nil {
+		t.Fatalf("after one of the IP's players came: %v", err)
+	}
+	if n := rooms.Stats().SeatsOverQuota; n != 62 {
+		t.Fatalf("%d JOINs counted over quota, want 62", n)
+	}
+}
+
+// TestCreatorSeatNeverDisplaced: in a room full of unproven seats, a
+// proven JOIN takes the place of a JOIN's seat, never the creator's.
+func TestCreatorSeatNeverDisplaced(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r, err := rooms.Create(ctx, ep("192.0.2.9:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < r.MaxPlayers; i++ {
+		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 1), room.Unproven); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range r.MaxPlayers {
+		_, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i + 1)}), 1), room.SawListing)
+		if wantFull := i == r.MaxPlayers-1; errors.Is(err, room.ErrFull) != wantFull {
+			t.Fatalf("proven JOIN %d: %v; want full %v (only the JOINs' seats give way)", i, err, wantFull)
+		}
+	}
+	seats, _, _ := rooms.Seats(r.ID)
+	if !slices.ContainsFunc(seats, func(s room.Seat) bool { return s.Creator && s.Player == ep("192.0.2.9:9") }) {
+		t.Fatalf("the creator's seat is gone: %+v", seats)
+	}
+}
+
+// TestRoomsPerNetwork: one network's creators hold RoomsPerNetwork rooms at
+// once, from any of its addresses; a room that ends gives its place back;
+// other networks are not held back.
+func TestRoomsPerNetwork(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{RoomsPerNetwork: 3})
+	var ids []uint32
+	for i := range 5 {
+		r, err := rooms.Create(ctx, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i)}), 1))
+		if wantQuota := i >= 3; errors.Is(err, room.ErrQuota) != wantQuota {
+			t.Fatalf("CREATE %d from the /24: %v; over quota %v", i, err, wantQuota)
+		}
+		if err == nil {
+			ids = append(ids, r.ID)
+		}
+	}
+	if _, err := rooms.Create(ctx, ep("[2001:db8:1::1]:1")); err != nil {
+		t.Fatalf("another network: %v", err)
+	}
+	rooms.Reap(ids[0])
+	if _, err := rooms.Create(ctx, ep("198.51.100.200:1")); err != nil {
+		t.Fatalf("after one of the network's rooms ended: %v", err)
+	}
+	for i := range 2 { // a /56 is one network; the next /56 another
+		if _, err := rooms.Create(ctx, ep(fmt.Sprintf("[2001:db8:1:%x::1]:1", i+1))); err != nil {
+			t.Fatalf("IPv6 CREATE %d: %v", i, err)
+		}
+	}
+	if _, err := rooms.Create(ctx, ep("[2001:db8:1:ff::1]:1")); !errors.Is(err, room.ErrQuota) {
+		t.Fatalf("fourth CREATE from one /56: %v", err)
+	}
+	if _, err := rooms.Create(ctx, ep("[2001:db8:1:100::1]:1")); err != nil {
+		t.Fatalf("the next /56: %v", err)
+	}
+}
+
+// TestRoomNobodyCameTo: a room whose creator's seat expires before any
+// player came is reported abandoned; one its creator came to, or another
+// player, is not.
+func TestRoomNobodyCameTo(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{SeatTTL: time.Minute})
+	empty, _ := rooms.Create(ctx, ep("192.0.2.1:1"))
+	came, _ := rooms.Create(ctx, ep("192.0.2.2:1"))
+	joined, _ := rooms.Create(ctx, ep("192.0.2.3:1"))
+	rooms.Report(came.ID, roomtable.Report{State: packet.Waiting, Players: 1, Connected: netip.MustParseAddr("192.0.2.2")})
+	if _, err := rooms.Join(ctx, joined.ID, ep("192.0.2.4:1"), room.Unproven); err != nil {
+		t.Fatal(err)
+	}
+	rooms.Report(joined.ID, roomtable.Report{State: packet.Waiting, Players: 1, Connected: netip.MustParseAddr("192.0.2.4")})
+	if got := rooms.Expire(time.Now().Add(59 * time.Second)); len(got) != 0 {
+		t.Fatalf("abandoned before the seats expired: %v", got)
+	}
+	if got := rooms.Expire(time.Now().Add(61 * time.Second)); !slices.Equal(got, []uint32{empty.ID}) {
+		t.Fatalf("abandoned %v, want [%d]", got, empty.ID)
 	}
 }

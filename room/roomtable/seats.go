@@ -27,17 +27,22 @@ type seat struct {
 	ip        netip.Addr // player's, unmapped: how a connecting player is matched
 	expires   time.Time
 	proven    bool // held by a JOIN that proved its sender real
+	creator   bool // held by the CREATE that made the room: never displaced
 	all, mine links
-	doubt     links // in unproven, while not proven
+	doubt     links // in unproven, while neither proven nor the creator's
 }
 
 type links struct{ prev, next *seat }
 
 // chain is a doubly linked list of seats threaded through one of their
 // links fields (which one, the caller says).
-type chain struct{ head, tail *seat }
+type chain struct {
+	head, tail *seat
+	n          int
+}
 
 func (c *chain) push(s *seat, l func(*seat) *links) {
+	c.n++
 	*l(s) = links{prev: c.tail}
 	if c.tail != nil {
 		l(c.tail).next = s
@@ -48,6 +53,7 @@ func (c *chain) push(s *seat, l func(*seat) *links) {
 }
 
 func (c *chain) remove(s *seat, l func(*seat) *links) {
+	c.n--
 	ls := l(s)
 	if ls.prev != nil {
 		l(ls.prev).next = ls.next
@@ -75,10 +81,36 @@ func (ss *seats) holdsFor(player netip.AddrPort) bool {
 	return ok
 }
 
+// ofIP is how many seats ip holds.
+func (ss *seats) ofIP(ip netip.Addr) int { return ss.byIP[ip.Unmap()].n }
+
+// holdsCreator reports whether the creator's seat is held still.
+func (ss *seats) holdsCreator() bool {
+	_, ok := ss.creator()
+	return ok
+}
+
+// creator returns the player of the creator's seat, if it is held still.
+// It walks the seats, which SeatsPerAddress and the room's size bound.
+func (ss *seats) creator() (netip.AddrPort, bool) {
+	for s := ss.all.head; s != nil; s = s.all.next {
+		if s.creator {
+			return s.player, true
+		}
+	}
+	return netip.AddrPort{}, false
+}
+
+// seatKind says what kind of JOIN holds a seat.
+type seatKind struct {
+	proven  bool // the sender proved it is real
+	creator bool // the CREATE that made the room
+}
+
 // hold takes a seat for player until expires, or refreshes the one it
 // holds (moving it to the young end), and reports whether it is new. A
-// seat once proven stays proven.
-func (ss *seats) hold(player netip.AddrPort, expires time.Time, proven bool) bool {
+// seat once proven, or the creator's, stays so.
+func (ss *seats) hold(player netip.AddrPort, expires time.Time, k seatKind) bool {
 	if ss.byPlayer == nil {
 		ss.byPlayer = make(map[netip.AddrPort]*seat)
 		ss.byIP = make(map[netip.Addr]chain)
@@ -91,20 +123,24 @@ func (ss *seats) hold(player netip.AddrPort, expires time.Time, proven bool) boo
 		ss.byPlayer[player] = s
 	}
 	s.expires = expires
-	s.proven = s.proven || proven
+	s.proven = s.proven || k.proven
+	s.creator = s.creator || k.creator
 	ss.all.push(s, allLinks)
 	mine := ss.byIP[s.ip]
 	mine.push(s, mineLinks)
 	ss.byIP[s.ip] = mine
-	if !s.proven {
+	if s.doubtful() {
 		ss.unproven.push(s, doubtLinks)
 	}
 	return !ok
 }
 
+// doubtful reports whether s may be displaced by a proven JOIN.
+func (s *seat) doubtful() bool { return !s.proven && !s.creator }
+
 // unlink takes s out of its chains, keeping it in byPlayer.
 func (ss *seats) unlink(s *seat) {
-	if !s.proven {
+	if s.doubtful() {
 		ss.unproven.remove(s, doubtLinks)
 	}
 	ss.all.remove(s, allLinks)
@@ -131,7 +167,8 @@ func (ss *seats) dropOldest(n int) int {
 	return dropped
 }
 
-// dropOldestUnproven drops the oldest seat an Unproven JOIN holds, if any.
+// dropOldestUnproven drops the oldest seat an Unproven JOIN holds, if any:
+// never a proven one, nor the creator's.
 func (ss *seats) dropOldestUnproven() bool {
 	if ss.unproven.head == nil {
 		return false
@@ -164,7 +201,7 @@ func (ss *seats) expire(now time.Time) int {
 func (ss *seats) list() []room.Seat {
 	out := make([]room.Seat, 0, len(ss.byPlayer))
 	for s := ss.all.head; s != nil; s = s.all.next {
-		out = append(out, room.Seat{Player: s.player, Expires: s.expires, Proven: s.proven})
+		out = append(out, room.Seat{Player: s.player, Expires: s.expires, Proven: s.proven, Creator: s.creator})
 	}
 	return out
 }
@@ -175,7 +212,7 @@ func (ss *seats) restore(kept []room.Seat, now time.Time) {
 	slices.SortStableFunc(kept, func(a, b room.Seat) int { return a.Expires.Compare(b.Expires) })
 	for _, s := range kept {
 		if s.Expires.After(now) {
-			ss.hold(s.Player, s.Expires, s.Proven)
+			ss.hold(s.Player, s.Expires, seatKind{proven: s.Proven, creator: s.Creator})
 		}
 	}
 }

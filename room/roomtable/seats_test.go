@@ -16,11 +16,11 @@ func TestSeatsKeepExpiryOrder(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	a, b, c := seatOf("192.0.2.1", 1), seatOf("192.0.2.2", 1), seatOf("192.0.2.1", 2)
 	for i, p := range []netip.AddrPort{a, b, c} {
-		if !ss.hold(p, t0.Add(time.Duration(i)*time.Second), false) {
+		if !ss.hold(p, t0.Add(time.Duration(i)*time.Second), seatKind{}) {
 			t.Fatalf("seat %v not new", p)
 		}
 	}
-	if ss.hold(a, t0.Add(3*time.Second), false) || ss.len() != 3 {
+	if ss.hold(a, t0.Add(3*time.Second), seatKind{}) || ss.len() != 3 {
 		t.Fatalf("refreshing a seat made another: %d seats", ss.len())
 	}
 	// Order now b (1s), c (2s), a (3s).
@@ -41,7 +41,7 @@ func TestSeatsKeepExpiryOrder(t *testing.T) {
 		t.Fatalf("empty seats expired %d", n)
 	}
 	// Emptied chains take new seats again.
-	if !ss.hold(b, t0, false) || ss.len() != 1 || !ss.dropOldestOf(b.Addr()) {
+	if !ss.hold(b, t0, seatKind{}) || ss.len() != 1 || !ss.dropOldestOf(b.Addr()) {
 		t.Fatal("seats unusable once emptied")
 	}
 }
@@ -56,15 +56,15 @@ func BenchmarkSeatChurn(b *testing.B) {
 			players := make([]netip.AddrPort, n)
 			for i := range players {
 				players[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 7777)
-				ss.hold(players[i], t0, false)
+				ss.hold(players[i], t0, seatKind{})
 			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				p := players[i%n]
-				ss.hold(p, t0.Add(time.Duration(i)), false)
+				ss.hold(p, t0.Add(time.Duration(i)), seatKind{})
 				ss.dropOldestOf(p.Addr())
-				ss.hold(p, t0.Add(time.Duration(i)), false)
+				ss.hold(p, t0.Add(time.Duration(i)), seatKind{})
 				ss.expire(t0)
 				i++
 			}
@@ -76,9 +76,9 @@ func TestSeatsProvenDisplaceUnproven(t *testing.T) {
 	var ss seats
 	t0 := time.Unix(1000, 0)
 	forged, real := seatOf("127.9.9.9", 1), seatOf("192.0.2.7", 1)
-	ss.hold(forged, t0, false)
-	ss.hold(real, t0, true)
-	ss.hold(seatOf("127.9.9.10", 1), t0, false)
+	ss.hold(forged, t0, seatKind{})
+	ss.hold(real, t0, seatKind{proven: true})
+	ss.hold(seatOf("127.9.9.10", 1), t0, seatKind{})
 	if !ss.dropOldestUnproven() || ss.holdsFor(forged) || !ss.holdsFor(real) {
 		t.Fatal("the oldest unproven seat was not the one given up")
 	}
@@ -86,7 +86,7 @@ func TestSeatsProvenDisplaceUnproven(t *testing.T) {
 		t.Fatal("a proven seat was given up")
 	}
 	// Proven once, proven for good: a later unproven refresh keeps it.
-	ss.hold(real, t0.Add(time.Second), false)
+	ss.hold(real, t0.Add(time.Second), seatKind{})
 	if ss.dropOldestUnproven() {
 		t.Fatal("a refreshed proven seat lost its proof")
 	}

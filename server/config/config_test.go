@@ -213,6 +213,9 @@ func TestRefusals(t *testing.T) {
 		{"duration garbage", "[room]\ncountdown = \"soon\"\n", `bad.toml:2: [room] countdown "soon": not a duration`},
 		{"duration number", "[room]\ncountdown = 3\n", `bad.toml:2: [room] countdown 3: want a duration string`},
 		{"max_instances zero", "[supervisor]\nmax_instances = 0\n", `bad.toml:2: [supervisor] max_instances 0: must be at least 1`},
+		{"seats per address zero", "[supervisor]\nseats_per_address = 0\n", `bad.toml:2: [supervisor] seats_per_address 0: must be at least 1`},
+		{"rooms per network past max", "[supervisor]\nmax_instances = 8\nrooms_per_network = 9\n", `bad.toml:3: [supervisor] rooms_per_network 9: must be at most 8`},
+		{"max waiting short", "[supervisor]\nmax_waiting = \"10ms\"\n", `bad.toml:2: [supervisor] max_waiting "10ms": must be at least 1s`},
 		{"max_players too big", "[supervisor]\nmax_players = 70000\n", `bad.toml:2: [supervisor] max_players 70000: must be at most 65535`},
 		{"warm above max", "[supervisor]\nmax_instances = 2\nwarm = 3\n", `bad.toml:3: [supervisor] warm 3: must be at most 2`},
 		{"probe without command", "[supervisor]\nprobe = \"teeworlds\"\n", `bad.toml:2: [supervisor] probe "teeworlds": needs a command`},
@@ -423,5 +426,25 @@ func TestRoomSettings(t *testing.T) {
 	}
 	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
 		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
+	}
+}
+
+// TestRoomsPerNetworkFollowsMaxInstances: left out, a network's share is
+// a quarter of the max_instances the file sets, at least 1; given, it is
+// what the file says.
+func TestRoomsPerNetworkFollowsMaxInstances(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"[supervisor]\nmax_instances = 8\n", 2},
+		{"[supervisor]\nmax_instances = 3\n", 1},
+		{"", 16},
+		{"[supervisor]\nmax_instances = 8\nrooms_per_network = 8\n", 8},
+	} {
+		c, err := Parse("t.toml", tc.text)
+		if err != nil || c.Supervisor.RoomsPerNetwork != tc.want {
+			t.Errorf("%q: rooms_per_network %d, %v; want %d", tc.text, c.Supervisor.RoomsPerNetwork, err, tc.want)
+		}
 	}
 }

@@ -176,6 +176,9 @@ type supervisorKeys struct {
 	PortCooldown   toml.Primitive `toml:"port_cooldown"`
 	PortQuarantine toml.Primitive `toml:"port_quarantine"`
 	SeatTTL        toml.Primitive `toml:"seat_ttl"`
+	SeatsPerAddr   toml.Primitive `toml:"seats_per_address"`
+	RoomsPerNet    toml.Primitive `toml:"rooms_per_network"`
+	MaxWaiting     toml.Primitive `toml:"max_waiting"`
 	IDFile         toml.Primitive `toml:"id_file"`
 	StateDir       toml.Primitive `toml:"state_dir"`
 	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
@@ -201,14 +204,19 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
 	r.get(k.Command, command(&sc.Command))
 	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "none"))
-	// The supervisor reads a zero duration as "use the default", so zero
-	// is refused here rather than silently changed.
+	// The supervisor refuses a zero duration (it means nothing); it is
+	// refused here, with its line.
 	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))
 	r.get(k.HealthTimeout, duration(&sc.HealthTimeout, minHealthTimeout))
 	r.get(k.StopGrace, duration(&sc.StopGrace, time.Millisecond))
 	r.get(k.PortCooldown, duration(&sc.PortCooldown, time.Millisecond))
 	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))
 	r.get(k.SeatTTL, duration(&sc.SeatTTL, time.Millisecond))
+	r.get(k.SeatsPerAddr, count(&sc.SeatsPerAddress, 1, 1<<16-1))
+	// A file that sizes max_instances sizes the networks' share with it.
+	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)
+	r.get(k.RoomsPerNet, count(&sc.RoomsPerNetwork, 1, sc.MaxInstances))
+	r.get(k.MaxWaiting, duration(&sc.MaxWaiting, time.Second))
 	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
 	r.get(k.StateDir, text(func(v string) error {
 		if v != "" && !filepath.IsAbs(v) {

@@ -88,7 +88,7 @@ func hostState(k Kept) *instancepb.HostState {
 	}
 	m := &instancepb.HostState{Listed: k.Listed, Seats: make([]*instancepb.Seat, len(seats))}
 	for i, s := range seats {
-		m.Seats[i] = &instancepb.Seat{Player: s.Player.String(), ExpiresUnixMs: s.Expires.UnixMilli(), Proven: s.Proven}
+		m.Seats[i] = &instancepb.Seat{Player: s.Player.String(), ExpiresUnixMs: s.Expires.UnixMilli(), Proven: s.Proven, Creator: s.Creator}
 	}
 	return m
 }
@@ -117,7 +117,8 @@ func descriptionFrom(m *instancepb.Description) (Description, error) {
 		if err != nil {
 			continue
 		}
-		d.Kept.Seats = append(d.Kept.Seats, room.Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()), Proven: s.GetProven()})
+		d.Kept.Seats = append(d.Kept.Seats, room.Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()),
+			Proven: s.GetProven(), Creator: s.GetCreator()})
 	}
 	return d, nil
 }

@@ -5,6 +5,7 @@
 package roomtabletest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -39,13 +40,15 @@ const (
 )
 
 // New returns an empty table of Unlimited capacity with cfg's rules, closed
-// at the end of the test. A zero SeatTTL takes roomtable.DefaultConfig's,
-// so that a test says only what it is about.
+// at the end of the test. Zero SeatTTL, SeatsPerAddress and
+// RoomsPerNetwork take roomtable.DefaultConfig's, so that a test says only
+// what it is about.
 func New(t testing.TB, cfg roomtable.Config) *Rooms {
 	t.Helper()
-	if cfg.SeatTTL == 0 {
-		cfg.SeatTTL = roomtable.DefaultConfig().SeatTTL
-	}
+	d := roomtable.DefaultConfig()
+	cfg.SeatTTL = cmp.Or(cfg.SeatTTL, d.SeatTTL)
+	cfg.SeatsPerAddress = cmp.Or(cfg.SeatsPerAddress, d.SeatsPerAddress)
+	cfg.RoomsPerNetwork = cmp.Or(cfg.RoomsPerNetwork, d.RoomsPerNetwork)
 	r := &Rooms{capacity: Unlimited}
 	table, err := roomtable.New(cfg, r, zerolog.Nop())
 	if err != nil {
