@@ -155,10 +155,15 @@ func (s *settings) bind() netip.Addr {
 // level: it is read by tests, and shown only when one fails.
 func (s *settings) configText() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[lobby]\nlisten = %q\nrate = %d\nburst = %d\ncreate_rate = %d\ncreate_burst = %d\n\n",
+	fmt.Fprintf(&b, "[lobby]\nlisten = %q\nrate = %d\nburst = %d\ncreate_rate = %d\ncreate_burst = %d\n",
 		s.listen, testRate, testBurst, testCreateRate, testCreateBurst)
+	fmt.Fprintf(&b, "create_network_rate = %d\ncreate_network_burst = %d\nunverified_create_rate = %d\nunverified_create_burst = %d\n\n",
+		testCreateRate, testCreateBurst, testCreateRate, testCreateBurst)
 	fmt.Fprintf(&b, "[supervisor]\nports = \"%d-%d\"\nmax_instances = %d\nmax_players = %d\nwarm = %d\ncommand = [%q, \"instance\"]\n",
 		s.first, s.last, s.maxInstances, s.maxPlayers, s.warm, s.instance)
+	// Every player of a test is 127.0.0.1, as a LAN party behind one
+	// address: the quotas of one address and one network are the host's.
+	fmt.Fprintf(&b, "seats_per_address = %d\nrooms_per_network = %d\n", s.maxPlayers, s.maxInstances)
 	if ip := s.bind(); ip.IsValid() {
 		fmt.Fprintf(&b, "bind = %q\n", ip.String())
 	}

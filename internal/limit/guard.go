@@ -29,6 +29,11 @@ const (
 	Unadmitted
 	// Denied: its source is on the deny list (see Guard.Denied).
 	Denied
+	// NetworkLimited: a CREATE past its source network's bucket.
+	NetworkLimited
+	// Unverified: a CREATE of an unverified source past the one budget
+	// they all share.
+	Unverified
 )
 
 // OK reports whether the request is to be served.
@@ -44,6 +49,10 @@ func (v Verdict) Reason() string {
 		return "unadmitted"
 	case Denied:
 		return "denied"
+	case NetworkLimited:
+		return "network_rate_limited"
+	case Unverified:
+		return "unverified_create"
 	}
 	return ""
 }
@@ -77,16 +86,22 @@ type Guard struct {
 	deny     atomic.Pointer[denyList]
 	pressure atomic.Int64 // Unix ns until which the guard is under pressure
 
-	mu         sync.Mutex // guards unverified
+	mu         sync.Mutex // guards unverified and unverifiedCreates
 	unverified rate.Limiter
+	// unverifiedCreates is the CREATE budget of every unverified source.
+	unverifiedCreates rate.Limiter
+	// createNets are the networks' CREATE buckets.
+	createNets *Budget
 
 	unadmitted, denied, unverifiedDropped atomic.Uint64
 }
 
 // NewGuard builds the tables c describes; c must pass Check.
 func NewGuard(c Config) *Guard {
-	g := &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes)}
+	g := &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes),
+		createNets: NewNetworkLimit(rate.Limit(c.CreateNetworkRate), c.CreateNetworkBurst, c.MaxPrefixes)}
 	fill(&g.unverified, rate.Limit(c.UnverifiedReplyLimit), max(c.UnverifiedReplyLimit, MaxDatagram))
+	fill(&g.unverifiedCreates, rate.Limit(c.UnverifiedCreateRate), c.UnverifiedCreateBurst)
 	g.SetDeny(c.Deny)
 	return g
 }
@@ -107,8 +122,27 @@ func (g *Guard) UnderPressure(now time.Time) bool { return now.UnixNano() < g.pr
 func (g *Guard) Admit(ip netip.Addr, now time.Time) Verdict { return g.admit(ip, now, false) }
 
 // AdmitCreate draws a token from ip's create bucket, after Admit let the
-// request through.
-func (g *Guard) AdmitCreate(ip netip.Addr, now time.Time) Verdict { return g.admit(ip, now, true) }
+// request through, then one from its network's; a CREATE of an
+// unverified source (its first request, or first seen under pressure)
+// also draws on the budget all such CREATEs share.
+func (g *Guard) AdmitCreate(ip netip.Addr, now time.Time) Verdict {
+	v := g.admit(ip, now, true)
+	if !v.OK() {
+		return v
+	}
+	if !g.createNets.Allow(ip, 1, now) {
+		return NetworkLimited
+	}
+	if v == ServedUnverified {
+		g.mu.Lock()
+		ok := g.unverifiedCreates.AllowN(now, 1)
+		g.mu.Unlock()
+		if !ok {
+			return Unverified
+		}
+	}
+	return v
+}
 
 func (g *Guard) admit(ip netip.Addr, now time.Time, create bool) Verdict {
 	v := g.Sources.Allow(ip, now, create, g.UnderPressure(now))

@@ -25,11 +25,23 @@ import (
 type Config struct {
 	// Rate and Burst are each source IP's general bucket (requests per
 	// second); CreateRate and CreateBurst its stricter bucket for requests
-	// that start something (the native CREATE).
+	// that start something (the native CREATE). An IPv6 source is its /64:
+	// one host holds a /64 and may send from any address of it.
 	Rate        float64
 	Burst       int
 	CreateRate  float64
 	CreateBurst int
+	// CreateNetworkRate and CreateNetworkBurst are each network's (an
+	// IPv4 /24, an IPv6 /56) CREATE bucket, all its sources together.
+	CreateNetworkRate  float64
+	CreateNetworkBurst int
+	// UnverifiedCreateRate and UnverifiedCreateBurst are the one bucket
+	// every CREATE of an unverified source draws on: a source whose
+	// first request it is, or one first seen under pressure. Such a
+	// sender may be a forged address, and its room costs the host until
+	// it is found abandoned.
+	UnverifiedCreateRate  float64
+	UnverifiedCreateBurst int
 	// MaxSources bounds the sources tracked; idle ones are evicted first.
 	MaxSources int
 	// AdmitRate and AdmitBurst bound how many never-seen sources enter
@@ -54,7 +66,8 @@ type Config struct {
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, MaxSources: 100000, AdmitRate: 2000, AdmitBurst: 4096,
+		Rate: 20, Burst: 40, CreateRate: 1, CreateBurst: 3, CreateNetworkRate: 4, CreateNetworkBurst: 8,
+		UnverifiedCreateRate: 0.2, UnverifiedCreateBurst: 2, MaxSources: 100000, AdmitRate: 2000, AdmitBurst: 4096,
 		ReflectionLimit: 256 << 10, MaxPrefixes: 65536, UnverifiedReplyLimit: 1 << 20,
 	}
 }
@@ -62,6 +75,7 @@ func DefaultConfig() Config {
 // Check reports a Config no Guard can be built from.
 func (c Config) Check() error {
 	if !(c.Rate > 0) || c.Burst < 1 || !(c.CreateRate > 0) || c.CreateBurst < 1 || c.MaxSources < 1 ||
+		!(c.CreateNetworkRate > 0) || c.CreateNetworkBurst < 1 || !(c.UnverifiedCreateRate > 0) || c.UnverifiedCreateBurst < 1 ||
 		!(c.AdmitRate > 0) || c.AdmitBurst < 1 ||
 		c.ReflectionLimit < 1 || c.MaxPrefixes < 1 || c.UnverifiedReplyLimit < 1 {
 		return errors.New("limit: rates, bursts, max sources, admission, reflection limit, max prefixes and unverified reply limit must be positive")
@@ -101,6 +115,9 @@ type source struct {
 	// ended, so perhaps a forged address; its replies are charged to the
 	// guard's unverified budget.
 	unverified bool
+	// fresh: the request that put it in the table is its only one yet,
+	// so nothing shows it receives what it is sent.
+	fresh bool
 }
 
 // fill makes lim a full bucket of burst b refilling at r, without the
@@ -131,19 +148,20 @@ func NewSources(c Config) *Sources {
 // pressure is unverified until it is seen again after the pressure. An
 // IPv4-mapped IPv6 address is the IPv4 source.
 func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Verdict {
-	k := sourceKey(ip.As16())
+	k := keyOf(ip)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src, found := s.t.get(k)
 	switch {
 	case found:
 		src.unverified = src.unverified && pressure
+		src.fresh = src.fresh && create // a create follows its own general take
 	case !s.admit.AllowN(now, 1):
 		return Unadmitted
 	default:
 		src = s.t.insert(k)
 		fill(&src.general, s.general, s.burst)
-		src.created, src.limited, src.unverified = false, false, pressure
+		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, true
 	}
 	bucket := &src.general
 	if create {
@@ -157,7 +175,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	was := src.limited
 	src.limited = !ok
 	switch {
-	case ok && src.unverified:
+	case ok && (src.unverified || create && src.fresh):
 		return ServedUnverified
 	case ok:
 		return Served
@@ -165,6 +183,16 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 		return Limited
 	}
 	return NewlyLimited
+}
+
+// keyOf is ip's key in the table: the address, IPv4 mapped; for IPv6 its
+// /64, which one host holds whole.
+func keyOf(ip netip.Addr) sourceKey {
+	if ip.Is6() && !ip.Is4In6() {
+		p, _ := ip.Prefix(64)
+		return sourceKey(p.Addr().As16())
+	}
+	return sourceKey(ip.As16())
 }
 
 // Len is the number of sources tracked now.

@@ -180,6 +180,9 @@ type Client struct {
 	mu      sync.Mutex
 	next    uint16
 	pending map[uint16]*call
+	// answered is set once the lobby answered this client: from then on
+	// it knows the client receives what it sends.
+	answered bool
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the read loop ends
@@ -246,7 +249,20 @@ func (c *Client) List(ctx context.Context) ([]packet.Room, error) {
 
 // Create asks the lobby to start a room and hold a seat in it for this
 // client. A JOIN_FAILED answer returns an error wrapping ErrJoinFailed.
+//
+// A lobby starts few rooms for senders it has never answered, which may
+// be forged addresses: a client the lobby has not answered yet lists the
+// rooms first, as a player would, so that its CREATE comes from a sender
+// the lobby has seen receive.
 func (c *Client) Create(ctx context.Context) (Seat, error) {
+	c.mu.Lock()
+	answered := c.answered
+	c.mu.Unlock()
+	if !answered {
+		if _, err := c.List(ctx); err != nil {
+			return Seat{}, err
+		}
+	}
 	return c.seat(ctx, packet.Message{Header: packet.Header{Type: packet.CreateRoom}})
 }
 
@@ -359,6 +375,9 @@ func (c *Client) do(ctx context.Context, req packet.Message) (packet.Message, er
 		timer.Reset(c.cfg.timeout)
 		select {
 		case m := <-cl.reply:
+			c.mu.Lock()
+			c.answered = true
+			c.mu.Unlock()
 			return m, nil
 		case <-cl.refused:
 			refused = true

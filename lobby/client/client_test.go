@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,10 +132,42 @@ func sameSeq(t *testing.T, l *clienttest.Lobby, n int, typ packet.Type) []packet
 	return reqs
 }
 
+// answeredClient is a client of l that the lobby has answered already: its
+// CREATE goes out without a LIST first. The lobby's record starts after.
+func answeredClient(t *testing.T, l *clienttest.Lobby, opts ...client.Option) *client.Client {
+	t.Helper()
+	c := dial(t, l, opts...)
+	if _, err := c.List(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.ForgetRequests()
+	return c
+}
+
+// A client the lobby never answered lists the rooms before its first
+// CREATE, which then comes from a sender the lobby saw receive; after an
+// answer it does not list again.
+func TestFirstCreateListsFirst(t *testing.T) {
+	l := clienttest.Start(t)
+	c := dial(t, l, fast...)
+	for range 2 {
+		if _, err := c.Create(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var types []packet.Type
+	for _, r := range l.Requests() {
+		types = append(types, r.Type)
+	}
+	if want := []packet.Type{packet.ListRooms, packet.CreateRoom, packet.CreateRoom}; !slices.Equal(types, want) {
+		t.Fatalf("requests %v, want %v", types, want)
+	}
+}
+
 func TestRetriesReuseSequence(t *testing.T) {
 	l := clienttest.Start(t)
+	c := answeredClient(t, l, fast...)
 	l.DropFirst(2)
-	c := dial(t, l, fast...)
 	seat, err := c.Create(t.Context())
 	if err != nil {
 		t.Fatalf("Create with two requests lost: %v", err)
@@ -147,8 +180,8 @@ func TestRetriesReuseSequence(t *testing.T) {
 
 func TestRetriedCreateMakesOneRoom(t *testing.T) {
 	l := clienttest.Start(t)
+	c := answeredClient(t, l, fast...)
 	l.LoseReplies(2) // the lobby acts at once, the answers get lost
-	c := dial(t, l, fast...)
 	seat, err := c.Create(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -230,9 +263,10 @@ func (a *attempts) add(at client.Attempt) {
 
 func TestAttemptFuncSeesEveryAttempt(t *testing.T) {
 	l := clienttest.Start(t)
-	l.DropFirst(1) // as a lobby rate-limiting this host would
 	var rec attempts
-	c := dial(t, l, append(fast, client.WithAttemptFunc(rec.add))...)
+	c := answeredClient(t, l, append(fast, client.WithAttemptFunc(rec.add))...)
+	rec.got = nil  // the LIST's attempt
+	l.DropFirst(1) // as a lobby rate-limiting this host would
 	if _, err := c.Create(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,10 @@ type lobbyKeys struct {
 	Burst           toml.Primitive `toml:"burst"`
 	CreateRate      toml.Primitive `toml:"create_rate"`
 	CreateBurst     toml.Primitive `toml:"create_burst"`
+	CreateNetRate   toml.Primitive `toml:"create_network_rate"`
+	CreateNetBurst  toml.Primitive `toml:"create_network_burst"`
+	UnverifiedRate  toml.Primitive `toml:"unverified_create_rate"`
+	UnverifiedBurst toml.Primitive `toml:"unverified_create_burst"`
 	MaxSources      toml.Primitive `toml:"max_sources"`
 	AdmitRate       toml.Primitive `toml:"admit_rate"`
 	AdmitBurst      toml.Primitive `toml:"admit_burst"`
@@ -57,6 +61,10 @@ func (k *lobbyKeys) apply(r *reader, c *Config) {
 	r.get(k.Burst, count(&lim.Burst, 1, 1<<20))
 	r.get(k.CreateRate, rate(&lim.CreateRate))
 	r.get(k.CreateBurst, count(&lim.CreateBurst, 1, 1<<20))
+	r.get(k.CreateNetRate, rate(&lim.CreateNetworkRate))
+	r.get(k.CreateNetBurst, count(&lim.CreateNetworkBurst, 1, 1<<20))
+	r.get(k.UnverifiedRate, rate(&lim.UnverifiedCreateRate))
+	r.get(k.UnverifiedBurst, count(&lim.UnverifiedCreateBurst, 1, 1<<20))
 	r.get(k.MaxSources, count(&lim.MaxSources, 1, 1<<24))
 	r.get(k.AdmitRate, rate(&lim.AdmitRate))
 	r.get(k.AdmitBurst, count(&lim.AdmitBurst, 1, 1<<24))

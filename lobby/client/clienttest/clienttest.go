@@ -152,6 +152,9 @@ func (l *Lobby) Requests() []packet.Message {
 	return append([]packet.Message(nil), l.requests...)
 }
 
+// ForgetRequests clears the record Requests returns.
+func (l *Lobby) ForgetRequests() { l.set(func() { l.requests = nil }) }
+
 func (l *Lobby) serve() {
 	defer close(l.done)
 	buf := make([]byte, 64<<10)
