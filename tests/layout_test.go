@@ -3,9 +3,14 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -113,5 +118,37 @@ func TestClientSideBuildsForDarwinAndWindows(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("GOOS=%s go build: %v\n%s", goos, err, out)
 		}
+	}
+}
+
+// Every skip goes through internal/requiretest, which fails the test
+// instead under `make test`: a test that skipped by itself would pass CI
+// without having run.
+func TestSkipsGoThroughRequiretest(t *testing.T) {
+	skips := []string{"Skip", "Skipf", "SkipNow"}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || p == "../internal/requiretest"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(p, ".go"):
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && slices.Contains(skips, sel.Sel.Name) {
+				t.Errorf("%s: %s skips by itself; internal/requiretest says why, and fails under make test", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
