@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/internal/floodtest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -39,9 +39,7 @@ import (
 // 99% at half of it), the lobby's p50/p99 latency under the flood, and the
 // flood's rate. Needs root for the raw socket.
 func BenchmarkFlood(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("the flood needs a raw socket: run as root")
-	}
+	requiretest.RawSocket(b)
 	full := floodRate(b)
 	for _, row := range []struct {
 		name string

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 func TestDebVersion(t *testing.T) {
@@ -35,6 +37,7 @@ func TestDebVersion(t *testing.T) {
 
 // The versions sort as their commits do, by dpkg's own comparison.
 func TestDebVersionOrder(t *testing.T) {
+	requiretest.Command(t, "dpkg")
 	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	ordered := []string{
 		debVersion("fff0000", "fff0000", day),

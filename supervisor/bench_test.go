@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // benchSupervisor runs reference rooms, as a lobby does by default, with
@@ -61,6 +62,9 @@ func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
 func BenchmarkColdCreate(b *testing.B) {
 	for _, mode := range containModes {
 		b.Run(mode.name, func(b *testing.B) {
+			if !mode.noCgroups {
+				requiretest.Cgroups(b)
+			}
 			s := benchSupervisor(b, 8, func(c *Config) {
 				c.NoCgroups = mode.noCgroups
 				if !mode.noCgroups {
@@ -79,6 +83,7 @@ func BenchmarkColdCreate(b *testing.B) {
 // BenchmarkCPUMax runs a busy loop in a room and reports the share of a
 // core the room used: about 0.2 with cpu_max 0.2, about 1 without.
 func BenchmarkCPUMax(b *testing.B) {
+	requiretest.Cgroups(b) // the room's CPU time is its cgroup's
 	for _, max := range []float64{0.2, 0} {
 		name := "unlimited"
 		if max > 0 {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -113,6 +114,9 @@ func TestEscapeeDiesWithItsRoom(t *testing.T) {
 	for _, mode := range containModes {
 		for _, end := range []string{"crash", "shutdown"} {
 			t.Run(mode.name+"/"+end, func(t *testing.T) {
+				if !mode.noCgroups {
+					requiretest.Cgroups(t)
+				}
 				m := marker()
 				s, _ := newExec(t, escapeCommand(m), "none", func(c *Config) { c.NoCgroups = mode.noCgroups })
 				events, r := watchAndCreate(t, s)
@@ -158,6 +162,9 @@ func TestEscapeeDiesWithItsRoom(t *testing.T) {
 func TestUsageOfRooms(t *testing.T) {
 	for _, mode := range containModes {
 		t.Run(mode.name, func(t *testing.T) {
+			if !mode.noCgroups {
+				requiretest.Cgroups(t)
+			}
 			s, _ := newExec(t, []string{testroomBin, "tee", "{port}", "4"}, "teeworlds", func(c *Config) { c.NoCgroups = mode.noCgroups })
 			_, r := watchAndCreate(t, s)
 			if mode.noCgroups {
@@ -182,6 +189,7 @@ func TestUsageOfRooms(t *testing.T) {
 // at its memory_max, reaped with the cause "oom", counted and logged
 // with its limit, while the room beside it keeps answering.
 func TestMemoryMaxReapsWithOOM(t *testing.T) {
+	requiretest.Cgroups(t)
 	flag := filepath.Join(t.TempDir(), "hog")
 	// The hog answers the probe (it is ready), then its shell allocates
 	// without end; once the OOM killer took that, the server exits.
@@ -219,6 +227,7 @@ func TestMemoryMaxReapsWithOOM(t *testing.T) {
 // them all. The bomb goes off once the room is up: its keeper's threads
 // count against the limit too, and a keeper that cannot start one dies.
 func TestPidsMaxStopsForkBomb(t *testing.T) {
+	requiretest.Cgroups(t)
 	const limit = 48
 	m := marker()
 	bomb := fmt.Sprintf(`exec 2>/dev/null; b() { [ "$1" -gt 0 ] || exec sleep %[1]s; b $(($1-1)) & b $(($1-1)) & exec sleep %[1]s; }; (sleep 0.5; b 9) & exec sleep 1000 {port}`, m)

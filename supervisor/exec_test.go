@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,23 +19,18 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/proc"
 
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/foyerlobby/foyer/room"
 )
 
-// ddnetServer is the DDNet server binary; the tests that need it fail
-// without it (make test installs Debian's ddnet-server).
+// ddnetServer is the DDNet server binary, on PATH or where Debian puts
+// it; the tests that need it call it first (make test installs Debian's
+// ddnet-server).
 func ddnetServer(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("DDNet-Server"); err == nil {
-		return p
-	}
-	const p = "/usr/games/DDNet-Server"
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("DDNet-Server not installed (Debian package ddnet-server; make test installs it): %v", err)
-	}
-	return p
+	return requiretest.Command(t, "DDNet-Server", "/usr/games/DDNet-Server")
 }
 
 // ddnetCommand runs DDNet-Server on the room's port on [::1] (it cannot

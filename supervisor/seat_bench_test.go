@@ -3,7 +3,6 @@ package supervisor_test
 import (
 	"context"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/floodtest"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/packet"
@@ -123,9 +123,7 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // player lists the rooms and joins with the id it was shown, as the
 // original game's client does (target: at least 95% of tries). Needs root.
 func BenchmarkSeatGriefing(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("forged JOINs need a raw socket: run as root")
-	}
+	requiretest.RawSocket(b) // forged JOINs
 	for _, rate := range []int{5, 100} {
 		b.Run(strconv.Itoa(rate)+"/s", func(b *testing.B) {
 			_, addr, rooms := seatLobby(b, time.Second, 4)

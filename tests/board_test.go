@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/foyerlobby/foyer/foyertest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -45,7 +45,7 @@ const boardHostileName = `<img src=x onerror="document.title='pwned'"><script>do
 // room to its end and sees its state change, and saves screenshots of the
 // board as a TV and a phone show it.
 func TestBoardInChromium(t *testing.T) {
-	browserPath := boardChromium(t)
+	browserPath := requiretest.Command(t, "chromium")
 	gg2Port := gg2FreePort(t)
 	l := cliLobby(t, foyertest.Admin(netip.MustParseAddrPort("127.0.0.1:0")), foyertest.AdminToken(boardToken),
 		foyertest.MaxPlayers(2), foyertest.Countdown(time.Second), foyertest.MatchDuration(3*time.Second),
@@ -137,17 +137,6 @@ func TestBoardInChromium(t *testing.T) {
 		`document.documentElement.scrollWidth <= window.innerWidth && new Set([...document.querySelectorAll('#rooms article')].map(e => e.offsetLeft)).size === 1`)
 	b.screenshot(t, filepath.Join(dir, "board-phone.png"))
 	b.checkNoErrors(t)
-}
-
-// boardChromium finds Debian's chromium; the test fails without it (make
-// deps installs it).
-func boardChromium(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("no chromium to run the board in (%v): install Debian's chromium, as `make deps` does", err)
-	}
-	return path
 }
 
 // boardRoom is a room as /rooms shows it.

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/logtest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // The cluster tests run real `foyer serve` hosts, each in a network
@@ -72,19 +73,11 @@ func backIP(i int) netip.Addr {
 
 func (cn *clusterNet) run(argv ...string) { cn.t.Helper(); lanRun(cn.t, argv...) }
 
-// newClusterNet makes the forwarder, its bridge and the client. It fails
-// the test, saying why, where network namespaces cannot be made: CI runs
-// as root with ip and nft.
+// newClusterNet makes the forwarder, its bridge and the client. It
+// requires network namespaces: make test, which CI runs, has them.
 func newClusterNet(t *testing.T) *clusterNet {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the cluster tests need root for network namespaces (make test runs as root in CI)")
-	}
-	for _, tool := range []string{"ip", "nft", "nats-server"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the cluster tests need %s (make deps installs it): %v", tool, err)
-		}
-	}
+	requiretest.Netns(t)
 	cn := &clusterNet{t: t, tag: fmt.Sprintf("fc%d%03x", os.Getpid()%10000, rand.IntN(1<<12))}
 	cn.fwd = cn.namespace("f")
 	cn.run("ip", "-n", cn.fwd, "link", "add", "br0", "type", "bridge")
@@ -477,6 +470,8 @@ func clusterCreate(t *testing.T, cn *clusterNet, lobby netip.Addr) cliSeatJSON {
 // and comes back; a host cut off for 20 s while the NATS server restarts
 // leaves and comes back, and every view converges on the same rooms.
 func TestClusterBehindOneAddress(t *testing.T) {
+	requiretest.Command(t, "nft")         // the forwarder
+	requiretest.Command(t, "nats-server") // Debian's
 	start := time.Now()
 	cn := newClusterNet(t)
 	nats := &natsServer{ns: cn.member("n", clusterNATS), store: t.TempDir()}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // noCgroupsEnv turns cgroups off in foyer serve, for the tests of the
@@ -142,6 +143,9 @@ func TestEscapeeDiesWithItsRoom(t *testing.T) {
 	for _, mode := range containModes {
 		for _, end := range []string{"reap", "SIGTERM", "SIGKILL"} {
 			t.Run(mode.name+"/"+end, func(t *testing.T) {
+				if mode.env == nil {
+					requiretest.Cgroups(t)
+				}
 				for _, kv := range mode.env {
 					k, v, _ := strings.Cut(kv, "=")
 					t.Setenv(k, v)
@@ -200,6 +204,9 @@ func TestEscapeeDiesWithItsOrphanedRoom(t *testing.T) {
 	for _, mode := range containModes {
 		for _, then := range []string{"a lobby comes back", "no lobby comes back", "the room dies too"} {
 			t.Run(mode.name+"/"+then, func(t *testing.T) {
+				if mode.env == nil {
+					requiretest.Cgroups(t)
+				}
 				m := marker()
 				l := newKeptLobby(t, keptSettings{grace: 2 * time.Second, match: 600 * time.Second, ports: 4,
 					supervise: escape(m), env: mode.env})
@@ -255,6 +262,7 @@ func TestEscapeeDiesWithItsOrphanedRoom(t *testing.T) {
 // beside it runs on; each room's CPU time and memory are in /rooms and
 // /metrics while it runs, and its series go with it.
 func TestRoomKilledAtMemoryMax(t *testing.T) {
+	requiretest.Cgroups(t)
 	hog := filepath.Join(t.TempDir(), "hog")
 	const max = 64 << 20
 	s := startServer(t, "", fmt.Sprintf(`command = ["/bin/sh", "-c", "if [ -e %s ]; then sleep 0.5; exec tail /dev/zero; fi; exec sleep 1000 {port}"]

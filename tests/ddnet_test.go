@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,21 +14,15 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
-// ddnetBinary finds Debian's DDNet-Server; the test fails without it
-// (make test installs the ddnet-server package).
+// ddnetBinary finds Debian's DDNet-Server, on PATH or where Debian puts
+// it; the test needs it (make test installs the ddnet-server package).
 func ddnetBinary(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("DDNet-Server"); err == nil {
-		return p
-	}
-	const p = "/usr/games/DDNet-Server"
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("DDNet-Server not installed (Debian package ddnet-server): %v", err)
-	}
-	return p
+	return requiretest.Command(t, "DDNet-Server", "/usr/games/DDNet-Server")
 }
 
 // teeInfo asks the Teeworlds server at to for its extended info, retrying

@@ -19,18 +19,10 @@ import (
 
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/internal/floodtest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
-
-// requireRoot fails a test that needs raw sockets when it is not root:
-// CI runs as root, so such a test always runs there.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test sends forged datagrams through a raw socket and must run as root")
-	}
-}
 
 // gg2GameAt is a game server registering from ip.
 func gg2GameAt(t *testing.T, ip string, to netip.AddrPort) *gg2Game {
@@ -104,7 +96,7 @@ func TestSameSequenceAnotherRoomIsANewJoin(t *testing.T) {
 // a second. Seats last 1 s here, so the forgers keep the 4-seat room full
 // and each of the player's tries needs a seat of its own.
 func TestForgedJoinsCannotHogSeats(t *testing.T) {
-	requireRoot(t)
+	requiretest.RawSocket(t) // forged datagrams
 	for _, rate := range []int{5, 100} {
 		t.Run(strconv.Itoa(rate)+"/s", func(t *testing.T) {
 			t.Parallel()
@@ -147,7 +139,7 @@ func TestForgedJoinsCannotHogSeats(t *testing.T) {
 // talking to the lobby before keeps being answered, the forged addresses
 // get next to no replies, and the lobby's memory stays bounded.
 func TestForgedFloodLeavesEstablishedClientsServed(t *testing.T) {
-	requireRoot(t)
+	requiretest.RawSocket(t) // forged datagrams
 	l := cliLobby(t, foyertest.Admin(netip.MustParseAddrPort("127.0.0.1:0")))
 	base := "http://" + l.AdminAddr().String()
 	c := newClient(t, "127.0.0.1", l.Addr())

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/foyerlobby/foyer/foyertest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // The LAN test's network: two namespaces joined by a veth pair, with
@@ -40,18 +41,12 @@ func lanRun(t testing.TB, argv ...string) {
 
 // lanNamespaces creates the server's and the player's namespaces and the
 // veth pair between them, and deletes them at the end of the test, even a
-// failed one. Where they cannot be made (not root, no ip command, a kernel
-// or container that refuses them) the test fails and says why: the LAN
-// path is what it is there to show, and the loopback path is
-// TestLANRoomsOnLoopback's.
+// failed one. It requires network namespaces (root, the ip command, a
+// kernel or container that allows them): the LAN path is what the test is
+// there to show, and the loopback path is TestLANRoomsOnLoopback's.
 func lanNamespaces(t testing.TB) (server, player string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatalf("network namespaces need root; running as uid %d", os.Geteuid())
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Fatalf("network namespaces need the ip command (Debian's iproute2, in the Makefile's DEB_PACKAGES): %v", err)
-	}
+	requiretest.Netns(t)
 	// Unique per run, short enough for interface names (15 bytes).
 	tag := fmt.Sprintf("fy%d%04x", os.Getpid()%100000, rand.IntN(1<<16))
 	server, player = tag+"s", tag+"p"
@@ -78,7 +73,7 @@ func lanNamespaces(t testing.TB) (server, player string) {
 // TestLANRooms finds a lobby on the local network without its address:
 // `foyer serve` with its default listen address in one network namespace,
 // `foyer rooms --lan` in another, joined by a veth pair. It needs root and
-// ip(8), and fails where it cannot have them.
+// ip(8).
 func TestLANRooms(t *testing.T) {
 	server, player := lanNamespaces(t)
 	t.Logf("LAN path: network namespaces %s (%v) and %s (%v)", server, lanServerIP, player, lanPlayerIP)

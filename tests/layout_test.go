@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -239,4 +240,36 @@ func goListLines(t *testing.T, args ...string) []string {
 		t.Fatalf("go list %v: %v", args, err)
 	}
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// Every skip goes through internal/requiretest, which fails the test
+// instead under `make test`: a test that skipped by itself would pass CI
+// without having run.
+func TestSkipsGoThroughRequiretest(t *testing.T) {
+	skips := []string{"Skip", "Skipf", "SkipNow"}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || p == "../internal/requiretest"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(p, ".go"):
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && slices.Contains(skips, sel.Sel.Name) {
+				t.Errorf("%s: %s skips by itself; internal/requiretest says why, and fails under make test", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // BenchmarkRoomLifecycle is what a room's cgroup adds to its process's
@@ -37,6 +39,7 @@ func BenchmarkRoomLifecycle(b *testing.B) {
 	})
 	for name, o := range variants(b) {
 		b.Run("cgroup "+name, func(b *testing.B) {
+			requiretest.Cgroups(b)
 			tr := openTree(b, o)
 			l := Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
 			measure(b, func(i int) {

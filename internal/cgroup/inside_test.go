@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // TestEndFromInside: a room's first process whose lobby is gone for good
@@ -18,6 +20,7 @@ import (
 // room's cgroups are removed, and with them the tree's, whose last room
 // it was.
 func TestEndFromInside(t *testing.T) {
+	requiretest.Cgroups(t)
 	keeperEndsRoom(t, "end", "ended", true)
 }
 
@@ -107,6 +110,7 @@ func TestKillCarrying(t *testing.T) {
 // and removed at once by many goroutines all get their cgroups, and a
 // tree removed by someone else is made again.
 func TestTreeLivesWithItsRooms(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	gone := func() bool {
 		for _, h := range tr.hs {

@@ -12,12 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // TestDeadLobbysRoomsAreEnded: a lobby killed with SIGKILL leaves its
 // room's escapee running in the room's cgroup; the next lobby finds the
 // room by name and ends it, leaving no process and no cgroup.
 func TestDeadLobbysRoomsAreEnded(t *testing.T) {
+	requiretest.Cgroups(t)
 	name, leader, escapee := treeName(), marker(), marker()
 	lobby := exec.Command(os.Args[0], name, leader, escapee)
 	lobby.Env = append(os.Environ(), helperEnv+"=lobby")
@@ -94,6 +97,7 @@ func doomedLobby(tree, leader, escapee string) int {
 // TestKeeperLeaves: a keeper whose lobby is gone for good kills its room
 // and removes the room's cgroups itself before it exits.
 func TestKeeperLeaves(t *testing.T) {
+	requiretest.Cgroups(t)
 	keeperEndsRoom(t, "leave", "left", false)
 }
 

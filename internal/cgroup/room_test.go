@@ -17,12 +17,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // TestStartJoinsFromTheStart: the room's process is in every one of the
 // room's cgroups when it runs, and no thread of the starting process is
 // left in any of them.
 func TestStartJoinsFromTheStart(t *testing.T) {
+	requiretest.Cgroups(t)
 	for name, o := range variants(t) {
 		t.Run(name, func(t *testing.T) {
 			tr := openTree(t, o)
@@ -63,6 +66,7 @@ func (h hierarchy) is(l string) bool {
 // a process in a session of its own; killing the room kills it too, and
 // leaves neither process nor cgroup.
 func TestKillTakesEscapees(t *testing.T) {
+	requiretest.Cgroups(t)
 	for name, o := range variants(t) {
 		t.Run(name, func(t *testing.T) {
 			tr := openTree(t, o)
@@ -110,6 +114,7 @@ func TestKillTakesEscapees(t *testing.T) {
 // TestMemoryMaxKillsWithOOM: a room that allocates without end is killed
 // at its memory_max and its cgroup says so; the room beside it runs on.
 func TestMemoryMaxKillsWithOOM(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	l := Limits{MemoryMax: 64 << 20}
 	calm := startRoom(t, tr, "calm", l, "sleep", marker())
@@ -142,6 +147,7 @@ func TestMemoryMaxKillsWithOOM(t *testing.T) {
 // take the host down: 1500 processes without the limit) stops at
 // pids_max, and the host can still start processes.
 func TestPidsMaxStopsForkBomb(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	const max = 32
 	m := marker()
@@ -167,6 +173,7 @@ func TestPidsMaxStopsForkBomb(t *testing.T) {
 
 // TestUsage: CPU time a room spent and memory it holds are measured.
 func TestUsage(t *testing.T) {
+	requiretest.Cgroups(t)
 	for name, o := range variants(t) {
 		t.Run(name, func(t *testing.T) {
 			tr := openTree(t, o)
@@ -202,6 +209,7 @@ func TestUsage(t *testing.T) {
 // with their processes, and can end them; a room half created by a lobby
 // that died is listed and removed too.
 func TestAdopt(t *testing.T) {
+	requiretest.Cgroups(t)
 	first := openTree(t, options{})
 	r, err := first.Create("room-7", Limits{PidsMax: 8})
 	if err != nil {
@@ -260,6 +268,7 @@ func TestAdopt(t *testing.T) {
 
 // TestStartInRemovedRoomFails: a room whose cgroup is gone starts nothing.
 func TestStartInRemovedRoomFails(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	r, err := tr.Create("gone", Limits{})
 	if err != nil {
@@ -310,6 +319,7 @@ func TestCheck(t *testing.T) {
 // TestHostEnforcesLimits: every limit can be enforced on the hosts Foyer
 // is tested on (root, with the memory, cpu and pids controllers).
 func TestHostEnforcesLimits(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	if err := tr.Check(Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}); err != nil {
 		t.Fatal(err)
@@ -320,6 +330,7 @@ func TestHostEnforcesLimits(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
+	requiretest.Cgroups(t)
 	tr := openTree(t, options{})
 	for _, name := range []string{"", "a/b", "..", "memory.max", "room 1", strings.Repeat("x", 65)} {
 		if _, err := open(name, options{}); !errors.Is(err, ErrName) {
@@ -340,6 +351,7 @@ func TestNames(t *testing.T) {
 // TestOpenWithoutPermission: a lobby that may not create cgroups is told
 // so, and what to do about it.
 func TestOpenWithoutPermission(t *testing.T) {
+	requiretest.Root(t)
 	// The test binary, where an unprivileged user can run it.
 	dir := t.TempDir()
 	for d := dir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {

@@ -8,10 +8,13 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // The datagrams arrive, from the forged sources, with the payload.
 func TestRunDelivers(t *testing.T) {
+	requiretest.RawSocket(t)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

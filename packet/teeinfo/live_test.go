@@ -13,20 +13,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
-// lookTool finds a Debian game or tool binary; tests that need one fail
-// without it (make test installs it).
+// lookTool finds a Debian game or tool binary, on PATH or in /usr/games;
+// the tests that need one call it first (make test installs it).
 func lookTool(t *testing.T, name string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	p := "/usr/games/" + name
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not installed (Debian package; make deps installs it): %v", name, err)
-	}
-	return p
+	return requiretest.Command(t, name, "/usr/games/"+name)
 }
 
 // lockedBuffer collects a child's output for failure messages.

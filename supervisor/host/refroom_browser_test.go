@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/game"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
@@ -96,10 +97,7 @@ func TestRefRoomBrowsersSeeTheRoom(t *testing.T) {
 // comma-separated output.
 func quakestat(t *testing.T, port uint16) string {
 	t.Helper()
-	bin, err := exec.LookPath("quakestat")
-	if err != nil {
-		t.Fatalf("quakestat (Debian qstat; make deps installs it): %v", err)
-	}
+	bin := requiretest.Command(t, "quakestat")
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	addr := "127.0.0.1:" + strconv.Itoa(int(port))
