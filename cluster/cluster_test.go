@@ -112,7 +112,7 @@ func TestJoinsExact(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		via := []*Cluster{a, b}[i%2]
-		p := netip.AddrPortFrom(player.Addr(), uint16(6000+i))
+		p := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i)}), 6000)
 		wg.Go(func() {
 			_, err := via.Join(context.Background(), r.ID, p, room.Unproven)
 			switch err {

@@ -131,6 +131,9 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 	cfg.Command, cfg.Keeper = testExe(mode), testExe("keep")
 	cfg.SpawnTimeout = 10 * time.Second // generous: a loaded machine is slow, not broken
 	cfg.StopGrace, cfg.PortCooldown = 3*time.Second, 50*time.Millisecond
+	// The tests' players all come from loopback, a LAN party behind one
+	// address: the table's own tests check its quotas.
+	cfg.SeatsPerAddress, cfg.RoomsPerNetwork = 64, ports
 	if tune != nil {
 		tune(&cfg)
 	}

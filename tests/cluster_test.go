@@ -217,6 +217,10 @@ spawn_timeout = "20s"
 stop_grace = "3s"
 port_cooldown = "50ms"
 seat_ttl = "120s"
+# The JOINs come from one address of the client's namespace, and the
+# CREATEs too: a test of exact seats across hosts, not of quotas.
+seats_per_address = 128
+rooms_per_network = 4
 
 [room]
 min_players = 1

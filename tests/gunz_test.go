@@ -52,7 +52,7 @@ func TestGunzLocatorAnswersTheSeedRequest(t *testing.T) {
 	openID, openPort := c.request(compact, createRoom, 1, nil).roomPort(t)
 	fullID, fullPort := c.request(compact, createRoom, 2, nil).roomPort(t)
 	for i := range 3 { // with the creator's seat, the room's 4 seats are held
-		j := newClient(t, "127.0.0.1", s.lobby)
+		j := newClient(t, fmt.Sprintf("127.0.0.%d", 10+i), s.lobby)
 		if r := j.request(compact, joinRoom, uint16(10+i), joinPayload(fullID)); r.typ != joinSuccess {
 			t.Fatalf("JOIN %d answered %#x", i, r.typ)
 		}

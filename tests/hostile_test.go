@@ -103,6 +103,11 @@ func TestForgedJoinsCannotHogSeats(t *testing.T) {
 			s := startServer(t, "", `seat_ttl = "1s"`)
 			creator := newClient(t, "127.0.0.1", s.lobby)
 			id, port := creator.request(compact, createRoom, 1, nil).roomPort(t)
+			// The creator comes to its room, which a room nobody came
+			// to would not outlive its seat.
+			if _, err := newGamer(t, "creator", compact, netip.AddrPortFrom(s.lobby.Addr(), port)).greetCompact(id, 4); err != nil {
+				t.Fatal(err)
+			}
 			ctx, stop := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Go(func() {

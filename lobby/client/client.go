@@ -260,7 +260,7 @@ func (c *Client) Create(ctx context.Context) (Seat, error) {
 	c.mu.Unlock()
 	if !answered {
 		if _, err := c.List(ctx); err != nil {
-			return Seat{}, err
+			return Seat{}, fmt.Errorf("create %s: %w", c.addr, err)
 		}
 	}
 	return c.seat(ctx, packet.Message{Header: packet.Header{Type: packet.CreateRoom}})

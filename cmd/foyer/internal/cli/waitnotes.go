@@ -21,17 +21,19 @@ var waitingAbout = fmt.Sprintf(`A request still unanswered after %v is reported 
 retry after that: the lobby may be rate-limiting this host. stdout gets
 the result alone, so --json output stays one JSON value.`, quietFor)
 
-// waitNotes narrates one lobby request on stderr once it has gone
-// quietFor without an answer: what it waits for, then every retry. Only
-// stderr: stdout keeps the result alone, so --json stays one JSON value.
-// A nil *waitNotes says nothing.
+// waitNotes narrates each lobby request of a command on stderr once it
+// has gone quietFor without an answer: what it waits for, then every
+// retry. A request's first attempt starts the quiet again. Only stderr:
+// stdout keeps the result alone, so --json stays one JSON value. A nil
+// *waitNotes says nothing.
 type waitNotes struct {
 	cmd string
 	w   io.Writer
 
 	mu    sync.Mutex
 	last  client.Attempt
-	timer *time.Timer // started by the first attempt
+	timer *time.Timer // started by a request's first attempt
+	gen   int         // which request the timer is about
 	spoke bool        // the first note is out: every retry gets one
 	over  bool
 }
@@ -49,8 +51,14 @@ func (n *waitNotes) attempt(a client.Attempt) {
 	}
 	n.last = a
 	switch {
-	case n.timer == nil:
-		n.timer = time.AfterFunc(quietFor, n.speak)
+	case n.timer == nil || a.N == 1:
+		if n.timer != nil {
+			n.timer.Stop()
+		}
+		n.gen++
+		n.spoke = false
+		gen := n.gen
+		n.timer = time.AfterFunc(quietFor, func() { n.speak(gen) })
 	case n.spoke:
 		why := fmt.Sprintf("no answer in %v", a.Timeout)
 		if a.Refused {
@@ -60,11 +68,12 @@ func (n *waitNotes) attempt(a client.Attempt) {
 	}
 }
 
-// speak writes the first note, about the attempt in flight.
-func (n *waitNotes) speak() {
+// speak writes the first note about request gen, about its attempt in
+// flight; nothing once that request is over.
+func (n *waitNotes) speak(gen int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.over {
+	if n.over || gen != n.gen {
 		return
 	}
 	n.spoke = true

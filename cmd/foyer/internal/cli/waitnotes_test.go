@@ -13,9 +13,9 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 )
 
-// A CREATE the lobby drops, as one rate-limiting this host does: after
-// quietFor the command says what it waits for, then announces its retry;
-// stdout holds the JSON alone.
+// Requests the lobby drops, as one rate-limiting this host does: after
+// quietFor the command says what each waits for, then announces its
+// retry; stdout holds the JSON alone. (A create lists first.)
 func TestCreateSaysWhatItWaitsFor(t *testing.T) {
 	l := clienttest.Start(t)
 	l.DropFirst(1)
@@ -26,8 +26,9 @@ func TestCreateSaysWhatItWaitsFor(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &seat) != nil || seat.Room != 1 {
 		t.Fatalf("create: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	want := fmt.Sprintf("foyer create: waiting for ROOM_CREATED or JOIN_FAILED from %s (attempt 1 of 3, up to 3s each); the lobby may be rate-limiting this host\n", l.Addr) +
+	note := "foyer create: waiting for %s from %s (attempt 1 of 3, up to 3s each); the lobby may be rate-limiting this host\n" +
 		"foyer create: no answer in 3s; asking again (attempt 2 of 3)\n"
+	want := fmt.Sprintf(note, "ROOM_LIST", l.Addr) + fmt.Sprintf(note, "ROOM_CREATED or JOIN_FAILED", l.Addr)
 	if errOut != want {
 		t.Fatalf("create's stderr =\n%s\nwant\n%s", errOut, want)
 	}
@@ -55,10 +56,10 @@ func TestWaitNotesText(t *testing.T) {
 	if b.Len() != 0 {
 		t.Fatalf("a note before quietFor ran out: %q", b.String())
 	}
-	n.speak()
+	n.speak(n.gen)
 	n.attempt(at(3, true))
 	n.stop()
-	n.speak() // a timer that fired as the request ended
+	n.speak(n.gen) // a timer that fired as the request ended
 	n.attempt(at(3, false))
 	want := "foyer rooms: waiting for ROOM_LIST from 192.0.2.7:7777 (attempt 2 of 3, up to 2s each); the lobby may be rate-limiting this host\n" +
 		"foyer rooms: nothing listens on 192.0.2.7:7777; asking again (attempt 3 of 3)\n"
@@ -69,10 +70,27 @@ func TestWaitNotesText(t *testing.T) {
 	b.Reset()
 	n = notesAt(&b)
 	n.attempt(at(2, true))
-	n.speak()
+	n.speak(n.gen)
 	want = "foyer rooms: waiting for ROOM_LIST from 192.0.2.7:7777 (attempt 2 of 3, up to 2s each); nothing listened on that port a moment ago\n"
 	if b.String() != want {
 		t.Fatalf("note after a refusal = %q, want %q", b.String(), want)
+	}
+
+	// A command's next request starts quiet again: its first attempt is
+	// no retry, and the note of the request before does not speak for it.
+	b.Reset()
+	n = notesAt(&b)
+	n.attempt(at(2, false))
+	n.speak(n.gen)
+	old := n.gen
+	create := client.Attempt{Request: packet.CreateRoom, Lobby: lobby, N: 1, Of: 3, Timeout: 2 * time.Second,
+		Awaiting: "ROOM_CREATED or JOIN_FAILED"}
+	n.attempt(create)
+	n.speak(old) // the first request's timer, late
+	n.stop()
+	want = "foyer rooms: waiting for ROOM_LIST from 192.0.2.7:7777 (attempt 2 of 3, up to 2s each); the lobby may be rate-limiting this host\n"
+	if b.String() != want {
+		t.Fatalf("notes over two requests =\n%s\nwant\n%s", b.String(), want)
 	}
 
 	var none *waitNotes
