@@ -235,6 +235,12 @@ func (d *door) player(ip netip.Addr, delta int) {
 	}
 }
 
+// refusedCount is how many datagrams the door turned away so far.
+func (d *door) refusedCount() uint64 {
+	refused, _ := d.counts()
+	return refused
+}
+
 // counts returns the datagrams refused and the seats taken up so far.
 func (d *door) counts() (refused, admitted uint64) {
 	d.mu.Lock()

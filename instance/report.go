@@ -33,8 +33,10 @@ type reporter struct {
 	wake     chan struct{} // one token: something is pending
 	finished chan struct{} // closed when Finished is reported
 	// onPlayer hears of every player's arrival (1) and departure (-1),
-	// for the room's door; nil: no one.
+	// for the room's door; nil: no one. refused counts what the door
+	// turned away; nil: nothing.
 	onPlayer func(ip netip.Addr, delta int)
+	refused  func() uint64
 }
 
 var _ KeptReporter = (*reporter)(nil)
@@ -166,6 +168,9 @@ func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr, detail
 	}
 	if details {
 		s.Details = r.details
+	}
+	if r.refused != nil {
+		s.DoorRefused = r.refused()
 	}
 	if ip.IsValid() {
 		s.Ip = ip.String()

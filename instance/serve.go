@@ -265,7 +265,9 @@ type server struct {
 func newServer(g Game, dir string) *server {
 	life, end := context.WithCancel(context.Background())
 	d := newDoor()
-	s := &server{game: g, dir: dir, rep: newReporter(d.player), door: d, life: life, endLife: end, acked: make(chan struct{})}
+	rep := newReporter(d.player)
+	rep.refused = d.refusedCount
+	s := &server{game: g, dir: dir, rep: rep, door: d, life: life, endLife: end, acked: make(chan struct{})}
 	s.runner, _ = g.(Runner)
 	s.stderr = os.NewFile(2, "stderr")
 	s.self, _ = proc.ReadStat(os.Getpid())

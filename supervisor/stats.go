@@ -45,12 +45,17 @@ type Stats struct {
 	SeatsHeld uint64 // seats newly held by Join
 	// SeatsDisplaced counts seats of Unproven JOINs given to proven ones.
 	SeatsDisplaced uint64
-	WarmHits       uint64                // creates answered from the warm pool
-	SpawnFailures  uint64                // spawns that produced no instance
-	Quarantines    uint64                // ports quarantined
-	Reaped         map[room.Cause]uint64 // exits by cause (see room.Cause)
-	WatchDrops     uint64                // events a slow watcher missed
-	SpawnLatency   Histogram             // launch to ready, successful spawns
+	// SeatsOverQuota counts JOINs refused for their address's seats.
+	SeatsOverQuota uint64
+	// DoorRefused counts the datagrams the rooms' doors turned away:
+	// their senders held no seat.
+	DoorRefused   uint64
+	WarmHits      uint64                // creates answered from the warm pool
+	SpawnFailures uint64                // spawns that produced no instance
+	Quarantines   uint64                // ports quarantined
+	Reaped        map[room.Cause]uint64 // exits by cause (see room.Cause)
+	WatchDrops    uint64                // events a slow watcher missed
+	SpawnLatency  Histogram             // launch to ready, successful spawns
 }
 
 func newStats() Stats {

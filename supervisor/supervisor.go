@@ -104,6 +104,7 @@ type record struct {
 	// (not a probed or kept server's) are held to MaxWaiting.
 	handedOut time.Time
 	begun     bool
+	refused   uint64 // datagrams its door turned away, as it last said
 }
 
 var _ roomtable.Spawner = (*Supervisor)(nil)
@@ -320,6 +321,7 @@ func (s *Supervisor) applyStatus(r *record, st host.Status) {
 	if st.Details != nil || !r.probed {
 		r.lastStatus = time.Now()
 	}
+	r.refused = max(r.refused, st.DoorRefused)
 	if e := st.Exit; e != nil && (e.Code != 0 || e.Signal != "") {
 		s.setCause(r, room.Crashed)
 	}
@@ -390,6 +392,7 @@ func (s *Supervisor) reap(r *record) {
 	if r.pooled {
 		s.ports.release(r.row.Port, time.Now())
 	}
+	s.stats.DoorRefused += r.refused
 	// The room leaves the listing as its capacity comes free.
 	_, listed, _ := s.table.Remove(r.row.ID, cause, code, sig)
 	s.mu.Unlock()
@@ -414,14 +417,43 @@ func (s *Supervisor) housekeep() {
 	period = max(min(period, time.Second), 10*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
+	told := summary{at: time.Now()}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
 			s.sweep(now)
+			told = s.summarize(told, now)
 		}
 	}
+}
+
+// summaryInterval is how often what the rooms' doors turned away is
+// logged, when they turned anything away: refusals come from the network,
+// one line per datagram would be the attacker's to write.
+const summaryInterval = 10 * time.Second
+
+// summary is what the last summary line said.
+type summary struct {
+	at                 time.Time
+	refused, overQuota uint64
+}
+
+// summarize logs, at most every summaryInterval, how many datagrams the
+// rooms' doors turned away and JOINs went over their address's quota
+// since the last line, if any did.
+func (s *Supervisor) summarize(last summary, now time.Time) summary {
+	if now.Sub(last.at) < summaryInterval {
+		return last
+	}
+	st := s.Stats()
+	next := summary{at: now, refused: st.DoorRefused, overQuota: st.SeatsOverQuota}
+	if next.refused > last.refused || next.overQuota > last.overQuota {
+		s.log.Info().Uint64("door_refused", next.refused-last.refused).Uint64("seats_over_quota", next.overQuota-last.overQuota).
+			Dur("in", now.Sub(last.at).Round(time.Second)).Msg("rooms kept out the unseated")
+	}
+	return next
 }
 
 func (s *Supervisor) sweep(now time.Time) {
@@ -583,7 +615,10 @@ func (s *Supervisor) Stats() Stats {
 	st := s.stats
 	st.SpawnLatency.Counts = slices.Clone(s.stats.SpawnLatency.Counts)
 	st.Version, st.Rooms, st.Registered = ts.Version, ts.Rooms, ts.Registered
-	st.Created, st.SeatsHeld, st.SeatsDisplaced = ts.Created, ts.SeatsHeld, ts.SeatsDisplaced
+	st.Created, st.SeatsHeld, st.SeatsDisplaced, st.SeatsOverQuota = ts.Created, ts.SeatsHeld, ts.SeatsDisplaced, ts.SeatsOverQuota
+	for _, r := range s.live {
+		st.DoorRefused += r.refused
+	}
 	st.Reaped, st.WatchDrops = ts.Reaped, ts.WatchDrops
 	st.Warm = len(s.warm)
 	st.Spawning = s.spawning

@@ -384,7 +384,10 @@ type Status struct {
 	Details *Details `protobuf:"bytes,5,opt,name=details,proto3" json:"details,omitempty"`
 	// How the process will end, on the last status it sends before it
 	// exits: a host that is not the process's parent learns it only here.
-	Exit          *Exit `protobuf:"bytes,6,opt,name=exit,proto3" json:"exit,omitempty"`
+	Exit *Exit `protobuf:"bytes,6,opt,name=exit,proto3" json:"exit,omitempty"`
+	// Datagrams the room's door turned away so far: their senders held no
+	// seat.
+	DoorRefused   uint64 `protobuf:"varint,7,opt,name=door_refused,json=doorRefused,proto3" json:"door_refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -459,6 +462,13 @@ func (x *Status) GetExit() *Exit {
 		return x.Exit
 	}
 	return nil
+}
+
+func (x *Status) GetDoorRefused() uint64 {
+	if x != nil {
+		return x.DoorRefused
+	}
+	return 0
 }
 
 type Details struct {
@@ -918,14 +928,15 @@ const file_instance_proto_rawDesc = "" +
 	"\vStopRequest\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs\"\x0e\n" +
 	"\fStopResponse\"\x0e\n" +
-	"\fWatchRequest\"\xfb\x01\n" +
+	"\fWatchRequest\"\x9e\x02\n" +
 	"\x06Status\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.foyer.instance.v1.StateR\x05state\x12\x18\n" +
 	"\aplayers\x18\x02 \x01(\rR\aplayers\x124\n" +
 	"\x05event\x18\x03 \x01(\x0e2\x1e.foyer.instance.v1.PlayerEventR\x05event\x12\x0e\n" +
 	"\x02ip\x18\x04 \x01(\tR\x02ip\x124\n" +
 	"\adetails\x18\x05 \x01(\v2\x1a.foyer.instance.v1.DetailsR\adetails\x12+\n" +
-	"\x04exit\x18\x06 \x01(\v2\x17.foyer.instance.v1.ExitR\x04exit\"\x80\x01\n" +
+	"\x04exit\x18\x06 \x01(\v2\x17.foyer.instance.v1.ExitR\x04exit\x12!\n" +
+	"\fdoor_refused\x18\a \x01(\x04R\vdoorRefused\"\x80\x01\n" +
 	"\aDetails\x12\x1f\n" +
 	"\vmax_players\x18\x01 \x01(\rR\n" +
 	"maxPlayers\x12\x12\n" +

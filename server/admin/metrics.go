@@ -144,6 +144,8 @@ var (
 	supervisorWarmHits      = desc("foyer_supervisor_warm_hits_total", "Creates answered from the warm pool.", "")
 	supervisorSeatsHeld     = desc("foyer_supervisor_seats_held_total", "Seats newly held by JOIN (each one is a debug log line only).", "")
 	supervisorSeatsMoved    = desc("foyer_supervisor_seats_displaced_total", "Seats of unproven JOINs given to JOINs that proved they saw a listing.", "")
+	supervisorOverQuota     = desc("foyer_supervisor_seats_over_quota_total", "JOINs refused because their address held seats_per_address seats of the room.", "")
+	supervisorDoorRefused   = desc("foyer_room_door_refused_total", "Datagrams the rooms' doors turned away: their senders held no seat.", "")
 	supervisorSpawnFailures = desc("foyer_supervisor_spawn_failures_total", "Spawns that produced no instance.", "")
 	supervisorQuarantines   = desc("foyer_supervisor_port_quarantines_total", "Ports quarantined because something else held them.", "")
 	supervisorWatchDrops    = desc("foyer_supervisor_watch_drops_total", "Room-table events a slow watcher missed.", "")
@@ -152,7 +154,7 @@ var (
 	supervisorPorts         = desc("foyer_supervisor_ports", "Ports of the pool, by state.", "state")
 
 	supervisorDescs = []*prometheus.Desc{supervisorSpawnSeconds, supervisorExits, supervisorCreated, supervisorWarmHits,
-		supervisorSeatsHeld, supervisorSeatsMoved, supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
+		supervisorSeatsHeld, supervisorSeatsMoved, supervisorOverQuota, supervisorDoorRefused, supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
 )
 
 func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
@@ -164,6 +166,8 @@ func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
 	counter(ch, supervisorWarmHits, s.WarmHits)
 	counter(ch, supervisorSeatsHeld, s.SeatsHeld)
 	counter(ch, supervisorSeatsMoved, s.SeatsDisplaced)
+	counter(ch, supervisorOverQuota, s.SeatsOverQuota)
+	counter(ch, supervisorDoorRefused, s.DoorRefused)
 	counter(ch, supervisorSpawnFailures, s.SpawnFailures)
 	counter(ch, supervisorQuarantines, s.Quarantines)
 	counter(ch, supervisorWatchDrops, s.WatchDrops)

@@ -55,7 +55,7 @@ func fixedSources() Sources {
 			counts[1], counts[5], counts[len(counts)-1] = 1, 2, 1
 			return supervisor.Stats{
 				Warm: 1, Spawning: 2, PortsReady: 10, PortsCooling: 1, PortsInUse: 3,
-				Created: 3, WarmHits: 1, SeatsHeld: 7, SeatsDisplaced: 2, SpawnFailures: 1, Quarantines: 2, WatchDrops: 0,
+				Created: 3, WarmHits: 1, SeatsHeld: 7, SeatsDisplaced: 2, SeatsOverQuota: 4, DoorRefused: 12, SpawnFailures: 1, Quarantines: 2, WatchDrops: 0,
 				Reaped:       map[room.Cause]uint64{"finished": 2, "crashed": 1},
 				SpawnLatency: supervisor.Histogram{Counts: counts, Sum: 6250 * time.Millisecond},
 			}
@@ -114,6 +114,12 @@ foyer_supervisor_seats_displaced_total 2
 # HELP foyer_supervisor_seats_held_total Seats newly held by JOIN (each one is a debug log line only).
 # TYPE foyer_supervisor_seats_held_total counter
 foyer_supervisor_seats_held_total 7
+# HELP foyer_supervisor_seats_over_quota_total JOINs refused because their address held seats_per_address seats of the room.
+# TYPE foyer_supervisor_seats_over_quota_total counter
+foyer_supervisor_seats_over_quota_total 4
+# HELP foyer_room_door_refused_total Datagrams the rooms' doors turned away: their senders held no seat.
+# TYPE foyer_room_door_refused_total counter
+foyer_room_door_refused_total 12
 # HELP foyer_supervisor_spawn_seconds Time from launching an instance to its game being ready, successful spawns.
 # TYPE foyer_supervisor_spawn_seconds histogram
 foyer_supervisor_spawn_seconds_bucket{le="0.005"} 0

@@ -341,7 +341,7 @@ func statusFrom(m *instancepb.Status) (Status, bool) {
 	if st < instancepb.State_STATE_WAITING || st > instancepb.State_STATE_FINISHED {
 		return Status{}, false
 	}
-	s := Status{State: packet.RoomState(st), Players: int(min(m.GetPlayers(), 1<<16-1))}
+	s := Status{State: packet.RoomState(st), Players: int(min(m.GetPlayers(), 1<<16-1)), DoorRefused: m.GetDoorRefused()}
 	if d := m.GetDetails(); d != nil {
 		s.Details = &Details{
 			MaxPlayers: int(min(d.GetMaxPlayers(), 1<<16-1)),

@@ -35,6 +35,9 @@ type Status struct {
 	Details *Details
 	// Exit is set on the last report of an instance about to exit.
 	Exit *Exit
+	// DoorRefused is how many datagrams the room's door turned away so
+	// far: their senders held no seat.
+	DoorRefused uint64
 }
 
 // Status's reports beyond the player events.
