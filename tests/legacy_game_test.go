@@ -20,6 +20,7 @@ const (
 	gameJoinRequest = 0x02
 	gameReady       = 0x03
 	gamePing        = 0x04
+	gameDisconnect  = 0x07
 	gameServerHello = 0x10
 	gameJoinAccept  = 0x11
 	gameJoinDeny    = 0x12
@@ -59,7 +60,12 @@ type gamer struct {
 }
 
 func newGamer(t *testing.T, name string, f framing, room netip.AddrPort) *gamer {
-	return &gamer{name: name, c: newClient(t, "127.0.0.1", room), f: f}
+	return gamerAt(t, name, "127.0.0.1", f, room)
+}
+
+// gamerAt is a player on a socket bound on ip.
+func gamerAt(t *testing.T, name, ip string, f framing, room netip.AddrPort) *gamer {
+	return &gamer{name: name, c: newClient(t, ip, room), f: f}
 }
 
 func (g *gamer) send(typ byte, seq uint16, tick uint32, payload []byte) error {

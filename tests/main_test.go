@@ -278,6 +278,12 @@ func (r reply) roomPort(t testing.TB) (uint32, uint16) {
 	if (r.typ != roomCreated && r.typ != joinSuccess) || len(r.payload) != 6 {
 		t.Fatalf("not ROOM_CREATED or JOIN_SUCCESS: %#x %x", r.typ, r.payload)
 	}
+	return r.roomPortOf()
+}
+
+// roomPortOf reads the room and port of a ROOM_CREATED or JOIN_SUCCESS
+// the caller checked.
+func (r reply) roomPortOf() (uint32, uint16) {
 	return binary.BigEndian.Uint32(r.payload), binary.BigEndian.Uint16(r.payload[4:])
 }
 

@@ -1,0 +1,293 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/internal/floodtest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
+)
+
+// The room door and the quotas, tried against the real binary as an
+// attacker would: while the attack runs, a real player on another network
+// creates a room, a friend on a third joins it, and the room admits both,
+// every time.
+
+// doorSeatTTL is the seat_ttl of the door tests: short, so that the rooms
+// of creators who never come are seen to go.
+const doorSeatTTL = 2 * time.Second
+
+// doorConfig is the supervisor part of the door tests' lobby: 20 rooms at
+// most (the pool), a quarter of them per network, seats and empty rooms
+// short-lived. Nothing else is changed from the defaults: the quotas and
+// budgets under test are the shipped ones.
+var doorConfig = fmt.Sprintf("max_instances = 20\nseat_ttl = %q\n\n[room]\nidle_timeout = \"1s\"\n", doorSeatTTL)
+
+// rounds is how many times the real players try under each attack.
+const rounds = 20
+
+// The real players of round i: a creator and its friend, each on a
+// network of its own, none of the attackers' (127.0.x.y).
+func realCreator(i int) string { return fmt.Sprintf("127.1.%d.1", 1+i) }
+func realFriend(i int) string  { return fmt.Sprintf("127.2.%d.1", 1+i) }
+
+// roundPace is the least time between two rounds, so that the rounds'
+// rooms, which end a second after their players leave, do not fill the
+// host themselves.
+const roundPace = 300 * time.Millisecond
+
+// friendLate is how long after the CREATE the friend joins: the time to
+// pass it the room's number, and for an attacker watching the list to
+// find the room first.
+const friendLate = 500 * time.Millisecond
+
+// playRound is try i: the creator lists the rooms and creates one, the
+// friend joins it a moment later, and both greet the room; both must be
+// admitted. Then they leave, and their room ends a second later, empty.
+func playRound(t *testing.T, s *server, w *roomWatch, i int) error {
+	seq := uint16(100 + 10*i)
+	cip, fip := realCreator(i), realFriend(i)
+	creator, friend := newClient(t, cip, s.lobby), newClient(t, fip, s.lobby)
+	if _, err := creator.exchange(compact, listRooms, seq, nil); err != nil {
+		return fmt.Errorf("creator's LIST: %w", err)
+	}
+	r, err := creator.exchange(compact, createRoom, seq+1, nil)
+	if err != nil || r.typ != roomCreated {
+		return fmt.Errorf("CREATE answered %#x, %v", r.typ, err)
+	}
+	id, port := r.roomPortOf()
+	if w != nil {
+		w.ours(id)
+	}
+	time.Sleep(friendLate)
+	if r, err := friend.exchange(compact, joinRoom, seq, joinPayload(id)); err != nil || r.typ != joinSuccess {
+		return fmt.Errorf("the friend's JOIN answered %#x, %v", r.typ, err)
+	}
+	addr := netip.AddrPortFrom(s.lobby.Addr(), port)
+	for _, g := range []*gamer{gamerAt(t, "creator", cip, compact, addr), gamerAt(t, "friend", fip, compact, addr)} {
+		if _, err := g.greetCompact(id, 4); err != nil {
+			return fmt.Errorf("room %d did not admit its %v", id, err)
+		}
+		defer g.send(gameDisconnect, g.seq+1, 0, nil)
+	}
+	return nil
+}
+
+// underAttack runs attack until the rounds are played, and fails the test
+// unless every round's players got in; w, when set, learns their rooms.
+func underAttack(t *testing.T, s *server, w *roomWatch, attack func(ctx context.Context)) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { attack(ctx) })
+	defer func() { stop(); wg.Wait() }()
+	time.Sleep(time.Second) // the attack takes hold
+	for i := range rounds {
+		next := time.Now().Add(roundPace)
+		if err := playRound(t, s, w, i); err != nil {
+			t.Fatalf("round %d of %d under attack: %v", i+1, rounds, err)
+		}
+		time.Sleep(time.Until(next))
+	}
+}
+
+// poolPorts are the room ports of s, every one an attacker could aim at.
+func poolPorts(s *server) []uint16 {
+	var out []uint16
+	for p := s.ports[0]; p <= s.ports[1]; p++ {
+		out = append(out, uint16(p))
+	}
+	return out
+}
+
+// (a) Seatless HELLOs at every room port, from four sockets of one IP
+// and from 1,000 forged sources at 100 a second: no room admits them, so
+// none fills, and the real players get in every time. The door's refusals
+// are counted.
+func TestDoorKeepsSeatlessHellosOut(t *testing.T) {
+	requiretest.RawSocket(t) // forged datagrams
+	s := startServer(t, "", doorConfig)
+	hello := encode(compact, gameHello, 1, 0, nil)
+	underAttack(t, s, nil, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for i := range 4 {
+			c := newClient(t, "127.0.9.1", s.lobby)
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					for _, p := range poolPorts(s) {
+						c.conn.WriteToUDPAddrPort(hello, netip.AddrPortFrom(s.lobby.Addr(), p))
+					}
+					time.Sleep(time.Duration(50+i) * time.Millisecond)
+				}
+			})
+		}
+		for _, p := range poolPorts(s) {
+			wg.Go(func() {
+				floodtest.Run(ctx, floodtest.Config{To: netip.AddrPortFrom(s.lobby.Addr(), p), Payload: hello, Sources: 1000, Rate: 100 / len(poolPorts(s))})
+			})
+		}
+		wg.Wait()
+	})
+	if n := s.metrics(t)["foyer_room_door_refused_total"]; n == 0 {
+		t.Fatal("no datagram counted as refused by a room's door")
+	}
+}
+
+// (b) Forged CREATEs at 1,000 a second from a million sources: each is its
+// source's first request, so they share one small budget, and the rooms
+// they get are abandoned by creators who never come, within seat_ttl and
+// a second.
+func TestForgedCreatesCannotTakeTheHost(t *testing.T) {
+	requiretest.RawSocket(t)
+	s := startServer(t, "", doorConfig)
+	w := watchRooms(t, s)
+	underAttack(t, s, w, func(ctx context.Context) {
+		floodtest.Run(ctx, floodtest.Config{To: s.lobby, Payload: encode(compact, createRoom, 3, 0, nil), Sources: 1_000_000, Rate: 1000})
+	})
+	w.stopAndCheck(t, doorSeatTTL+time.Second)
+}
+
+// (c) CREATEs within their rate from every address of one /24, each a
+// source that listed first: the network holds a quarter of the rooms at
+// most, and rooms nobody came to go within seat_ttl and a second.
+func TestOneNetworkCannotTakeTheHost(t *testing.T) {
+	s := startServer(t, "", doorConfig)
+	w := watchRooms(t, s)
+	underAttack(t, s, w, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for host := range 254 {
+			c := newClient(t, fmt.Sprintf("127.0.5.%d", host+1), s.lobby)
+			wg.Go(func() {
+				for seq := uint16(1); ctx.Err() == nil; seq += 2 {
+					c.exchange(compact, listRooms, seq, nil)
+					c.exchange(compact, createRoom, seq+1, nil)
+					time.Sleep(time.Second) // create_rate
+				}
+			})
+		}
+		wg.Wait()
+	})
+	w.stopAndCheck(t, doorSeatTTL+time.Second)
+	if w.peak > 5 {
+		t.Errorf("one /24 held %d rooms at once, over a quarter of max_instances (5)", w.peak)
+	}
+}
+
+// (d) JOINs from 64 ports of one IP at every room, as fast as its rate
+// lets them through: it holds two seats of a room at most, so the friend
+// always finds one.
+func TestOneAddressCannotTakeARoom(t *testing.T) {
+	s := startServer(t, "", doorConfig)
+	underAttack(t, s, nil, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var ids []uint32
+		lister := newClient(t, "127.0.7.1", s.lobby)
+		wg.Go(func() {
+			for seq := uint16(1); ctx.Err() == nil; seq++ {
+				if r, err := lister.exchange(compact, listRooms, seq, nil); err == nil {
+					mu.Lock()
+					ids = ids[:0]
+					for _, rm := range r.rooms(t) {
+						ids = append(ids, rm.id)
+					}
+					mu.Unlock()
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+		for range 64 {
+			c := newClient(t, "127.0.7.1", s.lobby)
+			wg.Go(func() {
+				for seq := uint16(1); ctx.Err() == nil; seq++ {
+					mu.Lock()
+					for _, id := range ids {
+						c.send(encode(compact, joinRoom, seq, 0, joinPayload(id)))
+					}
+					mu.Unlock()
+					time.Sleep(50 * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if m := s.metrics(t); m["foyer_supervisor_seats_over_quota_total"] == 0 {
+		t.Fatal("no JOIN counted over its address's quota")
+	}
+}
+
+// roomWatch follows the rooms a lobby lists, from a client of its own
+// network, and when each was first and last seen.
+type roomWatch struct {
+	s    *server
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu   sync.Mutex
+	seen map[uint32][2]time.Time // first and last seen
+	mine map[uint32]bool         // the real players' rooms
+	peak int                     // most rooms not theirs listed at once
+}
+
+// watchRooms lists s's rooms every 100 ms until stopAndCheck.
+func watchRooms(t *testing.T, s *server) *roomWatch {
+	ctx, stop := context.WithCancel(context.Background())
+	w := &roomWatch{s: s, stop: stop, done: make(chan struct{}), seen: map[uint32][2]time.Time{}, mine: map[uint32]bool{}}
+	c := newClient(t, "127.0.3.1", s.lobby)
+	go func() {
+		defer close(w.done)
+		for seq := uint16(1); ctx.Err() == nil; seq++ {
+			if r, err := c.exchange(compact, listRooms, seq, nil); err == nil {
+				w.saw(r.rooms(t), time.Now())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-w.done })
+	return w
+}
+
+func (w *roomWatch) saw(rooms []room, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	others := 0
+	for _, r := range rooms {
+		at, ok := w.seen[r.id]
+		if !ok {
+			at[0] = now
+		}
+		at[1] = now
+		w.seen[r.id] = at
+		if !w.mine[r.id] {
+			others++
+		}
+	}
+	w.peak = max(w.peak, others)
+}
+
+// ours marks room id as the real players'.
+func (w *roomWatch) ours(id uint32) {
+	w.mu.Lock()
+	w.mine[id] = true
+	w.mu.Unlock()
+}
+
+// stopAndCheck waits, once the attack is over, until every room the
+// attackers got is gone, and fails the test if one was listed longer than
+// within (and the watch's 100 ms between two looks).
+func (w *roomWatch) stopAndCheck(t *testing.T, within time.Duration) {
+	t.Helper()
+	time.Sleep(within + time.Second) // the last ones go
+	w.stop()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, at := range w.seen {
+		if life := at[1].Sub(at[0]); !w.mine[id] && life > within+200*time.Millisecond {
+			t.Errorf("room %d of a creator who never came was listed for %v, longer than %v", id, life.Round(time.Millisecond), within)
+		}
+	}
+}
