@@ -133,7 +133,10 @@ func newTest(t testing.TB, mode string, ports int, tune func(*Config)) (*Supervi
 	cfg.StopGrace, cfg.PortCooldown = 3*time.Second, 50*time.Millisecond
 	// The tests' players all come from loopback, a LAN party behind one
 	// address: the table's own tests check its quotas.
-	cfg.SeatsPerAddress, cfg.RoomsPerNetwork = 64, ports
+	cfg.SeatsPerAddress, cfg.RoomsPerNetwork = 64, 1<<16
+	// Most tests' rooms see no player: their creators' seats last as long
+	// as the test, and the tests of seats and of abandoned rooms set it.
+	cfg.SeatTTL = 10 * time.Minute
 	if tune != nil {
 		tune(&cfg)
 	}

@@ -101,7 +101,7 @@ func TestConcurrentJoinsAreExact(t *testing.T) {
 }
 
 func TestSeatExpires(t *testing.T) {
-	s, _ := newTest(t, "game", 2, func(c *Config) { c.SeatTTL = 200 * time.Millisecond })
+	s, _ := newTest(t, "game", 2, func(c *Config) { c.SeatTTL = time.Second })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := s.Table().Watch(ctx)
@@ -109,20 +109,41 @@ func TestSeatExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	send(t, loopback, r.Port, "hello") // the creator comes
+	if _, err := s.Table().Join(ctx, r.ID, ep("127.0.0.2:6000"), room.Unproven); err != nil {
+		t.Fatal(err)
+	}
 	for {
 		ev := nextEvent(t, events)
 		if ev.Room.ID != r.ID {
 			continue
 		}
-		if ev.Kind == room.Changed && ev.Room.Seats == 0 {
+		if ev.Kind == room.Changed && ev.Room.Players == 1 && ev.Room.Seats == 0 {
 			break
 		}
 	}
-	// The seat is free again: the room holds MaxPlayers new ones.
-	for i := range s.cfg.MaxPlayers {
-		if _, err := s.Table().Join(ctx, r.ID, netip.AddrPortFrom(loopback, uint16(8000+i)), room.Unproven); err != nil {
+	// The seat of 127.0.0.2, whose player never came, is free again: the
+	// room holds MaxPlayers-1 new ones beside its creator.
+	for i := range s.cfg.MaxPlayers - 1 {
+		if _, err := s.Table().Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(1 + i)}), 8000), room.Unproven); err != nil {
 			t.Fatalf("join %d after expiry: %v", i, err)
 		}
+	}
+}
+
+// A room whose creator never comes, nor anyone else, is stopped once the
+// creator's seat expires, and reaped as abandoned.
+func TestRoomNobodyCameToIsAbandoned(t *testing.T) {
+	s, _ := newTest(t, "game", 2, func(c *Config) { c.SeatTTL = 500 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Table().Watch(ctx)
+	r, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := reapedEvent(t, events, r.ID); ev.Cause != room.Abandoned {
+		t.Fatalf("reaped %+v, want cause abandoned", ev)
 	}
 }
 
@@ -438,4 +459,29 @@ func TestTableContract(t *testing.T) {
 			send(t, loopback, r.Port, "state "+strconv.Itoa(int(state)))
 		}}
 	})
+}
+
+// A room whose match has not begun max_waiting after it was handed out
+// ends, players or not; one whose match began does not.
+func TestRoomWaitingTooLongEnds(t *testing.T) {
+	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxWaiting = time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := s.Table().Watch(ctx)
+	waiting, err := s.Table().Create(ctx, ep("127.0.0.1:6000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	playing, err := s.Table().Create(ctx, ep("127.0.0.2:6000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, loopback, waiting.Port, "hello") // a player, pinging: still waiting
+	send(t, netip.MustParseAddr("127.0.0.2"), playing.Port, "state 2")
+	if ev := reapedEvent(t, events, waiting.ID); ev.Cause != room.WaitedOut {
+		t.Fatalf("reaped %+v, want cause waited_out", ev)
+	}
+	if _, ok := listed(s, playing.ID); !ok {
+		t.Fatal("the room whose match began was ended too")
+	}
 }

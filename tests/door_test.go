@@ -22,10 +22,10 @@ import (
 const doorSeatTTL = 2 * time.Second
 
 // doorConfig is the supervisor part of the door tests' lobby: 20 rooms at
-// most (the pool), a quarter of them per network, seats and empty rooms
-// short-lived. Nothing else is changed from the defaults: the quotas and
-// budgets under test are the shipped ones.
-var doorConfig = fmt.Sprintf("max_instances = 20\nseat_ttl = %q\n\n[room]\nidle_timeout = \"1s\"\n", doorSeatTTL)
+// most (the pool), a quarter of them per network (the default share),
+// seats and empty rooms short-lived. Nothing else is changed from the
+// defaults: the quotas and budgets under test are the shipped ones.
+var doorConfig = fmt.Sprintf("max_instances = 20\nrooms_per_network = 5\nseat_ttl = %q\n\n[room]\nidle_timeout = \"1s\"\n", doorSeatTTL)
 
 // rounds is how many times the real players try under each attack.
 const rounds = 20

@@ -105,6 +105,7 @@ create_burst = 100
 ports = "%d-%d"
 bind = "127.0.0.1"
 max_instances = %d
+rooms_per_network = 1000
 state_dir = %q
 reattach_grace = %q
 spawn_timeout = "20s"

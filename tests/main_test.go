@@ -420,6 +420,11 @@ func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
 	// (client sockets) and away from the other packages' test pools.
 	first := 6000 + rand.IntN(250)*20
+	if !strings.Contains(supervisorExtra, "rooms_per_network") {
+		// Every test player is a loopback address, most of them
+		// 127.0.0.1: one network. The door tests set the quota.
+		supervisorExtra = "rooms_per_network = 1000\n" + supervisorExtra
+	}
 	cfg := fmt.Sprintf(`[lobby]
 listen = "127.0.0.1:%d"
 %s

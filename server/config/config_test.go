@@ -214,7 +214,7 @@ func TestRefusals(t *testing.T) {
 		{"duration number", "[room]\ncountdown = 3\n", `bad.toml:2: [room] countdown 3: want a duration string`},
 		{"max_instances zero", "[supervisor]\nmax_instances = 0\n", `bad.toml:2: [supervisor] max_instances 0: must be at least 1`},
 		{"seats per address zero", "[supervisor]\nseats_per_address = 0\n", `bad.toml:2: [supervisor] seats_per_address 0: must be at least 1`},
-		{"rooms per network past max", "[supervisor]\nmax_instances = 8\nrooms_per_network = 9\n", `bad.toml:3: [supervisor] rooms_per_network 9: must be at most 8`},
+		{"rooms per network zero", "[supervisor]\nrooms_per_network = 0\n", `bad.toml:2: [supervisor] rooms_per_network 0: must be at least 1`},
 		{"max waiting short", "[supervisor]\nmax_waiting = \"10ms\"\n", `bad.toml:2: [supervisor] max_waiting "10ms": must be at least 1s`},
 		{"max_players too big", "[supervisor]\nmax_players = 70000\n", `bad.toml:2: [supervisor] max_players 70000: must be at most 65535`},
 		{"warm above max", "[supervisor]\nmax_instances = 2\nwarm = 3\n", `bad.toml:3: [supervisor] warm 3: must be at most 2`},

@@ -223,7 +223,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.SeatsPerAddr, count(&sc.SeatsPerAddress, 1, 1<<16-1))
 	// A file that sizes max_instances sizes the networks' share with it.
 	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)
-	r.get(k.RoomsPerNet, count(&sc.RoomsPerNetwork, 1, sc.MaxInstances))
+	r.get(k.RoomsPerNet, count(&sc.RoomsPerNetwork, 1, 1<<16)) // max_instances and above: no quota
 	r.get(k.MaxWaiting, duration(&sc.MaxWaiting, time.Second))
 	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
 	r.get(k.StateDir, text(func(v string) error {
