@@ -126,7 +126,9 @@ func unwrapExec(err error) error {
 const maxStateDir = 107 - len("/rooms/4294967295/plugin4294967295")
 
 // CheckStateDir says why rooms could not use dir as their state
-// directory, or nil.
+// directory, or nil. Besides its path, it checks that the directory, if
+// it exists, is trusted (see checkTrusted): whatever is in it decides
+// which processes the lobby adopts and signals.
 func CheckStateDir(dir string) error {
 	switch {
 	case !filepath.IsAbs(dir):
@@ -134,5 +136,5 @@ func CheckStateDir(dir string) error {
 	case len(filepath.Clean(dir)) > maxStateDir:
 		return fmt.Errorf("state_dir %q is longer than %d bytes: the rooms' sockets would not fit a unix socket address", dir, maxStateDir)
 	}
-	return nil
+	return checkTrusted(dir)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,9 @@ func openRoomDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 	if err := os.MkdirAll(filepath.Join(stateDir, "rooms"), 0o700); err != nil {
 		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a link: the directory was checked, but a lobby run
+	// as root must not write wherever a planted link points.
+	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
 	}
@@ -78,6 +81,9 @@ func removeDeadTemps(log zerolog.Logger) {
 		}
 		if st, err := proc.ReadStat(pid); err == nil && st.StartTicks == ticks && st.State != 'Z' {
 			continue // its supervisor runs
+		}
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || ownedHere(dir, dir, fi) != nil {
+			continue // not made by a lobby of this user: someone else's name-alike
 		}
 		if err := os.RemoveAll(dir); err == nil {
 			log.Info().Str("dir", dir).Int("pid", pid).Msg("removed the rooms directory of a lobby that no longer runs")
@@ -124,6 +130,19 @@ func (d *roomDirs) make(id uint32) (string, error) {
 	return dir, os.Mkdir(dir, 0o700)
 }
 
+// owner is the uid that owns room id's directory, the room's own; -1 when
+// it cannot be told.
+func (d *roomDirs) owner(id uint32) int {
+	fi, err := os.Lstat(d.path(id))
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
 // remove removes room id's directory and whatever is in it.
 func (d *roomDirs) remove(id uint32) { _ = os.RemoveAll(d.path(id)) }
 
@@ -148,7 +167,9 @@ func (d *roomDirs) forwardLog(id uint32, log zerolog.Logger) {
 	if log.GetLevel() > zerolog.DebugLevel {
 		return
 	}
-	f, err := os.Open(filepath.Join(d.path(id), instancepb.RoomLog))
+	// The room writes its log: it may have made it a link to a file the
+	// lobby can read and it cannot.
+	f, err := openNoFollow(filepath.Join(d.path(id), instancepb.RoomLog), d.owner(id))
 	if err != nil {
 		return
 	}
