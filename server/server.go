@@ -118,7 +118,8 @@ func (s *Server) build() error {
 	}
 	// A taken admin address stops the start like a taken lobby port: an
 	// operator who asked for /metrics and /healthz must not run blind.
-	s.admin, err = admin.New(admin.Config{Listen: s.cfg.Admin.Listen, Token: s.cfg.Admin.Token}, s.sources(), s.log)
+	s.admin, err = admin.New(admin.Config{Listen: s.cfg.Admin.Listen, Token: s.cfg.Admin.Token,
+		Hosts: s.cfg.Admin.Hosts, Session: s.cfg.Admin.Session}, s.sources(), s.log)
 	return err
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -35,6 +37,7 @@ const (
 	debUnit     = "/lib/systemd/system/foyer.service"
 	debStateDir = "/var/lib/foyer"
 	debUser     = "foyer"
+	debToken    = "/etc/foyer/admin-token"
 )
 
 // debMade is every path the package or its scripts may make, including
@@ -342,6 +345,7 @@ func debCheckInstalled(t *testing.T) (uid, gid int) {
 		{debConfig, 0, gid, 0o640}, // the foyer group reads it; others do not
 		{debUnit, 0, 0, 0o644},
 		{debStateDir, uid, gid, fs.ModeDir | 0o750},
+		{debToken, 0, gid, 0o640}, // made at install: root and the service read it
 	} {
 		fi, err := os.Stat(f.path)
 		if err != nil {
@@ -366,6 +370,14 @@ func debCheckInstalled(t *testing.T) (uid, gid int) {
 	if bytes.Contains(debRead(t, "../config.toml"), []byte("\nstate_dir = \"\"\n")) &&
 		!bytes.Contains(conf, []byte("\nstate_dir = \""+debStateDir+"\"\n")) {
 		t.Errorf("%s does not set state_dir = %q", debConfig, debStateDir)
+	}
+
+	// The admin token: random, long enough, and the packaged config's.
+	if token := strings.TrimSpace(string(debRead(t, debToken))); len(token) != 43 {
+		t.Errorf("%s holds %d characters, want a token of 43", debToken, len(token))
+	}
+	if !bytes.Contains(conf, []byte("\ntoken_file = \""+debToken+"\"\n")) {
+		t.Errorf("%s does not set token_file = %q", debConfig, debToken)
 	}
 
 	// dpkg knows the config as a conffile, unchanged since installed.
@@ -419,6 +431,29 @@ func debServe(t *testing.T, uid, gid int) {
 		t.Helper()
 		return debRun(t, append(append(inNS, debBinary), args...)...)
 	}
+	// The admin listener asks for the token made at install.
+	token := strings.TrimSpace(string(debRead(t, debToken)))
+	inside := &http.Client{Timeout: cliLimit, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+			err = inNetns(ns, func() error { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err })
+			return c, err
+		}}}
+	for auth, want := range map[string]int{"": 401, "Bearer " + token: 200} {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:9477/healthz", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		code := 0
+		resp, err := inside.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			code = resp.StatusCode
+		}
+		if code != want {
+			t.Errorf("the packaged lobby's /healthz with %q: %d (%v), want %d", auth, code, err, want)
+		}
+	}
+
 	var rooms cliRoomsJSON
 	cliDecode(t, client("rooms", "--json"), &rooms)
 	if len(rooms.Rooms) != 0 {

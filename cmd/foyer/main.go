@@ -15,7 +15,10 @@ import (
 var commands = slices.Concat(
 	[]cli.Entry{{Name: "serve", Summary: "run the lobby and its supervisor", Run: runServe}},
 	cli.Clients,
-	[]cli.Entry{{Name: "instance", Summary: "run a reference room (started by the supervisor)", Hidden: true, Run: runInstance}},
+	[]cli.Entry{
+		{Name: "token", Summary: "print a new random admin token", Run: runToken},
+		{Name: "instance", Summary: "run a reference room (started by the supervisor)", Hidden: true, Run: runInstance},
+	},
 )
 
 func main() {

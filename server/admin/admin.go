@@ -54,10 +54,23 @@ type Config struct {
 	// empty disables it.
 	Listen string
 	// Token, when set, is the bearer token every request must carry
-	// ("Authorization: Bearer TOKEN"). An address other than loopback
-	// needs one.
+	// ("Authorization: Bearer TOKEN"), at least MinToken characters. An
+	// address other than loopback needs one.
 	Token string
+	// Hosts are the names, besides its own addresses and "localhost",
+	// that requests may give as their Host (see hosts.go).
+	Hosts []string
+	// Session is how long the board's cookie lasts; zero means
+	// DefaultSession.
+	Session time.Duration
 }
+
+// MinToken is the shortest token the listener takes: 32 characters, as
+// `foyer token` makes (43), leave no guess worth making at ten a minute.
+const MinToken = 32
+
+// DefaultSession is how long the board's cookie lasts by default.
+const DefaultSession = 12 * time.Hour
 
 // Sources are where the admin pages read from; a nil source leaves its
 // metrics out (and /rooms empty, for Rooms).
@@ -96,6 +109,7 @@ type Server struct {
 	http     *http.Server
 	src      Sources
 	board    *board
+	guesses  *guesses // the failed authentications of each source
 	log      zerolog.Logger
 	draining atomic.Bool
 }
@@ -109,15 +123,23 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
 		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
 	}
+	if cfg.Token != "" && len(cfg.Token) < MinToken {
+		return nil, fmt.Errorf("admin: a token of %d characters is too short (at least %d; foyer token makes one)", len(cfg.Token), MinToken)
+	}
+	if cfg.Session <= 0 {
+		cfg.Session = DefaultSession
+	}
 	ln, err := sockets.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
 	s.board = newBoard(src, s.log)
+	s.guesses = newGuesses(s.log)
 	errLog := stdlog.New(s.log, "", 0)
+	reg := newRegistry(src)
 	pages := http.NewServeMux()
-	pages.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
+	pages.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// A series that fails to collect is logged and left out; the
 		// rest of the page still answers.
 		ErrorLog:      errLog,
@@ -132,14 +154,18 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	board.HandleFunc("GET /board/events", s.board.stream)
 	var pagesHandler, boardHandler http.Handler = pages, board
 	if cfg.Token != "" {
-		pagesHandler, boardHandler = bearer(cfg.Token, pages), newBoardGate(cfg.Token, board)
+		pagesHandler, boardHandler = s.bearer(cfg.Token, pages), newBoardGate(cfg.Token, cfg.Session, s.guesses, board)
 	}
 	mux := http.NewServeMux()
 	for _, path := range []string{"/metrics", "/healthz", "/rooms"} {
 		mux.Handle(path, pagesHandler)
 	}
 	mux.Handle("/", boardHandler)
-	s.http = httpserve.New(noStore(mux), errLog) // every page is of now
+	// Host first: a rebinding page learns nothing, not even whether a
+	// token is asked.
+	hosts := newHostGate(cfg.Hosts, noStore(mux)) // every page is of now
+	reg.MustRegister(authCollector{g: s.guesses, wrongHost: &hosts.wrong})
+	s.http = httpserve.New(hosts, errLog)
 	return s, nil
 }
 
@@ -311,15 +337,22 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 }
 
 // bearer lets through the requests that carry token as their bearer
-// token, compared in constant time; the others get 401.
-func bearer(token string, next http.Handler) http.Handler {
+// token, compared in constant time, within their source's allowance of
+// guesses; the others get 401, or 429 past the allowance.
+func (s *Server) bearer(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hasBearer(r, want) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="foyer admin"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		auth := r.Header.Get("Authorization")
+		if auth == "" {
+			unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		switch ok, checked := s.guesses.check(w, r, func() bool { return hasBearer(auth, want) }); {
+		case !checked:
+		case !ok:
+			unauthorized(w)
+		default:
+			next.ServeHTTP(w, r)
+		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
@@ -27,6 +28,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
+	"github.com/foyerlobby/foyer/server/admin"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -72,6 +74,11 @@ type Admin struct {
 	// file token_file names or given as token; empty: none (loopback
 	// only).
 	Token string
+	// Hosts are the names requests may give as their Host, besides the
+	// listener's own addresses and localhost.
+	Hosts []string
+	// Session is how long the board's sign-in lasts.
+	Session time.Duration
 }
 
 // Log is the [log] section.
@@ -91,7 +98,7 @@ func DefaultConfig() Config {
 		Web:        web.DefaultConfig(),
 		Supervisor: supervisor.DefaultConfig(),
 		Room:       refroom.DefaultConfig(),
-		Admin:      Admin{Listen: "127.0.0.1:9477"},
+		Admin:      Admin{Listen: "127.0.0.1:9477", Session: admin.DefaultSession},
 		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
 		Cluster:    cluster.DefaultConfig(),
 	}
