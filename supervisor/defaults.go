@@ -78,6 +78,9 @@ func (c Config) check() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := c.CheckRoomUsers(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("supervisor: config: %w", err)
 	}

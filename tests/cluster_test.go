@@ -490,7 +490,7 @@ func TestClusterBehindOneAddress(t *testing.T) {
 	// d keeps its rooms in a state directory: they outlive its lobby.
 	d := hosts[3]
 	conf, _ := os.ReadFile(d.config)
-	conf = []byte(strings.Replace(string(conf), "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\nreattach_grace = \"30s\"\n", t.TempDir()), 1))
+	conf = []byte(strings.Replace(string(conf), "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\nreattach_grace = \"30s\"\n", shortDir(t)), 1))
 	if err := os.WriteFile(d.config, conf, 0o600); err != nil {
 		t.Fatal(err)
 	}

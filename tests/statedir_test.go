@@ -105,7 +105,8 @@ func TestStateDirTrustedOnlyWhenOurs(t *testing.T) {
 
 // shortDir makes an empty directory, 0700, whose path is short enough for
 // a state_dir (a room's socket path must fit a unix socket address),
-// removed at the end of the test with its parent.
+// removed at the end of the test with its parent, which lets others
+// through (the rooms' users reach their directories in the state_dir).
 func shortDir(t *testing.T) string {
 	t.Helper()
 	base, err := os.MkdirTemp("", "fy")
@@ -113,6 +114,7 @@ func shortDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
+	chmod(t, base, 0o711)
 	dir := filepath.Join(base, "s")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 )
@@ -44,7 +43,8 @@ func runToken(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, token)
 		return cli.ExitOK
 	}
-	f, err := os.OpenFile(*file, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o640)
+	// O_EXCL: never over an existing file, nor through a link.
+	f, err := os.OpenFile(*file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if errors.Is(err, fs.ErrExist) {
 		fmt.Fprintf(stderr, "foyer token: %s exists: kept as it is\n", *file)
 		return cli.ExitOK

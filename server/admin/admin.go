@@ -88,6 +88,10 @@ type Sources struct {
 	Cluster func() cluster.Stats
 	// Guard is the rate limiting every edge shares.
 	Guard func() GuardStats
+	// HeldPorts, when set, are the ports of the pool something holds
+	// that the pool did not give it (a room squatting them, say): /rooms
+	// lists them with their holders, /metrics counts them.
+	HeldPorts func() []supervisor.HeldPort
 	// Watch, when set, follows the room table's changes: the board then
 	// shows them as they happen, and the rooms that ended lately with
 	// why. Without it the board shows the table once a second.
@@ -270,6 +274,9 @@ type roomJSON struct {
 type tableJSON struct {
 	Version uint64     `json:"version"`
 	Rooms   []roomJSON `json:"rooms"`
+	// HeldPorts are the ports of the pool held by what the pool did not
+	// give them to; left out when there are none.
+	HeldPorts []supervisor.HeldPort `json:"held_ports,omitempty"`
 }
 
 func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
@@ -277,7 +284,11 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(roomTable(snap, s.src.usage(snap), time.Now())) // a write error means the client left
+	table := roomTable(snap, s.src.usage(snap), time.Now())
+	if s.src.HeldPorts != nil {
+		table.HeldPorts = s.src.HeldPorts()
+	}
+	enc.Encode(table) // a write error means the client left
 }
 
 // snapshot is the room table, empty without a source.

@@ -23,6 +23,7 @@ import (
 	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
@@ -103,6 +104,8 @@ func DefaultConfig() Config {
 		Cluster:    cluster.DefaultConfig(),
 	}
 	c.Supervisor.Room = c.Room.Settings()
+	// foyer serve gives each room a user of its own where it can (root).
+	c.Supervisor.RoomUsers = roomuser.Range{First: roomuser.DefaultFirst, Last: roomuser.DefaultLast}
 	return c
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/server/admin"
@@ -185,6 +186,8 @@ type supervisorKeys struct {
 	MemoryMax      toml.Primitive `toml:"memory_max"`
 	CPUMax         toml.Primitive `toml:"cpu_max"`
 	PidsMax        toml.Primitive `toml:"pids_max"`
+	RoomUsers      toml.Primitive `toml:"room_users"`
+	PassEnv        toml.Primitive `toml:"pass_env"`
 }
 
 // minHealthTimeout is the shortest health_timeout that lets a healthy
@@ -227,7 +230,35 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.MemoryMax, unlimitedOr(memory(&l.MemoryMax, minMemoryMax)))
 	r.get(k.CPUMax, unlimitedOr(share(&l.CPUMax, minCPUMax, maxCPUMax)))
 	r.get(k.PidsMax, unlimitedOr(count(&l.PidsMax, minPidsMax, maxPidsMax)))
+	r.get(k.RoomUsers, text(func(v string) (err error) {
+		sc.RoomUsers, err = roomuser.ParseRange(v)
+		if err == nil && !sc.RoomUsers.IsZero() && sc.RoomUsers.Len() < sc.MaxInstances {
+			err = fmt.Errorf("%d users for max_instances %d: each room needs one", sc.RoomUsers.Len(), sc.MaxInstances)
+		}
+		return err
+	}))
+	r.get(k.PassEnv, envNames(&sc.PassEnv))
 }
+
+// envNames reads a list of environment variable names.
+func envNames(dst *[]string) value {
+	return func(raw any) error {
+		names, err := strs(raw, "a list of variable names")
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if !envName.MatchString(n) {
+				return fmt.Errorf("%q is not a variable name", n)
+			}
+		}
+		*dst = names
+		return nil
+	}
+}
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Bounds of the room limits: below these a room cannot start (an
 // instance runs about 10 threads, which count as processes, and holds
