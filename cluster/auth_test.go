@@ -2,9 +2,16 @@ package cluster
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io/fs"
+	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -281,4 +288,59 @@ func TestSeedFiles(t *testing.T) {
 	if _, err := ReadSeed(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing seed: %v", err)
 	}
+}
+
+// With embedded_tls_cert and embedded_tls_key the embedded server speaks
+// TLS only: a host that trusts its certificate joins, a client in plain
+// TCP is refused, and the host of the server serves through it as ever.
+func TestEmbeddedServerTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	keys := filepath.Join(dir, "cluster")
+	ca := testConfig("", "a", public)
+	ca.NATS, ca.Embedded, ca.KeysDir, ca.Members, ca.StoreDir = nil, addr, keys, []string{"b"}, t.TempDir()
+	ca.ServerTLSCert, ca.ServerTLSKey = cert, key
+	a := join(t, ca, newMemLocal(1))
+	cb := testConfig("tls://"+addr, "b", public)
+	cb.NKey, cb.TLSCA = SeedFile(keys, "b"), cert
+	b := join(t, cb, newMemLocal(2))
+	eventually(t, "a and b see each other", func() bool { return a.Stats().Hosts == 2 && b.Stats().Hosts == 2 })
+	if r, err := a.Create(context.Background(), player); err != nil || r.Node != "b" {
+		t.Fatalf("CREATE at a over TLS: %+v, %v; want a room on b", r, err)
+	}
+	kp, _ := ReadSeed(SeedFile(keys, "b"))
+	pub, _ := kp.PublicKey()
+	if nc, err := nats.Connect("nats://"+addr, nats.Nkey(pub, kp.Sign), nats.Timeout(2*time.Second)); err == nil {
+		nc.Close()
+		t.Error("a client without TLS connected")
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1, its own CA, and its key,
+// and returns their paths.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "foyer test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(k)
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return cert, key
 }
