@@ -7,13 +7,18 @@
 // buckets and two request subjects per host are the whole protocol:
 //
 //	bucket foyer-cluster (one stream: a watcher sees keys in write order)
-//	  hosts.<host>         heartbeat: public address, free capacity (every Heartbeat)
+//	  hosts.<host>         heartbeat: public address, free capacity, range of ids (every Heartbeat)
 //	  rooms.<host>.<id>    one room of the host, written on every change
 //	bucket foyer-ids (kept forever)
 //	  ranges.<n>           the host holding room ids n<<20 .. n<<20|0xFFFFF, and its high-water mark
 //	  owners.<host>        the range the host holds
 //	subject foyer.host.<host>.create   place a room on the host (an ack, then the room)
 //	subject foyer.host.<host>.join     hold a seat in one of the host's rooms
+//
+// Each host is a NATS user that may write only its own keys and read only
+// its own requests (auth.go), and what it writes is checked: it is listed
+// with the rooms of its own range of ids only, and counted as able to run
+// no more than MaxHostRooms rooms (view.go).
 //
 // A host publishes its own rooms and watches the whole of foyer-cluster,
 // so List, and every listing built from it, never waits on the network.
@@ -59,6 +64,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/room"
@@ -83,10 +89,30 @@ type Config struct {
 	Host string
 	// PublicAddr is the IP players reach this host's rooms at.
 	PublicAddr netip.Addr
-	// Credentials is a NATS credentials file; TLSCA, TLSCert and TLSKey
-	// are the client's TLS settings. All optional.
+	// NKey is the file of this host's nkey seed (see auth.go), which
+	// the embedded server of another host wrote to its KeysDir, or
+	// `foyer nats-user` made; Credentials is a NATS credentials file
+	// (JWT and seed) instead; TLSCA, TLSCert and TLSKey are the client's
+	// TLS settings. All optional: a host of the embedded server needs
+	// none.
+	NKey                   string
 	Credentials            string
 	TLSCA, TLSCert, TLSKey string
+	// Members are the other hosts the embedded server lets in: it makes
+	// a key for each (and one for this host) and writes their seeds to
+	// KeysDir, where they are kept. Only with Embedded.
+	Members []string
+	// KeysDir is where the embedded server keeps the hosts' seeds (the
+	// command gives it state_dir/cluster); empty, with no Members: this
+	// host's key lives in memory.
+	KeysDir string
+	// ServerTLSCert and ServerTLSKey make the embedded server speak TLS
+	// only; empty: plain TCP (authentication is by nkeys either way).
+	ServerTLSCert, ServerTLSKey string
+	// MaxHostRooms bounds the rooms placement counts any other host as
+	// able to run: a host claiming more free capacity than this minus
+	// the rooms it lists is counted as having only that. Zero: unbounded.
+	MaxHostRooms int
 
 	// Heartbeat is how often a host says it is alive (and how free).
 	Heartbeat time.Duration
@@ -165,6 +191,7 @@ type Cluster struct {
 
 	srv      *server.Server // the embedded server, or nil
 	storeTmp string         // its temporary store, removed on Close
+	key      nkeys.KeyPair  // this host's user key; nil without one
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	ids      idRange
@@ -234,7 +261,7 @@ func Start(cfg Config, log zerolog.Logger) (*Cluster, error) {
 		creates:   make(chan struct{}, maxRemoteCreates),
 		leaving:   make(chan chan error),
 	}
-	c.view = newView(c.me, c.addr, cfg.HostTTL)
+	c.view = newView(c.me, c.addr, cfg.HostTTL, cfg.MaxHostRooms)
 	if err := c.start(); err != nil {
 		c.closeConn()
 		cancel()
@@ -244,6 +271,13 @@ func Start(cfg Config, log zerolog.Logger) (*Cluster, error) {
 }
 
 func (c *Cluster) start() error {
+	if c.cfg.NKey != "" {
+		kp, err := ReadSeed(c.cfg.NKey)
+		if err != nil {
+			return fmt.Errorf("cluster: nkey: %w", err)
+		}
+		c.key = kp
+	}
 	if c.cfg.Embedded != "" {
 		if err := c.startEmbedded(); err != nil {
 			return err
@@ -294,7 +328,13 @@ func (c *Cluster) connect() error {
 			c.link(false)
 		}),
 	}
-	if c.cfg.Credentials != "" {
+	// Replies come to subjects of this host's own (see Permissions).
+	opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(c.me)))
+	switch {
+	case c.key != nil:
+		pub, _ := c.key.PublicKey()
+		opts = append(opts, nats.Nkey(pub, c.key.Sign))
+	case c.cfg.Credentials != "":
 		opts = append(opts, nats.UserCredentials(c.cfg.Credentials))
 	}
 	if c.cfg.TLSCA != "" {
@@ -340,17 +380,21 @@ func (c *Cluster) link(up bool) {
 	}
 }
 
-// buckets makes (or finds) both buckets.
+// buckets makes (or finds) both buckets. A host may create a bucket's
+// stream as every host does, never change it (see Permissions): one that
+// exists with another configuration is used as it is.
 func (c *Cluster) buckets(ctx context.Context) error {
-	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: clusterBucket, Description: "Foyer hosts and their rooms", TTL: keyTTL,
-	}); err != nil {
-		return err
+	for _, cfg := range []jetstream.KeyValueConfig{
+		{Bucket: clusterBucket, Description: "Foyer hosts and their rooms", TTL: keyTTL},
+		{Bucket: idsBucket, Description: "Foyer room-id ranges by host"},
+	} {
+		if _, err := c.js.CreateKeyValue(ctx, cfg); err != nil {
+			if _, lerr := c.js.KeyValue(ctx, cfg.Bucket); lerr != nil {
+				return err
+			}
+		}
 	}
-	_, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: idsBucket, Description: "Foyer room-id ranges by host",
-	})
-	return err
+	return nil
 }
 
 // IDs is the range of room ids this host hands out, and the first to

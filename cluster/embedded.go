@@ -12,9 +12,19 @@ import (
 
 // startEmbedded runs a NATS server with JetStream in this process, on
 // Embedded, storing under StoreDir (or a temporary directory): a small
-// cluster then needs nothing installed. It has no TLS and no accounts:
-// keep it on a network only the hosts reach.
+// cluster then needs nothing installed. It lets in only the hosts it has
+// keys for (this one and Members, see auth.go), each with its own
+// Permissions, and speaks TLS only with ServerTLSCert.
 func (c *Cluster) startEmbedded() error {
+	pubs, mine, err := hostKeys(c.cfg.KeysDir, c.me, c.cfg.Members)
+	if err != nil {
+		return fmt.Errorf("cluster: embedded server's keys: %w", err)
+	}
+	c.key = mine
+	var users []*server.NkeyUser
+	for _, host := range append([]string{c.me}, c.cfg.Members...) {
+		users = append(users, &server.NkeyUser{Nkey: pubs[host], Permissions: Permissions(host)})
+	}
 	host, port, err := net.SplitHostPort(c.cfg.Embedded)
 	if err != nil {
 		return fmt.Errorf("cluster: embedded %q: %w", c.cfg.Embedded, err)
@@ -30,9 +40,21 @@ func (c *Cluster) startEmbedded() error {
 		}
 		c.storeTmp = dir
 	}
-	s, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: c.me, Host: host, Port: p, JetStream: true, StoreDir: dir, NoSigs: true,
-	})
+		Nkeys: users,
+		// A server only this host's process uses has no business with
+		// the system account's monitoring.
+		NoSystemAccount: true,
+	}
+	if c.cfg.ServerTLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.cfg.ServerTLSCert, KeyFile: c.cfg.ServerTLSKey})
+		if err != nil {
+			return fmt.Errorf("cluster: embedded server's TLS: %w", err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 2
+	}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("cluster: embedded server: %w", err)
 	}
@@ -42,7 +64,8 @@ func (c *Cluster) startEmbedded() error {
 	if !s.ReadyForConnections(c.cfg.ConnectTimeout) {
 		return fmt.Errorf("cluster: embedded server on %s not ready within %v", c.cfg.Embedded, c.cfg.ConnectTimeout)
 	}
-	c.log.Info().Str("listen", c.cfg.Embedded).Str("store", dir).Msg("embedded NATS server running")
+	c.log.Info().Str("listen", c.cfg.Embedded).Str("store", dir).Strs("hosts", append([]string{c.me}, c.cfg.Members...)).
+		Str("keys", c.cfg.KeysDir).Bool("tls", opts.TLS).Msg("embedded NATS server running: only the hosts with keys are let in")
 	return nil
 }
 

@@ -140,3 +140,10 @@ func lists(c *Cluster, id uint32, node string) bool {
 	}
 	return false
 }
+
+// mustJoin is join for a test that does not use the host's table.
+func mustJoin(t testing.TB, cfg Config, free int) *Cluster {
+	t.Helper()
+	c, _ := join(t, cfg, free)
+	return c
+}

@@ -241,7 +241,7 @@ func (p *publisher) sync(ctx context.Context, force bool) error {
 	if !force && now.Sub(p.beat) < c.cfg.Heartbeat && (free == p.free || now.Sub(p.beat) < minBeat) {
 		return nil
 	}
-	b, _ := json.Marshal(hostRecord{Addr: c.addr, Free: free})
+	b, _ := json.Marshal(hostRecord{Addr: c.addr, Free: free, Range: c.ids.n})
 	if err := p.op(ctx, func(ctx context.Context) error {
 		_, err := p.kv.Put(ctx, hostKey(c.me), b)
 		return err

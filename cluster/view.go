@@ -19,17 +19,28 @@ import (
 // List merges them with the local table. It also keeps what the bucket
 // says of this host's own rooms, which a (re)connecting host compares its
 // table with. Every method is quick and in memory.
+//
+// What another host writes is taken at its word only as far as it can be
+// checked: a host lists only the rooms of the range of ids it holds (its
+// heartbeat names it, and a range held by a live host is not taken by a
+// second: first seen, first served), so no host can list, or take JOINs
+// for, another's rooms; and placement counts it as able to run no more
+// than maxRooms rooms, those it lists included, whatever free capacity it
+// claims.
 type view struct {
-	me   string
-	addr netip.Addr // this host's public address
-	ttl  time.Duration
+	me       string
+	addr     netip.Addr // this host's public address
+	ttl      time.Duration
+	maxRooms int // the rooms a host may run, as placement counts them; 0: unbounded
 
 	mu    sync.Mutex
 	ver   uint64 // bumped on every change of the visible rooms
 	gen   uint64 // the watch generation (one per connection)
 	hosts map[string]*hostState
-	rooms map[uint32]*roomState // other hosts' rooms
-	own   map[uint32]ownRoom    // this host's rooms, as stored
+	// ranges are the ranges of room ids of the live hosts, by range.
+	ranges map[int]string
+	rooms  map[uint32]*roomState // other hosts' rooms
+	own    map[uint32]ownRoom    // this host's rooms, as stored
 	// arrivals are closed when a room placed elsewhere by this host
 	// arrives.
 	arrivals map[uint32][]chan struct{}
@@ -57,10 +68,16 @@ type ownRoom struct {
 	gen   uint64
 }
 
-func newView(me string, addr netip.Addr, ttl time.Duration) *view {
-	return &view{me: me, addr: addr, ttl: ttl,
-		hosts: make(map[string]*hostState), rooms: make(map[uint32]*roomState), own: make(map[uint32]ownRoom),
-		arrivals: make(map[uint32][]chan struct{})}
+func newView(me string, addr netip.Addr, ttl time.Duration, maxRooms int) *view {
+	return &view{me: me, addr: addr, ttl: ttl, maxRooms: maxRooms,
+		hosts: make(map[string]*hostState), ranges: make(map[int]string), rooms: make(map[uint32]*roomState),
+		own: make(map[uint32]ownRoom), arrivals: make(map[uint32][]chan struct{})}
+}
+
+// shows reports whether room id is one host h lists: h is alive and id is
+// in its range.
+func (h *hostState) shows(id uint32) bool {
+	return h != nil && h.alive && int(id>>rangeBits) == h.rec.Range
 }
 
 // begin starts a new watch generation: what the coming replay does not
@@ -94,7 +111,7 @@ func (v *view) apply(e jetstream.KeyValueEntry, now time.Time, replay bool) (evs
 		if replay {
 			seen = now.Add(-min(max(now.Sub(e.Created()), 0), v.ttl))
 		}
-		return v.heartbeat(name, rec.withAddr(), seen), false
+		return v.heartbeat(name, rec.withAddr(), seen)
 	}
 	host, id, ok := parseRoomKey(e.Key())
 	if !ok {
@@ -115,7 +132,7 @@ func (v *view) apply(e jetstream.KeyValueEntry, now time.Time, replay bool) (evs
 	if err != nil || rec.ID != id {
 		return nil, true
 	}
-	return v.putRoom(host, rec), false
+	return v.putRoom(host, rec)
 }
 
 // withAddr is h with its address unmapped, as compared with others.
@@ -139,9 +156,16 @@ func (v *view) host(name string) *hostState {
 	return h
 }
 
-// heartbeat records a heartbeat of host name seen at seen. v.mu is held.
-func (v *view) heartbeat(name string, rec hostRecord, seen time.Time) []room.Event {
+// heartbeat records a heartbeat of host name seen at seen; refused, when
+// it claims a range of ids another live host holds. v.mu is held.
+func (v *view) heartbeat(name string, rec hostRecord, seen time.Time) (evs []room.Event, refused bool) {
+	if holder, ok := v.ranges[rec.Range]; ok && holder != name && v.hosts[holder].alive {
+		return nil, true
+	}
 	h := v.host(name)
+	if h.alive && h.rec.Range != rec.Range {
+		evs = v.dropHost(name) // its rooms were those of another range
+	}
 	h.gen = v.gen
 	moved := h.rec.Addr != rec.Addr
 	h.rec = rec
@@ -151,11 +175,12 @@ func (v *view) heartbeat(name string, rec hostRecord, seen time.Time) []room.Eve
 	switch {
 	case !h.alive && seen.Add(v.ttl).After(time.Now()):
 		h.alive = true
-		return v.hostEvents(name, h, room.Created, "")
+		v.ranges[rec.Range] = name
+		return append(evs, v.hostEvents(name, h, room.Created, "")...), false
 	case h.alive && moved:
-		return v.hostEvents(name, h, room.Changed, "")
+		return v.hostEvents(name, h, room.Changed, ""), false
 	}
-	return nil
+	return evs, false
 }
 
 // dropHost marks host name gone: it said goodbye, or its heartbeat key
@@ -165,8 +190,12 @@ func (v *view) dropHost(name string) []room.Event {
 	if h == nil || !h.alive {
 		return nil
 	}
+	evs := v.hostEvents(name, h, room.Reaped, room.Lost)
 	h.alive = false
-	return v.hostEvents(name, h, room.Reaped, room.Lost)
+	if v.ranges[h.rec.Range] == name {
+		delete(v.ranges, h.rec.Range)
+	}
+	return evs
 }
 
 // hostEvents makes one event of kind for each room of h, which became
@@ -175,7 +204,9 @@ func (v *view) hostEvents(name string, h *hostState, kind room.EventKind, cause 
 	v.changed()
 	evs := make([]room.Event, 0, len(h.rooms))
 	for id := range h.rooms {
-		evs = append(evs, room.Event{Kind: kind, Room: v.rooms[id].rec.row(name, v.at(h)), Cause: cause})
+		if h.shows(id) {
+			evs = append(evs, room.Event{Kind: kind, Room: v.rooms[id].rec.row(name, v.at(h)), Cause: cause})
+		}
 	}
 	return evs
 }
@@ -195,32 +226,36 @@ func (v *view) changed() {
 }
 
 // putRoom records a room of host; an id another host held moves to this
-// one. v.mu is held.
-func (v *view) putRoom(host string, rec roomRecord) []room.Event {
+// one, unless that host lists it (it is alive, and the id in its range):
+// then the record is refused. v.mu is held.
+func (v *view) putRoom(host string, rec roomRecord) (evs []room.Event, refused bool) {
 	kind := room.Created
 	if old := v.rooms[rec.ID]; old != nil {
 		if old.host != host {
+			if v.hosts[old.host].shows(rec.ID) {
+				return nil, true
+			}
 			v.dropRoom(rec.ID, old.host, "")
 		} else {
 			kind = room.Changed
 			if old.rec == rec {
 				old.gen = v.gen
-				return nil
+				return nil, false
 			}
 		}
 	}
 	h := v.host(host)
 	h.rooms[rec.ID] = struct{}{}
 	v.rooms[rec.ID] = &roomState{host: host, rec: rec, gen: v.gen}
+	if !h.shows(rec.ID) {
+		return nil, h.alive // a live host's room outside its range is refused, and kept out of every list
+	}
 	for _, ch := range v.arrivals[rec.ID] {
 		close(ch)
 	}
 	delete(v.arrivals, rec.ID)
-	if !h.alive {
-		return nil
-	}
 	v.changed()
-	return []room.Event{{Kind: kind, Room: rec.row(host, v.at(h))}}
+	return []room.Event{{Kind: kind, Room: rec.row(host, v.at(h))}}, false
 }
 
 // dropRoom forgets room id of host. v.mu is held.
@@ -232,7 +267,7 @@ func (v *view) dropRoom(id uint32, host string, cause room.Cause) []room.Event {
 	delete(v.rooms, id)
 	h := v.hosts[host]
 	delete(h.rooms, id)
-	if !h.alive {
+	if !h.shows(id) {
 		return nil
 	}
 	v.changed()
@@ -296,7 +331,9 @@ func (v *view) visible() (uint64, []room.Room) {
 			}
 			at := v.at(h)
 			for id := range h.rooms {
-				v.sorted = append(v.sorted, v.rooms[id].rec.row(name, at))
+				if h.shows(id) {
+					v.sorted = append(v.sorted, v.rooms[id].rec.row(name, at))
+				}
 			}
 		}
 		slices.SortFunc(v.sorted, func(a, b room.Room) int { return cmp.Compare(a.ID, b.ID) })
@@ -310,7 +347,7 @@ func (v *view) owner(id uint32) (string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r := v.rooms[id]
-	if r == nil || !v.hosts[r.host].alive {
+	if r == nil || !v.hosts[r.host].shows(id) {
 		return "", false
 	}
 	return r.host, true
@@ -322,17 +359,34 @@ type candidate struct {
 	free int
 }
 
-// candidates returns the live hosts with free capacity.
+// candidates returns the live hosts with free capacity, as much as each
+// can really hold (see free).
 func (v *view) candidates() []candidate {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []candidate
 	for name, h := range v.hosts {
-		if h.alive && h.rec.Free > 0 {
-			out = append(out, candidate{name, h.rec.Free})
+		if free := v.free(h); h.alive && free > 0 {
+			out = append(out, candidate{name, free})
 		}
 	}
 	return out
+}
+
+// free is the capacity placement counts h as having: what it claims,
+// but no more than maxRooms less the rooms of its own it lists (the ones
+// it runs: registered servers take no room). v.mu is held.
+func (v *view) free(h *hostState) int {
+	if v.maxRooms <= 0 {
+		return h.rec.Free
+	}
+	runs := 0
+	for id := range h.rooms {
+		if h.shows(id) && v.rooms[id].rec.Source.Own() {
+			runs++
+		}
+	}
+	return max(0, min(h.rec.Free, v.maxRooms-runs))
 }
 
 // took counts a room placed on host until its next heartbeat says how
@@ -364,7 +418,11 @@ func (v *view) counts() (hosts, rooms int) {
 	for _, h := range v.hosts {
 		if h.alive {
 			hosts++
-			rooms += len(h.rooms)
+			for id := range h.rooms {
+				if h.shows(id) {
+					rooms++
+				}
+			}
 		}
 	}
 	return hosts, rooms

@@ -48,9 +48,14 @@ func parseRoomKey(key string) (host string, id uint32, ok bool) {
 type hostRecord struct {
 	Addr netip.Addr `json:"addr"` // public address
 	Free int        `json:"free"` // rooms it could start now
+	// Range is the range of room ids the host holds (see ids.go): its
+	// rooms are the rooms of that range it lists, and only those.
+	Range int `json:"range"`
 }
 
-func (h hostRecord) valid() bool { return h.Addr.IsValid() && h.Free >= 0 }
+func (h hostRecord) valid() bool {
+	return h.Addr.IsValid() && h.Free >= 0 && h.Range >= 1 && h.Range <= maxRange
+}
 
 // roomRecord is one room as its host publishes it.
 type roomRecord struct {

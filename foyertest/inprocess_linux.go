@@ -35,6 +35,9 @@ func Start(t testing.TB, opts ...Option) *Lobby {
 	}
 	// As for foyer serve, only Foyer's tests of that fallback set it.
 	cfg.Supervisor.NoCgroups = os.Getenv("FOYER_TEST_NO_CGROUPS") == "1"
+	// This process is no foyer binary: the one the rooms run starts each
+	// as its user, where the lobby is root.
+	cfg.Supervisor.Warden = []string{s.instance, "instance"}
 	logs := &logBuffer{}
 	log := zerolog.New(logs).With().Timestamp().Logger()
 	srv, err := server.New(cfg, server.Options{Log: log})

@@ -10,6 +10,9 @@ import (
 const (
 	installedBinary = "/usr/bin/foyer"
 	stateDir        = "/var/lib/foyer"
+	// tokenFile is the admin token postinst makes at install (foyer
+	// token), root:foyer 0640.
+	tokenFile = "/etc/foyer/admin-token"
 )
 
 // unitBinary is where docs/foyer.service, written for a hand install,
@@ -18,8 +21,10 @@ const unitBinary = "/usr/local/bin/foyer"
 
 // packagedConfig is config.toml as the package installs it: the same file,
 // with [supervisor] state_dir turned on in the foyer user's state
-// directory when config.toml has that key off (`state_dir = ""`). A
-// config.toml without the key is installed as it is.
+// directory when config.toml has that key off (`state_dir = ""`), and
+// [admin] token_file set to the token postinst makes when config.toml has
+// none (`token_file = ""`). A config.toml without those keys is installed
+// as it is.
 func packagedConfig(conf []byte) []byte {
 	lines := bytes.SplitAfter(conf, []byte("\n"))
 	section := ""
@@ -28,8 +33,12 @@ func packagedConfig(conf []byte) []byte {
 		if strings.HasPrefix(t, "[") {
 			section = t
 		}
-		if section == "[supervisor]" && t == `state_dir = ""` {
+		switch {
+		case section == "[supervisor]" && t == `state_dir = ""`:
 			lines[i] = fmt.Appendf(nil, "# The Debian package keeps the state in the foyer user's directory.\nstate_dir = %q\n", stateDir)
+		case section == "[admin]" && t == `token_file = ""`:
+			lines[i] = fmt.Appendf(nil, "# The Debian package made a random token at install, which root and\n"+
+				"# the foyer group read.\ntoken_file = %q\n", tokenFile)
 		}
 	}
 	return bytes.Join(lines, nil)

@@ -6,13 +6,16 @@ import (
 	"testing"
 )
 
-// The packaged config turns state_dir on where config.toml has it off,
-// and only there.
+// The packaged config turns state_dir and the admin token file on where
+// config.toml has them off, and only there.
 func TestPackagedConfig(t *testing.T) {
-	with := "[lobby]\nstate_dir = \"\"\n\n[supervisor]\nports = \"30000-30999\"\nstate_dir = \"\"\nid_file = \"\"\n"
-	want := "[lobby]\nstate_dir = \"\"\n\n[supervisor]\nports = \"30000-30999\"\n" +
+	with := "[lobby]\nstate_dir = \"\"\ntoken_file = \"\"\n\n[supervisor]\nports = \"30000-30999\"\nstate_dir = \"\"\nid_file = \"\"\n" +
+		"[admin]\ntoken = \"\"\ntoken_file = \"\"\n"
+	want := "[lobby]\nstate_dir = \"\"\ntoken_file = \"\"\n\n[supervisor]\nports = \"30000-30999\"\n" +
 		"# The Debian package keeps the state in the foyer user's directory.\n" +
-		"state_dir = \"/var/lib/foyer\"\nid_file = \"\"\n"
+		"state_dir = \"/var/lib/foyer\"\nid_file = \"\"\n" +
+		"[admin]\ntoken = \"\"\n# The Debian package made a random token at install, which root and\n" +
+		"# the foyer group read.\ntoken_file = \"/etc/foyer/admin-token\"\n"
 	if got := string(packagedConfig([]byte(with))); got != want {
 		t.Errorf("with state_dir:\n%s\nwant:\n%s", got, want)
 	}
@@ -23,7 +26,7 @@ func TestPackagedConfig(t *testing.T) {
 }
 
 // The repository's own files stage: config.toml keeps every line but
-// state_dir's, and the unit runs /usr/bin/foyer.
+// state_dir's and token_file's, and the unit runs /usr/bin/foyer.
 func TestStageRepositoryFiles(t *testing.T) {
 	conf, err := os.ReadFile("../" + configToml)
 	if err != nil {
@@ -31,7 +34,7 @@ func TestStageRepositoryFiles(t *testing.T) {
 	}
 	packaged := string(packagedConfig(conf))
 	for _, l := range strings.Split(string(conf), "\n") {
-		if l != `state_dir = ""` && !strings.Contains(packaged, l+"\n") {
+		if l != `state_dir = ""` && l != `token_file = ""` && !strings.Contains(packaged, l+"\n") {
 			t.Errorf("packaged config lacks %q", l)
 		}
 	}

@@ -38,8 +38,10 @@ import (
 //	"go"
 //	                                      adopts the rooms, binds the
 //	                                      inherited sockets, serves (both
-//	                                      read the sockets now); READY=1
-//	                                      and MAINPID= to systemd; "serving"
+//	                                      read the sockets now); "serving"
+//	MAINPID= and READY=1 to systemd
+//	(only the main process may speak),
+//	waits until systemd read them;
 //	stops reading, exits 0
 //
 // A new process that fails before "serving" (bad config, crash, no answer
@@ -216,6 +218,7 @@ func (s *Server) handOver() error {
 	if _, err := await(lines, "serving"); err != nil {
 		return resume(sup, l, giveUp(err))
 	}
+	s.ready.handedTo(cmd.Process.Pid)
 	return nil
 }
 

@@ -4,14 +4,17 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
@@ -27,8 +30,10 @@ type readiness struct {
 	notify *net.UnixAddr // the service manager's socket; nil without one
 	json   io.Writer     // --ready-json's stdout; nil without the flag
 	log    zerolog.Logger
-	// upgraded is set in the new process of an upgrade: it tells the
-	// service manager that it is the service's main process now.
+	// upgraded is set in the new process of an upgrade, which is not the
+	// service's main process when it gets ready: the old one, which is,
+	// tells the service manager (handedTo), and this one says nothing
+	// until then.
 	upgraded bool
 }
 
@@ -89,9 +94,7 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 			line.Web = &e.Addrs()[0]
 		}
 	}
-	if r.upgraded {
-		r.send(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
-	} else {
+	if !r.upgraded {
 		r.send("READY=1")
 	}
 	if r.json != nil {
@@ -99,6 +102,53 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 		r.json.Write(append(b, '\n'))
 	}
 	r.log.Info().Bool("notified", r.notify != nil).Bool("ready_json", r.json != nil).Msg("ready")
+}
+
+// handedTo tells the service manager, from the main process, that the
+// new process pid of an upgrade is the service's main process now, and
+// ready; it returns once the manager has read it (BARRIER=1), or after
+// barrierWait, so that the old process exits only when its successor is
+// known. Only the main process speaks for the service (the unit's
+// NotifyAccess=main): the rooms, and a new process before this, cannot.
+func (r readiness) handedTo(pid int) {
+	r.send(fmt.Sprintf("MAINPID=%d\nREADY=1", pid))
+	r.barrier()
+}
+
+// barrierWait bounds the wait for the service manager to read what was
+// sent before a barrier.
+const barrierWait = 5 * time.Second
+
+// barrier waits until the service manager has read every state sent
+// before it, as sd_notify_barrier(3) does: it sends BARRIER=1 with the
+// write end of a pipe, which the manager closes once it has read what
+// came before; the read end then reads end of file.
+func (r readiness) barrier() {
+	if r.notify == nil {
+		return
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		r.log.Warn().Err(err).Msg("sd_notify barrier")
+		return
+	}
+	rd := os.NewFile(uintptr(p[0]), "notify barrier")
+	defer rd.Close()
+	// Package net has no way to send descriptors on an unconnected
+	// datagram socket; x/sys/unix names the abstract "@" socket alike.
+	sock, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Sendmsg(sock, []byte("BARRIER=1"), unix.UnixRights(p[1]), &unix.SockaddrUnix{Name: r.notify.Name}, 0)
+		unix.Close(sock)
+	}
+	unix.Close(p[1])
+	if err == nil {
+		rd.SetReadDeadline(time.Now().Add(barrierWait))
+		if _, err = rd.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+			return
+		}
+	}
+	r.log.Warn().Err(err).Str("socket", r.notify.Name).Msg("sd_notify barrier: the service manager did not confirm")
 }
 
 // stopping tells the service manager that the shutdown has begun.

@@ -118,7 +118,8 @@ func (s *Server) build() error {
 	}
 	// A taken admin address stops the start like a taken lobby port: an
 	// operator who asked for /metrics and /healthz must not run blind.
-	s.admin, err = admin.New(admin.Config{Listen: s.cfg.Admin.Listen, Token: s.cfg.Admin.Token}, s.sources(), s.log)
+	s.admin, err = admin.New(admin.Config{Listen: s.cfg.Admin.Listen, Token: s.cfg.Admin.Token,
+		Hosts: s.cfg.Admin.Hosts, Session: s.cfg.Admin.Session}, s.sources(), s.log)
 	return err
 }
 
@@ -177,7 +178,8 @@ func (s *Server) neighbours(local *roomtable.Table) error {
 // sources are what the admin listener shows.
 func (s *Server) sources() admin.Sources {
 	src := admin.Sources{Lobby: s.lobby.Stats, Supervisor: s.sup.Stats, Rooms: s.rooms.List, Usage: s.sup.Usage,
-		Watch: s.rooms.Watch, Guard: func() admin.GuardStats {
+		HeldPorts: s.sup.HeldPorts,
+		Watch:     s.rooms.Watch, Guard: func() admin.GuardStats {
 			return admin.GuardStats{Counts: s.guard.Counts(), UnderPressure: s.guard.UnderPressure(time.Now())}
 		}}
 	if s.cl != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/room/roomtable"
 )
 
@@ -89,6 +90,22 @@ type Config struct {
 	// killed whole through them; New refuses limits the host cannot
 	// enforce, and says why.
 	Limits cgroup.Limits
+	// RoomUsers are the user ids rooms run as, one per room, when this
+	// process is root (see package roomuser): a room's every process
+	// runs as its user, which no other room and not the lobby has, with
+	// gid the same and no supplementary groups. The zero value, or a
+	// lobby that is not root, runs rooms as the lobby's user (which the
+	// start log says).
+	RoomUsers roomuser.Range
+	// Warden is the command that starts a room as its user and then
+	// ends what the room leaves (RoomUsers), before its own arguments;
+	// empty means this executable's hidden "instance" subcommand.
+	Warden []string
+	// PassEnv names the variables of this process's environment that
+	// rooms get too. A room's environment is otherwise only PATH (this
+	// process's), HOME (the room's directory) and what Foyer sets for
+	// the room (see instancepb): nothing of the lobby's.
+	PassEnv []string
 	// NoCgroups runs rooms without cgroups even where the host has them:
 	// as process groups, with this process the child subreaper of what
 	// escapes them. It is for tests of that fallback; a host without

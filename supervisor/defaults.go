@@ -84,6 +84,9 @@ func (c Config) check() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := c.CheckRoomUsers(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("supervisor: config: %w", err)
 	}
@@ -132,7 +135,9 @@ func unwrapExec(err error) error {
 const maxStateDir = 107 - len("/rooms/4294967295/plugin4294967295")
 
 // CheckStateDir says why rooms could not use dir as their state
-// directory, or nil.
+// directory, or nil. Besides its path, it checks that the directory, if
+// it exists, is trusted (see checkTrusted): whatever is in it decides
+// which processes the lobby adopts and signals.
 func CheckStateDir(dir string) error {
 	switch {
 	case !filepath.IsAbs(dir):
@@ -140,5 +145,5 @@ func CheckStateDir(dir string) error {
 	case len(filepath.Clean(dir)) > maxStateDir:
 		return fmt.Errorf("state_dir %q is longer than %d bytes: the rooms' sockets would not fit a unix socket address", dir, maxStateDir)
 	}
-	return nil
+	return checkTrusted(dir)
 }

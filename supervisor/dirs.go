@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -26,15 +27,58 @@ const tempPrefix = "foyer-lobby-"
 // instance socket, its log once orphaned, and a foreign server's HOME.
 // ROOT is the state directory, locked against a second supervisor, or a
 // temporary directory of this supervisor's, removed at its shutdown.
+//
+// With rooms run as users of their own (users set), each room's directory
+// is its user's, 0700, and ROOT and ROOT/rooms let others through (0711)
+// but not list or write: a room reaches its own directory by name, and
+// nothing else there.
 type roomDirs struct {
-	root string
-	lock *os.File // state directory only: held with flock(2)
+	root  string
+	lock  *os.File   // state directory only: held with flock(2)
+	users *roomUsers // nil: rooms share this process's user
 }
 
-// openRoomDirs makes the rooms' directory under stateDir, locked, or under
-// a new temporary directory; in the latter case it first removes the
-// temporary directories of supervisors that no longer run.
-func openRoomDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
+// openRoomDirs makes the rooms' directory under cfg's state directory,
+// locked, or under a new temporary directory; in the latter case it first
+// removes the temporary directories of supervisors that no longer run.
+func openRoomDirs(cfg Config, log zerolog.Logger) (*roomDirs, error) {
+	users, err := openRoomUsers(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDirs(cfg.StateDir, log)
+	if err != nil {
+		return nil, err
+	}
+	d.users = users
+	if users != nil {
+		for _, dir := range []string{d.root, d.rooms()} {
+			if err := letThrough(dir, log); err != nil {
+				d.close()
+				return nil, fmt.Errorf("supervisor: %w", err)
+			}
+		}
+	}
+	return d, nil
+}
+
+// letThrough lets other users through dir, to what they know the name
+// of (o+x), as the rooms' users must reach their directories.
+func letThrough(dir string, log zerolog.Logger) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if mode := fi.Mode().Perm(); mode&0o001 == 0 {
+		if err := os.Chmod(dir, mode|0o001); err != nil {
+			return err
+		}
+		log.Info().Str("dir", dir).Str("mode", fmt.Sprintf("%04o", uint32(mode|0o001))).Msg("rooms' users may pass through to their directories")
+	}
+	return nil
+}
+
+func openDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 	if stateDir == "" {
 		removeDeadTemps(log)
 		self, err := proc.ReadStat(os.Getpid())
@@ -51,7 +95,9 @@ func openRoomDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 	if err := os.MkdirAll(filepath.Join(stateDir, "rooms"), 0o700); err != nil {
 		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a link: the directory was checked, but a lobby run
+	// as root must not write wherever a planted link points.
+	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
 	}
@@ -78,6 +124,9 @@ func removeDeadTemps(log zerolog.Logger) {
 		}
 		if st, err := proc.ReadStat(pid); err == nil && st.StartTicks == ticks && st.State != 'Z' {
 			continue // its supervisor runs
+		}
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || ownedHere(dir, dir, fi) != nil {
+			continue // not made by a lobby of this user: someone else's name-alike
 		}
 		if err := os.RemoveAll(dir); err == nil {
 			log.Info().Str("dir", dir).Int("pid", pid).Msg("removed the rooms directory of a lobby that no longer runs")
@@ -115,13 +164,44 @@ func (d *roomDirs) path(id uint32) string {
 	return filepath.Join(d.rooms(), strconv.FormatUint(uint64(id), 10))
 }
 
-// make makes room id's directory, empty.
-func (d *roomDirs) make(id uint32) (string, error) {
+// make makes room id's directory, empty, and returns it with the user
+// the room runs as, its owner; -1 when rooms share this process's user.
+func (d *roomDirs) make(id uint32) (string, int, error) {
 	dir := d.path(id)
 	if err := os.RemoveAll(dir); err != nil {
-		return "", err
+		return "", -1, err
 	}
-	return dir, os.Mkdir(dir, 0o700)
+	if d.users == nil {
+		return dir, -1, os.Mkdir(dir, 0o700)
+	}
+	u := d.users
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uid, err := u.pick(id, u.usersInUse(d.rooms()))
+	if err != nil {
+		return "", -1, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", -1, err
+	}
+	if err := os.Lchown(dir, uid, uid); err != nil {
+		os.Remove(dir)
+		return "", -1, err
+	}
+	return dir, uid, nil
+}
+
+// owner is the uid that owns room id's directory, the room's own; -1 when
+// it cannot be told.
+func (d *roomDirs) owner(id uint32) int {
+	fi, err := os.Lstat(d.path(id))
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }
 
 // remove removes room id's directory and whatever is in it.
@@ -148,7 +228,9 @@ func (d *roomDirs) forwardLog(id uint32, log zerolog.Logger) {
 	if log.GetLevel() > zerolog.DebugLevel {
 		return
 	}
-	f, err := os.Open(filepath.Join(d.path(id), instancepb.RoomLog))
+	// The room writes its log: it may have made it a link to a file the
+	// lobby can read and it cannot.
+	f, err := openNoFollow(filepath.Join(d.path(id), instancepb.RoomLog), d.owner(id))
 	if err != nil {
 		return
 	}

@@ -98,13 +98,16 @@ func (p *portPool) counts(now time.Time) (ready, cooling, quarantined, inUse int
 	return ready, cooling, quarantined, p.inUse
 }
 
-// portFree reports whether the UDP port can be bound on 127.0.0.1 right
-// now. It is a cheap first filter (a bind costs microseconds, a spawn
-// milliseconds) that catches the usual squatters, local servers bound to
-// loopback or to every address; the instance's own bind stays the real
-// test, for holders of one specific address and for a port taken between
-// this check and that bind.
+// portFree reports whether nothing holds the UDP port right now: no
+// socket of the kernel's tables is bound to it, on any address (a room
+// squatting ports of the pool binds them where it likes), and it can be
+// bound on 127.0.0.1. It is a cheap first filter (a look costs
+// microseconds, a spawn milliseconds); the instance's own bind stays the
+// real test, for a port taken between this check and that bind.
 func portFree(port uint16) bool {
+	if udpBound(port) {
+		return false
+	}
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)))
 	if err != nil {
 		return false

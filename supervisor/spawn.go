@@ -57,7 +57,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 
 	t0 := time.Now()
 	id := s.table.NewID()
-	dir, err := s.dirs.make(id)
+	dir, uid, err := s.dirs.make(id)
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
 	}
@@ -66,7 +66,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 		s.dirs.remove(id)
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
 	}
-	r, err := s.spawnInstance(ctx, id, dir, cg, t0)
+	r, err := s.spawnInstance(ctx, id, dir, uid, cg, t0)
 	if err != nil {
 		s.end(id, cg) // the instance is gone; what it started may not be
 		s.dirs.remove(id)
@@ -83,11 +83,18 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 }
 
 // spawnInstance starts an instance of the go-plugin room (or of the
-// keeper of a foreign server) in dir and the cgroups cg (if any), as
+// keeper of a foreign server) in dir and the cgroups cg (if any), as the
+// room's user uid (-1: this process's), with the room's environment, as
 // spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, cg *cgroup.Room, t0 time.Time) (*record, error) {
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (*record, error) {
+	argv := s.argv
+	if uid >= 0 {
+		argv = asRoomUser(s.dirs.users.warden, uid, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = roomEnv(s.cfg, dir)
 	lc := host.LaunchConfig{
-		Cmd:          exec.Command(s.argv[0], s.argv[1:]...),
+		Cmd:          cmd,
 		StartTimeout: s.cfg.SpawnTimeout,
 		Log:          s.log,
 		StartProcess: startIn(cg),
@@ -120,6 +127,11 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, c
 			return s.started(ctx, p, a, t0)
 		}
 		inUse, again := errors.Is(err, instance.ErrPortInUse), errors.Is(err, host.ErrTryAgain)
+		if again && udpBound(port) {
+			// The server could not bind its port because something took
+			// it meanwhile: the port's fault, not the server's.
+			inUse, again = true, false
+		}
 		switch {
 		case inUse:
 			s.quarantine(port, err)
@@ -226,7 +238,16 @@ func (s *Supervisor) quarantine(port uint16, why error) {
 	s.ports.quarantineAcquired(port, time.Now())
 	s.stats.Quarantines++
 	s.mu.Unlock()
-	s.log.Warn().Uint16("port", port).Err(why).Dur("for", s.cfg.PortQuarantine).Msg("port quarantined")
+	e := s.log.Warn().Uint16("port", port).Err(why).Dur("for", s.cfg.PortQuarantine)
+	if held := s.portHolders([]uint16{port}); len(held) > 0 {
+		// Whoever holds it: a room that binds ports not its own is one
+		// the operator should end.
+		e = e.Int("holder_pid", held[0].PID).Int("holder_uid", held[0].UID)
+		if held[0].Room != 0 {
+			e = e.Uint32("held_by_room", held[0].Room)
+		}
+	}
+	e.Msg("port quarantined")
 }
 
 func (s *Supervisor) releasePort(port uint16) {

@@ -120,7 +120,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirs, err := openRoomDirs(cfg.StateDir, log)
+	dirs, err := openRoomDirs(cfg, log)
 	if err != nil {
 		return nil, err
 	}

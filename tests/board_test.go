@@ -32,7 +32,7 @@ import (
 const boardPatience = 30 * time.Second
 
 // boardToken is the admin listener's token in the board's test.
-const boardToken = "board-test-token-0123456789"
+const boardToken = "board-test-token-0123456789-0123456789"
 
 // boardHostileName is a registered room's name that would run script if
 // the board took it for markup, and turn the text around it right to left

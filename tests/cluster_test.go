@@ -489,7 +489,7 @@ func TestClusterBehindOneAddress(t *testing.T) {
 	// d keeps its rooms in a state directory: they outlive its lobby.
 	d := hosts[3]
 	conf, _ := os.ReadFile(d.config)
-	conf = []byte(strings.Replace(string(conf), "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\nreattach_grace = \"30s\"\n", t.TempDir()), 1))
+	conf = []byte(strings.Replace(string(conf), "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\nreattach_grace = \"30s\"\n", shortDir(t)), 1))
 	if err := os.WriteFile(d.config, conf, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -696,21 +696,36 @@ func joinOnce(c *net.UDPConn, lobby netip.AddrPort, room uint32) byte {
 }
 
 // TestClusterEmbedded: three hosts and no NATS installed, one host
-// running the embedded server. Each host's public address is its own:
+// running the embedded server, which lets in the two others by the keys
+// it wrote for them. Each host's public address is its own:
 // CREATEs at one lobby land on every host, every view shows every room
 // with its host's address, and the native list of a lobby offers only
 // the rooms players reach at its address.
 func TestClusterEmbedded(t *testing.T) {
 	start := time.Now()
 	cn := newClusterNet(t)
-	embedded := fmt.Sprintf("embedded = \"%v:4222\"", backIP(1))
+	// a's server lets in b and c, whose keys it writes to its state_dir.
+	embedded := fmt.Sprintf("embedded = \"%v:4222\"\nmembers = [\"b\", \"c\"]", backIP(1))
 	joined := fmt.Sprintf("nats = \"nats://%v:4222\"", backIP(1))
 	hosts := []*clusterHost{cn.newHost("a", 1, embedded), cn.newHost("b", 2, joined), cn.newHost("c", 3, joined)}
+	state := shortDir(t)
 	for _, h := range hosts { // the lobby listens on the host's address: its public one
 		b, _ := os.ReadFile(h.config)
-		os.WriteFile(h.config, []byte(strings.Replace(string(b), `listen = "0.0.0.0:7777"`, fmt.Sprintf(`listen = "%v:7777"`, h.ip), 1)), 0o600)
+		conf := strings.Replace(string(b), `listen = "0.0.0.0:7777"`, fmt.Sprintf(`listen = "%v:7777"`, h.ip), 1)
+		if h.name == "a" {
+			conf = strings.Replace(conf, "[supervisor]\n", fmt.Sprintf("[supervisor]\nstate_dir = %q\n", state), 1)
+		}
+		os.WriteFile(h.config, []byte(conf), 0o600)
 	}
 	hosts[0].start(t)
+	for _, h := range hosts[1:] { // the operator copies each its key, [cluster] nkey
+		seed := filepath.Join(t.TempDir(), "cluster.nk")
+		copyFile(t, filepath.Join(state, "cluster", h.name+".nk"), seed)
+		os.Chmod(seed, 0o600)
+		f, _ := os.OpenFile(h.config, os.O_APPEND|os.O_WRONLY, 0)
+		fmt.Fprintf(f, "nkey = %q\n", seed)
+		f.Close()
+	}
 	var wg sync.WaitGroup
 	for _, h := range hosts[1:] {
 		wg.Go(func() { h.start(t) })

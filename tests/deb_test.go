@@ -41,6 +41,7 @@ const (
 	debUnit     = "/lib/systemd/system/foyer.service"
 	debStateDir = "/var/lib/foyer"
 	debUser     = "foyer"
+	debToken    = "/etc/foyer/admin-token"
 )
 
 // debMade is every path the package or its scripts may make, including
@@ -531,6 +532,7 @@ func debCheckInstalled(t *testing.T, r *debRoot) (uid, gid int) {
 		{debConfig, 0, gid, 0o640}, // the foyer group reads it; others do not
 		{debUnit, 0, 0, 0o644},
 		{debStateDir, uid, gid, fs.ModeDir | 0o750},
+		{debToken, 0, gid, 0o640}, // made at install: root and the service read it
 	} {
 		fi, err := r.fs.Stat(rel(f.path))
 		if err != nil {
@@ -555,6 +557,14 @@ func debCheckInstalled(t *testing.T, r *debRoot) (uid, gid int) {
 	if strings.Contains(string(debRead(t, "../config.toml")), "\nstate_dir = \"\"\n") &&
 		!strings.Contains(string(conf), "\nstate_dir = \""+debStateDir+"\"\n") {
 		t.Errorf("%s does not set state_dir = %q", debConfig, debStateDir)
+	}
+
+	// The admin token: random, long enough, and the packaged config's.
+	if token := strings.TrimSpace(string(r.read(t, debToken))); len(token) != 43 {
+		t.Errorf("%s holds %d characters, want a token of 43", debToken, len(token))
+	}
+	if !strings.Contains(string(conf), "\ntoken_file = \""+debToken+"\"\n") {
+		t.Errorf("%s does not set token_file = %q", debConfig, debToken)
 	}
 
 	// dpkg knows the config as a conffile, unchanged since installed.
@@ -600,6 +610,14 @@ func debServe(t *testing.T, r *debRoot, uid, gid int) {
 		t.Helper()
 		return r.run(t, append([]string{debBinary}, args...)...)
 	}
+	// The admin listener asks for the token made at install: without it
+	// the installed client is refused and says how to give it; with it,
+	// answered.
+	if out, err := r.try(debBinary, "rooms", "--admin", "127.0.0.1:9477"); err == nil || !strings.Contains(out, "--token-file") {
+		t.Errorf("the packaged admin listener without its token: %v\n%s", err, out)
+	}
+	client("rooms", "--admin", "127.0.0.1:9477", "--token-file", debToken)
+
 	var rooms cliRoomsJSON
 	cliDecode(t, client("rooms", "--json"), &rooms)
 	if len(rooms.Rooms) != 0 {

@@ -217,7 +217,7 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "needs token or token_file") {
 		t.Fatalf("an admin listener on every address without a token started (%v):\n%s", err, out)
 	}
-	const token = "a-long-enough-admin-token"
+	const token = "a-long-enough-admin-token-of-32-chars"
 	cmd := exec.Command(bin, "serve", "--ready-json", "--config",
 		readyConfig(t, "[lobby]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \""+token+"\"\n"))
 	s, ready, _, _ := readyServeJSON(t, cmd)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -282,9 +284,14 @@ func denied(c *client, n int) bool {
 	return true
 }
 
-// Under systemd (Type=notify, NotifyAccess=all) an upgrade says RELOADING=1,
-// and the new process says it is the service's main process now and
-// ready; an upgrade that fails says READY=1 again from the old process.
+// Under systemd (Type=notify, NotifyAccess=main) an upgrade says
+// RELOADING=1, then the old process, still the service's main one, names
+// the new one (MAINPID=) and says READY=1, and waits until the manager
+// has read that (BARRIER=1) before it exits; from then on the new one
+// speaks. An upgrade that fails says READY=1 again from the process that
+// serves on. Every state comes from the main process of its moment, as
+// NotifyAccess=main requires (systemd drops any other): the manager here
+// reads each sender's pid as systemd does, and fails the test otherwise.
 func TestUpgradeTellsTheServiceManager(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "notify")
 	manager, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
@@ -292,21 +299,27 @@ func TestUpgradeTellsTheServiceManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer manager.Close()
+	passCred(t, manager)
 	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 4,
 		env: []string{"NOTIFY_SOCKET=" + socket}})
+	main := l.current()
 	next := func(want string) {
 		t.Helper()
-		manager.SetReadDeadline(time.Now().Add(keepLimit))
-		buf := make([]byte, 4096)
-		n, err := manager.Read(buf)
-		if err != nil || string(buf[:n]) != want {
-			t.Fatalf("the service manager got %q (%v), want %q", buf[:n], err, want)
+		state, sender := notified(t, manager)
+		t.Logf("got %q from %d", state, sender)
+		if sender != main {
+			t.Fatalf("the service manager got %q from process %d, not from the main process %d: NotifyAccess=main drops it", state, sender, main)
+		}
+		if state != want {
+			t.Fatalf("the service manager got %q, want %q", state, want)
 		}
 	}
 	next("READY=1")
 	pid := l.upgrade()
 	next("RELOADING=1")
 	next(fmt.Sprintf("MAINPID=%d\nREADY=1", pid))
+	next("BARRIER=1")
+	main = pid
 
 	good := l.bin + ".good"
 	copyFile(t, l.bin, good)
@@ -319,6 +332,49 @@ func TestUpgradeTellsTheServiceManager(t *testing.T) {
 
 	l.stop()
 	next("STOPPING=1")
+}
+
+// passCred has the kernel attach each sender's credentials to what the
+// socket reads, as systemd's notification socket does.
+func passCred(t *testing.T, c *net.UnixConn) {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+}
+
+// notified reads one sd_notify datagram and returns it with its sender's
+// pid; a descriptor sent with it (BARRIER=1's) is closed, which is how
+// systemd answers a barrier.
+func notified(t *testing.T, c *net.UnixConn) (string, int) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(keepLimit))
+	buf, oob := make([]byte, 4096), make([]byte, 1024)
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		t.Fatalf("no state for the service manager: %v", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for _, m := range msgs {
+		if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+			pid = int(cred.Pid)
+		}
+		if fds, err := unix.ParseUnixRights(&m); err == nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}
+	}
+	return string(buf[:n]), pid
 }
 
 // A SIGHUP that cannot hand over says why and changes nothing: without

@@ -3,14 +3,19 @@
 package main
 
 import (
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
 	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 )
 
 var instanceHelp = cli.Help{
@@ -38,9 +43,24 @@ command with probe set. Run by hand it explains itself and exits 1.`,
 func runInstance(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("instance", instanceHelp, stdout, stderr)
 	probe := c.Flags.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
+	// Set by the supervisor of a lobby run as root: see package roomuser.
+	user := c.Flags.Int("user", 0, "run COMMAND [ARGS...] as the room's user `UID`, its warden beside it")
+	warden := c.Flags.String(strings.TrimPrefix(roomuser.WardenArg, "--"), "", "be the warden of the room whose cgroups are `TREE/ROOM`")
 	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
+	}
+	switch {
+	case *warden != "":
+		if err := roomuser.Warden(*warden); err != nil {
+			fmt.Fprintf(stderr, "foyer instance: %v\n", err)
+			return cli.ExitFail
+		}
+		return cli.ExitOK
+	case *user != 0:
+		err := roomuser.Become(*user, os.Getenv(instancepb.EnvRoomCgroup), pos) // returns only on failure
+		fmt.Fprintf(stderr, "foyer instance: %v\n", err)
+		return cli.ExitFail
 	}
 	// The SDK takes over os.Stderr; the log keeps the original, which the
 	// supervisor forwards to its own log.

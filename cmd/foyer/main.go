@@ -15,7 +15,11 @@ import (
 var commands = slices.Concat(
 	[]cli.Entry{{Name: "serve", Summary: "run the lobby and its supervisor", Run: runServe}},
 	cli.Clients,
-	[]cli.Entry{{Name: "instance", Summary: "run a reference room (started by the supervisor)", Hidden: true, Run: runInstance}},
+	[]cli.Entry{
+		{Name: "token", Summary: "print a new random admin token", Run: runToken},
+		{Name: "nats-user", Summary: "make a cluster host's NATS user, for a NATS server of one's own", Run: runNATSUser},
+		{Name: "instance", Summary: "run a reference room (started by the supervisor)", Hidden: true, Run: runInstance},
+	},
 )
 
 func main() {

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/server"
 	"github.com/foyerlobby/foyer/server/config"
 )
@@ -71,6 +72,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
 		return cli.ExitFail
 	}
+	// What started foyer serve may have left it descriptors (a shell's, a
+	// supervisor's): the rooms inherit none of them.
+	_ = proc.CloseOnExecFrom(3)
 	cfg := config.DefaultConfig()
 	if *path != "" {
 		if cfg, err = config.Load(*path); err != nil {

@@ -14,6 +14,7 @@ import (
 // cgroups). The client commands run wherever Go runs.
 func runServe(_ []string, _, stderr io.Writer) int    { return linuxOnly("serve", stderr) }
 func runInstance(_ []string, _, stderr io.Writer) int { return linuxOnly("instance", stderr) }
+func runNATSUser(_ []string, _, stderr io.Writer) int { return linuxOnly("nats-user", stderr) }
 
 func linuxOnly(cmd string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "foyer %s: runs on Linux only (rooms are Linux processes); this %s build has the client commands\n", cmd, runtime.GOOS)

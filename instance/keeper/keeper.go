@@ -220,7 +220,7 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	// rooms. HOME comes last so it wins over the keeper's own; a command
 	// that wants another HOME or directory wraps itself in env(1) or
 	// sh -c "cd ...".
-	cmd.Env = append(os.Environ(), "HOME="+home)
+	cmd.Env = append(serverEnv(os.Environ()), "HOME="+home)
 	cmd.Dir = home
 	// In the keeper's process group, which the supervisor ends as a
 	// whole, and dead with the keeper whatever kills it.
@@ -258,6 +258,26 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	go s.forward(outR)
 	go k.wait(s)
 	return s, nil
+}
+
+// serverEnv is the keeper's environment env as its server gets it: the
+// room's (which the supervisor built: PATH, HOME, the variables it was
+// told to pass), without what speaks to the supervisor (the plugin
+// handshake, the reattach grace, the room's cgroups), which the server
+// has no use for. The room's directory stays: it is how the room's
+// processes are found where there are no cgroups.
+func serverEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "PLUGIN_"), name == instancepb.Handshake.MagicCookieKey,
+			name == instancepb.EnvReattachGrace, name == instancepb.EnvRoomCgroup:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // leftoverTimeout bounds the killing of what a server left behind.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"strconv"
@@ -37,7 +38,11 @@ func End(ctx context.Context, tree, room string) error {
 		// room's cgroups or in none. The caller cannot freeze the room
 		// it is in, so the others are signalled in rounds until none is
 		// left; a fork racing the signals is caught by the next round.
+		// A room that runs as a user of its own cannot signal its
+		// warden, which runs as the lobby's (and ends what this leaves):
+		// it is beyond reach, and not waited for.
 		dir, self := ps[0].dir, os.Getpid()
+		beyond := map[int]bool{}
 		var b backoff
 		for {
 			pids, err := readProcs(dir)
@@ -46,15 +51,19 @@ func End(ctx context.Context, tree, room string) error {
 			}
 			others := 0
 			for _, pid := range pids {
-				if pid != self {
+				if pid != self && !beyond[pid] {
 					others++
 				}
 			}
 			if others == 0 {
 				break
 			}
-			if err := signalCgroup(dir, unix.SIGKILL); err != nil {
+			out, err := signalCgroupBut(dir, unix.SIGKILL, beyond)
+			if err != nil {
 				return fmt.Errorf("cgroup: ending room %s: %w", room, err)
+			}
+			for _, pid := range out {
+				beyond[pid] = true
 			}
 			if err := b.wait(ctx); err != nil {
 				return fmt.Errorf("cgroup: ending room %s: %d processes left: %w", room, others, err)
@@ -113,6 +122,12 @@ func leave(room string, ps []place) error {
 			dest = leaf
 		}
 		if err := write(dest+"/cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
+			if os.Geteuid() != 0 && (errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EPERM)) {
+				// A room run as a user of its own cannot leave: its
+				// warden, which runs as the lobby's, removes its
+				// cgroups once it has exited.
+				return nil
+			}
 			return fmt.Errorf("cgroup: leaving room %s: %w", room, err)
 		}
 	}

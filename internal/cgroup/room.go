@@ -315,9 +315,16 @@ func (r *Room) OOMKills() (int64, error) {
 // still listed afterwards: a process that exited and was reaped between
 // the two reads is not signalled, nor whoever reused its id.
 func signalCgroup(dir string, sig unix.Signal) error {
+	_, err := signalCgroupBut(dir, sig, nil)
+	return err
+}
+
+// signalCgroupBut is signalCgroup, skipping the pids of skip, and returns
+// the processes this one may not signal.
+func signalCgroupBut(dir string, sig unix.Signal, skip map[int]bool) ([]int, error) {
 	pids, err := readProcs(dir)
 	if err != nil || len(pids) == 0 {
-		return err
+		return nil, err
 	}
 	self := os.Getpid()
 	var held []pinned
@@ -327,7 +334,7 @@ func signalCgroup(dir string, sig unix.Signal) error {
 		}
 	}()
 	for _, pid := range pids {
-		if pid == self {
+		if pid == self || skip[pid] {
 			continue
 		}
 		if p, ok := pin(pid); ok {
@@ -336,13 +343,16 @@ func signalCgroup(dir string, sig unix.Signal) error {
 	}
 	still, err := readProcs(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.Sort(still)
+	var beyond []int
 	for _, p := range held {
 		if _, listed := slices.BinarySearch(still, p.pid); listed {
-			p.signal(sig)
+			if beyondReach(p.signal(sig)) {
+				beyond = append(beyond, p.pid)
+			}
 		}
 	}
-	return nil
+	return beyond, nil
 }

@@ -27,13 +27,19 @@ func pin(pid int) (pinned, bool) {
 	return pinned{}, false
 }
 
-func (p pinned) signal(sig unix.Signal) {
+// signal sends sig to the process; an error matching unix.EPERM means
+// this process may not signal it (a room's process, run as the room's
+// user, and its warden, run as the lobby's).
+func (p pinned) signal(sig unix.Signal) error {
 	if p.fd < 0 {
-		_ = unix.Kill(p.pid, sig)
-		return
+		return unix.Kill(p.pid, sig)
 	}
-	_ = unix.PidfdSendSignal(p.fd, sig, nil, 0)
+	return unix.PidfdSendSignal(p.fd, sig, nil, 0)
 }
+
+// beyondReach reports whether err says that a process may not be
+// signalled by this one.
+func beyondReach(err error) bool { return errors.Is(err, unix.EPERM) }
 
 func (p pinned) close() {
 	if p.fd >= 0 {

@@ -103,6 +103,9 @@ func killAll(ctx context.Context, what string, pick func(map[int]proc.Stat) []in
 			h.close()
 		}
 	}()
+	// Processes this one may not signal (a room's warden, seen from the
+	// room) are beyond reach: left alone, and not waited for.
+	beyond := map[int]uint64{}
 	var b backoff
 	for {
 		procs, err := processes()
@@ -112,6 +115,9 @@ func killAll(ctx context.Context, what string, pick func(map[int]proc.Stat) []in
 		settled := true
 		for _, d := range pick(procs) {
 			st := procs[d]
+			if start, ok := beyond[d]; ok && start == st.StartTicks {
+				continue
+			}
 			h, ok := held[d]
 			if ok && h.start != st.StartTicks { // exited, and its id reused
 				h.close()
@@ -125,8 +131,13 @@ func killAll(ctx context.Context, what string, pick func(map[int]proc.Stat) []in
 				held[d] = h
 			}
 			if !halted(st.State) {
+				if beyondReach(h.signal(unix.SIGSTOP)) {
+					beyond[d] = st.StartTicks
+					h.close()
+					delete(held, d)
+					continue
+				}
 				settled = false
-				h.signal(unix.SIGSTOP)
 			}
 		}
 		if settled {

@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // The parent-death signal of a child is tied to the OS thread that forked
@@ -43,4 +47,21 @@ func OnForkThread(start func() error) error {
 	done := make(chan error, 1)
 	forker.reqs <- forkRequest{start, done}
 	return <-done
+}
+
+// CloseOnExecFrom marks every descriptor of this process from first on
+// close-on-exec: descriptors this process was given by whoever started
+// it, and did not mean to pass on, reach none of the programs it starts.
+// Go marks the ones it opens itself so already.
+func CloseOnExecFrom(first int) error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
 }

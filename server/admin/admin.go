@@ -54,10 +54,23 @@ type Config struct {
 	// empty disables it.
 	Listen string
 	// Token, when set, is the bearer token every request must carry
-	// ("Authorization: Bearer TOKEN"). An address other than loopback
-	// needs one.
+	// ("Authorization: Bearer TOKEN"), at least MinToken characters. An
+	// address other than loopback needs one.
 	Token string
+	// Hosts are the names, besides its own addresses and "localhost",
+	// that requests may give as their Host (see hosts.go).
+	Hosts []string
+	// Session is how long the board's cookie lasts; zero means
+	// DefaultSession.
+	Session time.Duration
 }
+
+// MinToken is the shortest token the listener takes: 32 characters, as
+// `foyer token` makes (43), leave no guess worth making at ten a minute.
+const MinToken = 32
+
+// DefaultSession is how long the board's cookie lasts by default.
+const DefaultSession = 12 * time.Hour
 
 // Sources are where the admin pages read from; a nil source leaves its
 // metrics out (and /rooms empty, for Rooms).
@@ -75,6 +88,10 @@ type Sources struct {
 	Cluster func() cluster.Stats
 	// Guard is the rate limiting every edge shares.
 	Guard func() GuardStats
+	// HeldPorts, when set, are the ports of the pool something holds
+	// that the pool did not give it (a room squatting them, say): /rooms
+	// lists them with their holders, /metrics counts them.
+	HeldPorts func() []supervisor.HeldPort
 	// Watch, when set, follows the room table's changes: the board then
 	// shows them as they happen, and the rooms that ended lately with
 	// why. Without it the board shows the table once a second.
@@ -96,6 +113,7 @@ type Server struct {
 	http     *http.Server
 	src      Sources
 	board    *board
+	guesses  *guesses // the failed authentications of each source
 	log      zerolog.Logger
 	draining atomic.Bool
 }
@@ -109,15 +127,23 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if ap, err := netip.ParseAddrPort(cfg.Listen); err != nil || (!ap.Addr().Unmap().IsLoopback() && cfg.Token == "") {
 		return nil, fmt.Errorf("admin: listen %s: an address other than loopback needs a token", cfg.Listen)
 	}
+	if cfg.Token != "" && len(cfg.Token) < MinToken {
+		return nil, fmt.Errorf("admin: a token of %d characters is too short (at least %d; foyer token makes one)", len(cfg.Token), MinToken)
+	}
+	if cfg.Session <= 0 {
+		cfg.Session = DefaultSession
+	}
 	ln, err := sockets.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
 	s.board = newBoard(src, s.log)
+	s.guesses = newGuesses(s.log)
 	errLog := stdlog.New(s.log, "", 0)
+	reg := newRegistry(src)
 	pages := http.NewServeMux()
-	pages.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{
+	pages.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// A series that fails to collect is logged and left out; the
 		// rest of the page still answers.
 		ErrorLog:      errLog,
@@ -132,14 +158,18 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	board.HandleFunc("GET /board/events", s.board.stream)
 	var pagesHandler, boardHandler http.Handler = pages, board
 	if cfg.Token != "" {
-		pagesHandler, boardHandler = bearer(cfg.Token, pages), newBoardGate(cfg.Token, board)
+		pagesHandler, boardHandler = s.bearer(cfg.Token, pages), newBoardGate(cfg.Token, cfg.Session, s.guesses, board)
 	}
 	mux := http.NewServeMux()
 	for _, path := range []string{"/metrics", "/healthz", "/rooms"} {
 		mux.Handle(path, pagesHandler)
 	}
 	mux.Handle("/", boardHandler)
-	s.http = httpserve.New(noStore(mux), errLog) // every page is of now
+	// Host first: a rebinding page learns nothing, not even whether a
+	// token is asked.
+	hosts := newHostGate(cfg.Hosts, noStore(mux)) // every page is of now
+	reg.MustRegister(authCollector{g: s.guesses, wrongHost: &hosts.wrong})
+	s.http = httpserve.New(hosts, errLog)
 	return s, nil
 }
 
@@ -244,6 +274,9 @@ type roomJSON struct {
 type tableJSON struct {
 	Version uint64     `json:"version"`
 	Rooms   []roomJSON `json:"rooms"`
+	// HeldPorts are the ports of the pool held by what the pool did not
+	// give them to; left out when there are none.
+	HeldPorts []supervisor.HeldPort `json:"held_ports,omitempty"`
 }
 
 func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
@@ -251,7 +284,11 @@ func (s *Server) rooms(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(roomTable(snap, s.src.usage(snap), time.Now())) // a write error means the client left
+	table := roomTable(snap, s.src.usage(snap), time.Now())
+	if s.src.HeldPorts != nil {
+		table.HeldPorts = s.src.HeldPorts()
+	}
+	enc.Encode(table) // a write error means the client left
 }
 
 // snapshot is the room table, empty without a source.
@@ -311,15 +348,22 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 }
 
 // bearer lets through the requests that carry token as their bearer
-// token, compared in constant time; the others get 401.
-func bearer(token string, next http.Handler) http.Handler {
+// token, compared in constant time, within their source's allowance of
+// guesses; the others get 401, or 429 past the allowance.
+func (s *Server) bearer(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hasBearer(r, want) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="foyer admin"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		auth := r.Header.Get("Authorization")
+		if auth == "" {
+			unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		switch ok, checked := s.guesses.check(w, r, func() bool { return hasBearer(auth, want) }); {
+		case !checked:
+		case !ok:
+			unauthorized(w)
+		default:
+			next.ServeHTTP(w, r)
+		}
 	})
 }

@@ -65,7 +65,14 @@ func get(t *testing.T, s *Server, method, path string) (int, http.Header, string
 // name_sum and name_count.
 func scrape(t *testing.T, s *Server) map[string]float64 {
 	t.Helper()
-	code, h, body := get(t, s, "GET", "/metrics")
+	return scrapeVia(t, s, nil)
+}
+
+// scrapeVia is scrape through the client c (nil for the default one).
+func scrapeVia(t *testing.T, s *Server, c *http.Client) map[string]float64 {
+	t.Helper()
+	resp, body := webtest.Fetch(t, c, "GET", "http://"+s.Addr().String()+"/metrics")
+	code, h := resp.StatusCode, resp.Header
 	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/plain; version=0.0.4") || h.Get("Cache-Control") != "no-store" {
 		t.Fatalf("/metrics: %d %q %q", code, h.Get("Content-Type"), h.Get("Cache-Control"))
 	}

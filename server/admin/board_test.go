@@ -279,7 +279,7 @@ func TestBoardPage(t *testing.T) {
 	}
 }
 
-const testToken = "0123456789abcdef-token"
+const testToken = "0123456789abcdef-0123456789abcdef-token"
 
 // With a token, the board takes the token once, from its form or from
 // /?token=, for an HttpOnly cookie that opens the board and its stream
@@ -382,7 +382,7 @@ func TestBoardToken(t *testing.T) {
 		resp.Body.Close()
 	}
 	req, _ = http.NewRequest("GET", base+"/", nil)
-	req.AddCookie(&http.Cookie{Name: boardCookie, Value: boardCookieValue(testToken + "-old")})
+	req.AddCookie(&http.Cookie{Name: boardCookie, Value: boardCookieValue(testToken+"-old", time.Now().Add(time.Hour))})
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET / with the cookie of another token: %v %v", resp, err)
 	} else {

@@ -47,6 +47,7 @@ func startLobby(t testing.TB, maxPlayers int) *testLobby {
 	cfg := supervisor.DefaultConfig()
 	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances, cfg.MaxPlayers = first, first+9, 4, maxPlayers
 	cfg.Command, cfg.SpawnTimeout, cfg.StopGrace = []string{os.Args[0]}, 20*time.Second, 3*time.Second
+	cfg.PassEnv = []string{roomEnv} // a room gets nothing of this process's environment unless told
 	sup, err := supervisor.New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

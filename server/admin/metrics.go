@@ -53,6 +53,9 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	if src.Usage != nil {
 		cs = append(cs, stats[map[uint32]cgroup.Usage]{src.Usage, usageDescs, collectUsage})
 	}
+	if src.HeldPorts != nil {
+		cs = append(cs, stats[[]supervisor.HeldPort]{src.HeldPorts, heldDescs, collectHeld})
+	}
 	if src.GG2 != nil {
 		cs = append(cs, stats[gg2server.Stats]{src.GG2, gg2Descs, collectGG2})
 	}
@@ -304,4 +307,22 @@ func collectGuard(ch chan<- prometheus.Metric, s GuardStats) {
 	counter(ch, guardUnadmitted, s.Unadmitted)
 	counter(ch, guardDenied, s.Denied)
 	counter(ch, guardUnverifiedNo, s.UnverifiedDropped)
+}
+
+var (
+	heldPorts = desc("foyer_supervisor_ports_held", "Ports of the pool in quarantine that a process holds, by holder: a room (one squatting ports not its own), or another process.", "holder")
+	heldDescs = []*prometheus.Desc{heldPorts}
+)
+
+func collectHeld(ch chan<- prometheus.Metric, held []supervisor.HeldPort) {
+	byRoom, other := 0, 0
+	for _, h := range held {
+		if h.Room != 0 {
+			byRoom++
+		} else {
+			other++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(heldPorts, prometheus.GaugeValue, float64(byRoom), "room")
+	ch <- prometheus.MustNewConstMetric(heldPorts, prometheus.GaugeValue, float64(other), "other")
 }

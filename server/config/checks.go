@@ -3,12 +3,14 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -31,6 +33,16 @@ func (k *keys) check(r *reader, c *Config) {
 	if len(sc.Command) > 0 && (sc.Probe == "" || filepath.IsAbs(sc.Command[0]) || !strings.Contains(sc.Command[0], "/")) {
 		if err := supervisor.Runnable(sc.Command[0]); err != nil {
 			r.refuse(err.Error(), ks.Command)
+		}
+	}
+	if err := sc.CheckRoomUsers(); err != nil {
+		r.refuse(err.Error(), ks.Command, ks.RoomUsers, ks.StateDir)
+	}
+	if !sc.RoomUsers.IsZero() && roomuser.Active() {
+		passwd, _ := os.ReadFile("/etc/passwd")
+		group, _ := os.ReadFile("/etc/group")
+		if err := sc.RoomUsers.Clashes(passwd, group); err != nil {
+			r.refuse(err.Error(), ks.RoomUsers)
 		}
 	}
 	if sc.StateDir != "" {

@@ -34,8 +34,15 @@ func TestCluster(t *testing.T) {
 	if c.Cluster.PublicAddr != netip.MustParseAddr("203.0.113.10") || c.GG2.Server.PublicAddr != netip.MustParseAddr("192.0.2.1") {
 		t.Errorf("public %v, gg2 %v: [gg2] public_addr, when set, stays", c.Cluster.PublicAddr, c.GG2.Server.PublicAddr)
 	}
-	if c.Cluster.StoreDir != "/var/lib/foyer/nats" {
-		t.Errorf("embedded store %q, want state_dir/nats", c.Cluster.StoreDir)
+	if c.Cluster.StoreDir != "/var/lib/foyer/nats" || c.Cluster.KeysDir != "/var/lib/foyer/cluster" {
+		t.Errorf("embedded store %q, keys %q; want state_dir/nats and state_dir/cluster", c.Cluster.StoreDir, c.Cluster.KeysDir)
+	}
+	if c.Cluster.MaxHostRooms != c.Supervisor.MaxInstances || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "lets in no other host: name them in members") {
+		t.Errorf("max_host_rooms %d, want max_instances; warnings %q", c.Cluster.MaxHostRooms, c.Warnings)
+	}
+	c, err = Parse("c.toml", "[supervisor]\nstate_dir = \"/var/lib/foyer\"\n[cluster]\nembedded = \"10.0.0.1:4222\"\nmembers = [\"b\", \"c.example\"]\nmax_host_rooms = 200\npublic_addr = \"192.0.2.1\"\n")
+	if err != nil || len(c.Cluster.Members) != 2 || c.Cluster.MaxHostRooms != 200 || len(c.Warnings) != 0 {
+		t.Errorf("members %q, max_host_rooms %d, warnings %q: %v", c.Cluster.Members, c.Cluster.MaxHostRooms, c.Warnings, err)
 	}
 	if c, _ := Parse("c.toml", ""); c.Cluster.Enabled() {
 		t.Error("the defaults are a cluster")
@@ -52,6 +59,12 @@ func TestClusterRefusals(t *testing.T) {
 			`c.toml:4: [cluster] nats "nats://10.0.0.10:4222": a host of a cluster needs public_addr`},
 		{"no credentials file", "[cluster]\ncredentials = \"/nonexistent/foyer.creds\"\n", `c.toml:2: [cluster] credentials "/nonexistent/foyer.creds": stat`},
 		{"cert without key", "[cluster]\ntls_cert = \"/dev/null\"\n", `c.toml:2: [cluster] tls_cert "/dev/null": tls_cert and tls_key go together`},
+		{"members without embedded", "[cluster]\nnats = \"nats://10.0.0.10:4222\"\nmembers = [\"b\"]\npublic_addr = \"192.0.2.1\"\n", `c.toml:3: [cluster] members ["b"]: members are the hosts the embedded server lets in`},
+		{"members without state_dir", "[cluster]\nembedded = \"10.0.0.1:4222\"\nmembers = [\"b\"]\npublic_addr = \"192.0.2.1\"\n", `c.toml:3: [cluster] members ["b"]: the members' keys are written where the other hosts' operators can copy them from, state_dir/cluster: set [supervisor] state_dir`},
+		{"bad member", "[cluster]\nmembers = [\"a b\"]\n", `c.toml:2: [cluster] members ["a b"]: host name "a b"`},
+		{"no nkey file", "[cluster]\nnkey = \"/nonexistent/b.nk\"\n", `c.toml:2: [cluster] nkey "/nonexistent/b.nk": open /nonexistent/b.nk: no such file or directory`},
+		{"embedded with a key", "[cluster]\nembedded = \"127.0.0.1:4222\"\ncredentials = \"/dev/null\"\npublic_addr = \"192.0.2.1\"\n", `c.toml:3: [cluster] credentials "/dev/null": the host of the embedded server has a key of its own`},
+		{"server cert without key", "[cluster]\nembedded = \"127.0.0.1:4222\"\nembedded_tls_cert = \"/dev/null\"\npublic_addr = \"192.0.2.1\"\n", `c.toml:3: [cluster] embedded_tls_cert "/dev/null": embedded_tls_cert and embedded_tls_key go together`},
 	} {
 		_, err := Parse("c.toml", tc.text)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

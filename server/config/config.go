@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
@@ -22,11 +23,13 @@ import (
 	"github.com/foyerlobby/foyer/cluster"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/announce"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
 	"github.com/foyerlobby/foyer/lobby/web"
+	"github.com/foyerlobby/foyer/server/admin"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -72,6 +75,11 @@ type Admin struct {
 	// file token_file names or given as token; empty: none (loopback
 	// only).
 	Token string
+	// Hosts are the names requests may give as their Host, besides the
+	// listener's own addresses and localhost.
+	Hosts []string
+	// Session is how long the board's sign-in lasts.
+	Session time.Duration
 }
 
 // Log is the [log] section.
@@ -91,11 +99,13 @@ func DefaultConfig() Config {
 		Web:        web.DefaultConfig(),
 		Supervisor: supervisor.DefaultConfig(),
 		Room:       refroom.DefaultConfig(),
-		Admin:      Admin{Listen: "127.0.0.1:9477"},
+		Admin:      Admin{Listen: "127.0.0.1:9477", Session: admin.DefaultSession},
 		Log:        Log{Level: zerolog.InfoLevel, Format: "console"},
 		Cluster:    cluster.DefaultConfig(),
 	}
 	c.Supervisor.Room = c.Room.Settings()
+	// foyer serve gives each room a user of its own where it can (root).
+	c.Supervisor.RoomUsers = roomuser.Range{First: roomuser.DefaultFirst, Last: roomuser.DefaultLast}
 	return c
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -94,13 +95,34 @@ func TestDenyList(t *testing.T) {
 }
 
 func TestAdminToken(t *testing.T) {
+	const token = "0123456789abcdef-0123456789abcdef-from-file"
 	file := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(file, []byte("  0123456789abcdef-from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("  "+token+"\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Parse("x.toml", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken_file = \""+file+"\"\n")
-	if err != nil || c.Admin.Token != "0123456789abcdef-from-file" {
-		t.Fatalf("token from file: %q, %v", c.Admin.Token, err)
+	c, err := Parse("x.toml", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken_file = \""+file+"\"\nhosts = [\"admin.example.net\"]\nsession = \"1h\"\n")
+	if err != nil || c.Admin.Token != token || !slices.Equal(c.Admin.Hosts, []string{"admin.example.net"}) || c.Admin.Session != time.Hour {
+		t.Fatalf("token from file: %q, hosts %q, session %v, %v", c.Admin.Token, c.Admin.Hosts, c.Admin.Session, err)
+	}
+	// A token file others can read, or write, is no secret; nor is a
+	// config holding the token that every user can read.
+	for _, mode := range []os.FileMode{0o644, 0o660, 0o602} {
+		os.Chmod(file, mode)
+		_, err := Parse("x.toml", "[admin]\ntoken_file = \""+file+"\"\n")
+		want := fmt.Sprintf("x.toml:2: [admin] token_file %q: %s is readable by every user or writable by its group or others (mode %04o): chmod o-rw,g-w %s", file, file, mode, file)
+		if err == nil || err.Error() != want {
+			t.Errorf("token_file of mode %v: %v\nwant %s", mode, err, want)
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(conf, []byte("[admin]\n\ntoken = \""+token+"\"\n"), 0o644)
+	want := fmt.Sprintf("%s:3: [admin] token %q: %s is readable by every user (mode 0644) and holds the token: chmod o-r %s, or move the token to token_file", conf, token, conf, conf)
+	if _, err := Load(conf); err == nil || err.Error() != want {
+		t.Errorf("a token in a config every user reads: %v\nwant %s", err, want)
+	}
+	os.Chmod(conf, 0o640)
+	if c, err := Load(conf); err != nil || c.Admin.Token != token {
+		t.Errorf("a token in a config of mode 0640: %q, %v", c.Admin.Token, err)
 	}
 }
 
@@ -197,7 +219,10 @@ func TestRefusals(t *testing.T) {
 		{"listen wrong type", "[lobby]\nlisten = 7777\n", `bad.toml:2: [lobby] listen 7777: want a string or an array of strings`},
 		{"rate zero", "[lobby]\nrate = 0\n", `bad.toml:2: [lobby] rate 0: must be above 0`},
 		{"admin off loopback without token", "[admin]\nlisten = \"[::]:9477\"\n", `bad.toml:2: [admin] listen "[::]:9477": an admin address other than loopback needs token or token_file`},
-		{"admin token short", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken = \"secret\"\n", `bad.toml:3: [admin] token "secret": a token of 6 characters is too short (at least 16)`},
+		{"admin token short", "[admin]\nlisten = \"0.0.0.0:9477\"\ntoken = \"secret\"\n", "bad.toml:3: [admin] token \"secret\": a token of 6 characters is too short (at least 32): `foyer token` makes one"},
+		{"admin hosts address", "[admin]\nhosts = [\"127.0.0.2\"]\n", `bad.toml:2: [admin] hosts ["127.0.0.2"]: "127.0.0.2" is an address: the listener answers to its own addresses anyway; list names only`},
+		{"admin hosts wildcard", "[admin]\nhosts = [\"*\"]\n", `bad.toml:2: [admin] hosts ["*"]: "*" is not a host name`},
+		{"admin session zero", "[admin]\nsession = \"0s\"\n", `bad.toml:2: [admin] session "0s": `},
 		{"admin token file missing", "[admin]\ntoken_file = \"/nonexistent/token\"\n", `bad.toml:2: [admin] token_file "/nonexistent/token": open /nonexistent/token: no such file or directory`},
 		{"deny garbage", "[lobby]\n\ndeny = [\"10.0.0.0/8\", \"evil.example\"]\n", `bad.toml:3: [lobby] deny ["10.0.0.0/8", "evil.example"]: "evil.example" is neither an address nor a network`},
 		{"deny string", "[lobby]\ndeny = \"10.0.0.1\"\n", `bad.toml:2: [lobby] deny "10.0.0.1": want an array of addresses and networks`},
@@ -381,7 +406,7 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		// The rooms bind 127.0.0.1 only.
 		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
 		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
-		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
 		if _, err := Parse("ok.toml", text); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -3,17 +3,21 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/packet/gg2"
+	"github.com/foyerlobby/foyer/server/admin"
 )
 
 // keys is every section's keys, kept for the checks between values. Each
@@ -193,6 +197,8 @@ type supervisorKeys struct {
 	MemoryMax      toml.Primitive `toml:"memory_max"`
 	CPUMax         toml.Primitive `toml:"cpu_max"`
 	PidsMax        toml.Primitive `toml:"pids_max"`
+	RoomUsers      toml.Primitive `toml:"room_users"`
+	PassEnv        toml.Primitive `toml:"pass_env"`
 }
 
 // minHealthTimeout is the shortest health_timeout that lets a healthy
@@ -240,7 +246,35 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.MemoryMax, unlimitedOr(memory(&l.MemoryMax, minMemoryMax)))
 	r.get(k.CPUMax, unlimitedOr(share(&l.CPUMax, minCPUMax, maxCPUMax)))
 	r.get(k.PidsMax, unlimitedOr(count(&l.PidsMax, minPidsMax, maxPidsMax)))
+	r.get(k.RoomUsers, text(func(v string) (err error) {
+		sc.RoomUsers, err = roomuser.ParseRange(v)
+		if err == nil && !sc.RoomUsers.IsZero() && sc.RoomUsers.Len() < sc.MaxInstances {
+			err = fmt.Errorf("%d users for max_instances %d: each room needs one", sc.RoomUsers.Len(), sc.MaxInstances)
+		}
+		return err
+	}))
+	r.get(k.PassEnv, envNames(&sc.PassEnv))
 }
+
+// envNames reads a list of environment variable names.
+func envNames(dst *[]string) value {
+	return func(raw any) error {
+		names, err := strs(raw, "a list of variable names")
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if !envName.MatchString(n) {
+				return fmt.Errorf("%q is not a variable name", n)
+			}
+		}
+		*dst = names
+		return nil
+	}
+}
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Bounds of the room limits: below these a room cannot start (an
 // instance runs about 10 threads, which count as processes, and holds
@@ -287,6 +321,8 @@ type adminKeys struct {
 	Listen    toml.Primitive `toml:"listen"`
 	Token     toml.Primitive `toml:"token"`
 	TokenFile toml.Primitive `toml:"token_file"`
+	Hosts     toml.Primitive `toml:"hosts"`
+	Session   toml.Primitive `toml:"session"`
 }
 
 func (k *adminKeys) apply(r *reader, c *Config) {
@@ -297,26 +333,86 @@ func (k *adminKeys) apply(r *reader, c *Config) {
 		c.Admin.Listen = v
 		return nil
 	}))
-	r.get(k.Token, text(func(v string) error { return setToken(&c.Admin.Token, v) }))
+	r.get(k.Token, text(func(v string) error {
+		if err := setToken(&c.Admin.Token, v); err != nil || v == "" {
+			return err
+		}
+		// The file holds the token: every user who can read it can
+		// read the rooms (and, where rooms run as the lobby's user,
+		// every room's game server).
+		if fi, err := os.Stat(r.name); err == nil && fi.Mode().Perm()&0o004 != 0 {
+			return fmt.Errorf("%s is readable by every user (mode %04o) and holds the token: chmod o-r %s, or move the token to token_file",
+				r.name, uint32(fi.Mode().Perm()), r.name)
+		}
+		return nil
+	}))
 	r.get(k.TokenFile, text(func(v string) error {
 		if v == "" {
 			return nil
 		}
-		b, err := os.ReadFile(v)
+		f, err := os.Open(v)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := private(f, v); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 4096))
 		if err != nil {
 			return err
 		}
 		return setToken(&c.Admin.Token, strings.TrimSpace(string(b)))
 	}))
+	r.get(k.Hosts, hostNames(&c.Admin.Hosts))
+	r.get(k.Session, duration(&c.Admin.Session, time.Second))
 }
 
+// private says why the secret in f (named path) is not kept from other
+// users: others may read it, or its group or others may write it, with
+// the command that fixes it; nil if it is kept.
+func private(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o026 != 0 {
+		return fmt.Errorf("%s is readable by every user or writable by its group or others (mode %04o): chmod o-rw,g-w %s",
+			path, uint32(perm), path)
+	}
+	return nil
+}
+
+// hostNames reads a list of host names, e.g. ["admin.example.net"].
+func hostNames(dst *[]string) value {
+	return func(raw any) error {
+		names, err := strs(raw, "a list of host names")
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, err := netip.ParseAddr(n); err == nil {
+				return fmt.Errorf("%q is an address: the listener answers to its own addresses anyway; list names only", n)
+			}
+			if !hostName.MatchString(n) {
+				return fmt.Errorf("%q is not a host name (letters, digits, '-' and dots)", n)
+			}
+		}
+		*dst = names
+		return nil
+	}
+}
+
+// hostName is a DNS name as a Host header carries it.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+
 // minToken is the shortest bearer token accepted: one worth guessing at
-// over the network is no protection.
-const minToken = 16
+// over the network is no protection. `foyer token` makes one of 43.
+const minToken = admin.MinToken
 
 func setToken(dst *string, v string) error {
 	if v != "" && len(v) < minToken {
-		return fmt.Errorf("a token of %d characters is too short (at least %d)", len(v), minToken)
+		return fmt.Errorf("a token of %d characters is too short (at least %d): `foyer token` makes one", len(v), minToken)
 	}
 	if v != "" {
 		*dst = v

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -47,9 +49,15 @@ func Attach(ctx context.Context, socket string, log zerolog.Logger) (*Process, D
 		}
 		return nil, Description{}, fmt.Errorf("instance: attach %s: %w", socket, err)
 	}
+	// A room's process runs as the user that owns the room's directory:
+	// this process's, or the room's own (a lobby run as root gives each
+	// room a user). A socket in it whose process is another user's is
+	// another room's, or something else's, that the room pointed here.
 	cred, err := peer(c.(*net.UnixConn))
-	if err == nil && int(cred.Uid) != os.Getuid() {
-		err = fmt.Errorf("%w: its process %d belongs to user %d", ErrNotARoom, cred.Pid, cred.Uid)
+	if err == nil {
+		if owner := dirOwner(filepath.Dir(socket)); int(cred.Uid) != owner {
+			err = fmt.Errorf("%w: its process %d belongs to user %d, not to the room's, %d", ErrNotARoom, cred.Pid, cred.Uid, owner)
+		}
 	}
 	if err != nil {
 		c.Close()
@@ -118,6 +126,17 @@ func adopt(ctx context.Context, conn *grpc.ClientConn, pid int, log zerolog.Logg
 	}
 	go p.release()
 	return p, desc, nil
+}
+
+// dirOwner is the user that owns dir, the room's directory; this
+// process's user when it cannot be told.
+func dirOwner(dir string) int {
+	if fi, err := os.Lstat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.IsDir() {
+			return int(st.Uid)
+		}
+	}
+	return os.Getuid()
 }
 
 // peer is the process at the other end of a unix socket connection: the

@@ -57,13 +57,14 @@ func TestRoomsFromTheAdminListener(t *testing.T) {
 		t.Errorf("--json: exit %d\n%s", code, out)
 	}
 
-	guarded := adminWith(t, "s3cret", a, b)
+	const secret = "s3cret-s3cret-s3cret-s3cret-s3cret"
+	guarded := adminWith(t, secret, a, b)
 	code, _, errOut = run(t, "rooms", "--admin", guarded)
 	if code != 1 || !strings.Contains(errOut, "--token-file") {
 		t.Errorf("without the token: exit %d, stderr %q", code, errOut)
 	}
 	file := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(file, []byte("s3cret\n"), 0o600)
+	os.WriteFile(file, []byte(secret+"\n"), 0o600)
 	if code, out, errOut = run(t, "rooms", "--admin", guarded, "--token-file", file); code != 0 || out != want {
 		t.Errorf("with the token: exit %d, stderr %q, stdout\n%s", code, errOut, out)
 	}
