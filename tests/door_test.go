@@ -291,3 +291,35 @@ func (w *roomWatch) stopAndCheck(t *testing.T, within time.Duration) {
 		}
 	}
 }
+
+// Capacity is what the listing says: with every instance in use, a room
+// killed and gone from the listing leaves its place free at once, for the
+// very next CREATE (on another port if its own is resting), every time.
+func TestCapacityFreedWithTheListing(t *testing.T) {
+	s := startServer(t, pollLimits, "max_instances = 2\nrooms_per_network = 2\nseat_ttl = \"60s\"")
+	c := newClient(t, "127.0.0.1", s.lobby)
+	c.list(1)
+	seq := uint16(2)
+	ids := map[uint32]bool{}
+	for range 2 {
+		seq++
+		id, _ := c.request(compact, createRoom, seq, nil).roomPort(t)
+		ids[id] = true
+	}
+	for round := range 10 {
+		var victim uint32
+		for id := range ids {
+			victim = id
+			break
+		}
+		killAndAwaitUnlisted(t, c, victim, s.instancePID(victim), &seq)
+		delete(ids, victim)
+		seq++
+		r := c.request(compact, createRoom, seq, nil)
+		if r.typ != roomCreated {
+			t.Fatalf("round %d: CREATE right after a room left the listing answered %#x", round, r.typ)
+		}
+		id, _ := r.roomPortOf()
+		ids[id] = true
+	}
+}
