@@ -68,6 +68,7 @@ create_burst = 100
 [supervisor]
 ports = "%d-%d"
 max_instances = 8
+rooms_per_network = 8
 bind = "127.0.0.1"
 state_dir = %q
 command = [%q, "{port}"]

@@ -333,7 +333,7 @@ func TestDamagedIDFileIsRecovered(t *testing.T) {
 			before := s.metrics(t)["foyer_supervisor_seats_held_total"]
 			const players = 3
 			for i := range players {
-				newClient(t, "127.0.0.1", s.lobby).request(compact, joinRoom, uint16(i), joinPayload(id)).roomPort(t)
+				newClient(t, fmt.Sprintf("127.0.8.%d", i+1), s.lobby).request(compact, joinRoom, uint16(i), joinPayload(id)).roomPort(t)
 			}
 			if held := s.metrics(t)["foyer_supervisor_seats_held_total"] - before; held != players {
 				t.Errorf("%v seats counted for %d JOINs", held, players)

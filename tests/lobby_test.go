@@ -236,15 +236,17 @@ func TestCreatePastMaxInstancesFails(t *testing.T) {
 	s := startServer(t, "", "max_instances = 2")
 	for i := range 2 {
 		c := newClient(t, fmt.Sprintf("127.0.4.%d", i+1), s.lobby)
-		if r := c.request(compact, createRoom, 1, nil); r.typ != roomCreated {
+		c.list(1) // a player lists first: its CREATE is its second request
+		if r := c.request(compact, createRoom, 2, nil); r.typ != roomCreated {
 			t.Fatalf("CREATE %d answered %#x", i, r.typ)
 		}
 	}
 	c := newClient(t, "127.0.4.3", s.lobby)
-	if r := c.request(compact, createRoom, 1, nil); r.typ != joinFailed {
+	c.list(1)
+	if r := c.request(compact, createRoom, 2, nil); r.typ != joinFailed {
 		t.Fatalf("CREATE past max_instances answered %#x", r.typ)
 	}
-	if n := len(c.list(2)); n != 2 {
+	if n := len(c.list(3)); n != 2 {
 		t.Errorf("%d rooms listed", n)
 	}
 }
