@@ -139,7 +139,7 @@ func (t *Table) Register(key string, l room.Listing) (room.Room, error) {
 	r := room.Room{
 		ID: id, Port: l.Addr.Port(), State: packet.Waiting, Players: l.Players,
 		MaxPlayers: l.MaxPlayers, Source: room.GG2, Name: l.Name, Game: l.Game, Map: l.Map,
-		Host: l.Addr.Addr(), Password: l.Password,
+		Host: l.Addr.Addr(), Password: l.Password, Unchecked: l.Unchecked,
 	}
 	t.rooms[id] = r
 	kind := room.Changed
