@@ -100,8 +100,8 @@ func TestReplyDefaultsAndNames(t *testing.T) {
 	}
 }
 
-// A player list longer than MaxInfoPackets datagrams carry is cut, and the
-// cut list still parses as a complete answer.
+// A player list longer than MaxInfoPackets datagrams (one) carry is cut,
+// and the cut list still parses as a complete answer.
 func TestReplyCutsLongPlayerLists(t *testing.T) {
 	long := make([]string, 1000)
 	for i := range long {
@@ -115,7 +115,7 @@ func TestReplyCutsLongPlayerLists(t *testing.T) {
 		}
 		in := assemble(t, pkts)
 		if want := min(players, teeinfo.MaxPlayers); in.NumPlayers != want || in.NumClients != len(in.Players) ||
-			len(in.Players) >= want || len(in.Players) < 10 {
+			len(in.Players) >= want || len(in.Players) < 4 {
 			t.Fatalf("%d players: num_players %d, num_clients %d, %d listed", players, in.NumPlayers, in.NumClients, len(in.Players))
 		}
 		for i, p := range in.Players {
