@@ -3,11 +3,13 @@ package web
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
@@ -59,6 +61,7 @@ func (s *Server) lobbyRank(id gg2.UUID) int {
 // row is one listed server.
 type row struct {
 	listed      bool
+	own         bool // one of Foyer's own rooms
 	lobby       gg2.UUID
 	id          uint32
 	password    bool
@@ -106,19 +109,75 @@ func (s *Server) page(kind pageKind, host netip.Addr) []byte {
 		}
 	}
 	var b []byte
-	rows := s.rows(snap, host)
+	rows, cut := s.fit(kind, s.rows(snap, host))
+	if cut > 0 {
+		s.drops.Counter("page_cut").Add(uint64(cut))
+	}
 	if kind == htmlPage {
 		// A row of a typical server takes some 250 bytes.
-		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows)
+		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows, cut)
 	} else {
-		b = appendJSON(rows)
+		b = appendJSON(rows, cut)
 	}
 	c.entries[c.next] = cachedPage{kind: kind, host: host, version: snap.Version, gen: gen, b: b}
 	c.next = (c.next + 1) % len(c.entries)
 	return b
 }
 
-// rows lists snap's rooms grouped by lobby, each group in room order.
+// lobbyCost is what a lobby's heading and table frame take on a page, at
+// most: the size of a page's rows is counted with them.
+const lobbyCost = len(htmlTableHead) + len(htmlTableTail) + 200
+
+// fit returns the rows a page of kind carries within MaxPageBytes, grouped
+// by lobby, and how many were left out. Foyer's own rooms come first,
+// then the registered servers with their networks taking turns, so that
+// one network's many servers cannot push the others off the page.
+func (s *Server) fit(kind pageKind, rows []row) ([]row, int) {
+	var own, registered []row
+	for _, r := range rows {
+		if r.own {
+			own = append(own, r)
+		} else {
+			registered = append(registered, r)
+		}
+	}
+	registered = frontend.Interleave(registered, func(r row) netip.Prefix { return limit.PrefixOf(r.addr.Addr()) })
+	budget, cut := s.cfg.MaxPageBytes, 0
+	lobbies := make(map[gg2.UUID]bool)
+	kept := rows[:0]
+	var scratch []byte
+	for _, r := range append(own, registered...) {
+		n := 0
+		if kind == htmlPage {
+			scratch = appendRow(scratch[:0], r)
+			n = len(scratch)
+		} else {
+			n = len(mustJSON(jsonRow(r))) + 1
+		}
+		if !lobbies[r.lobby] {
+			n += lobbyCost
+		}
+		if n > budget {
+			cut++
+			continue
+		}
+		budget -= n
+		lobbies[r.lobby] = true
+		kept = append(kept, r)
+	}
+	slices.SortStableFunc(kept, func(a, b row) int {
+		if c := cmp.Compare(s.lobbyRank(a.lobby), s.lobbyRank(b.lobby)); c != 0 {
+			return c
+		}
+		if c := slices.Compare(a.lobby[:], b.lobby[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	return kept, cut
+}
+
+// rows lists snap's rooms that a page shows, in room order.
 func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 	rows := make([]row, len(snap.Rooms))
 	for i, r := range snap.Rooms {
@@ -128,7 +187,7 @@ func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 		rw.addr = netip.AddrPortFrom(r.Host.Unmap(), r.Port)
 		if r.Source.Own() {
 			kv := frontend.RoomKeys(r, s.cfg.Game)
-			rw.listed, rw.lobby, rw.addr = true, s.cfg.Lobby, netip.AddrPortFrom(host, r.Port)
+			rw.listed, rw.own, rw.lobby, rw.addr = true, true, s.cfg.Lobby, netip.AddrPortFrom(host, r.Port)
 			rw.name, rw.game, rw.mapID = value(kv, "name"), value(kv, "game"), value(kv, "map")
 		}
 	}
@@ -141,14 +200,7 @@ func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 			}
 		})
 	}
-	rows = slices.DeleteFunc(rows, func(r row) bool { return !r.listed })
-	slices.SortStableFunc(rows, func(a, b row) int {
-		if c := cmp.Compare(s.lobbyRank(a.lobby), s.lobbyRank(b.lobby)); c != 0 {
-			return c
-		}
-		return slices.Compare(a.lobby[:], b.lobby[:])
-	})
-	return rows
+	return slices.DeleteFunc(rows, func(r row) bool { return !r.listed })
 }
 
 func value(kv gg2.KeyValues, k string) string {
@@ -186,16 +238,18 @@ td:nth-child(odd) { background: #f6f6f6; }
 `
 	htmlTableTail = "</tbody>\n</table>\n"
 	htmlNone      = "<p>No servers are active.</p>\n"
+	htmlCut       = "<p>%d more servers are not shown.</p>\n"
 	htmlTail      = `<p><a href="/status.json">This list as JSON</a></p>
 </body>
 </html>
 `
 )
 
-// appendHTML writes the page: one table per lobby with servers.
-func appendHTML(b []byte, rows []row) []byte {
+// appendHTML writes the page: one table per lobby with servers, and how
+// many servers were left out.
+func appendHTML(b []byte, rows []row, cut int) []byte {
 	b = append(b, htmlHead...)
-	if len(rows) == 0 {
+	if len(rows) == 0 && cut == 0 {
 		b = append(b, htmlNone...)
 	}
 	for i, r := range rows {
@@ -208,38 +262,46 @@ func appendHTML(b []byte, rows []row) []byte {
 			b = append(b, "</h2>\n"...)
 			b = append(b, htmlTableHead...)
 		}
-		b = append(b, "<tr><td>"...)
-		if r.password {
-			b = append(b, 'X')
-		}
-		b = append(b, "</td><td>"...)
-		b = appendText(b, r.name)
-		b = append(b, "</td><td>"...)
-		b = appendText(b, r.mapID)
-		b = append(b, "</td><td>"...)
-		b = appendPlayers(b, r)
-		b = append(b, "</td><td>"...)
-		if r.gameURL != "" {
-			b = append(b, `<a rel="nofollow noopener noreferrer" href="`...)
-			b = appendText(b, r.gameURL)
-			b = append(b, `">`...)
-		}
-		b = appendText(b, r.game)
-		if r.gameVersion != "" {
-			b = append(b, ' ')
-			b = appendText(b, r.gameVersion)
-		}
-		if r.gameURL != "" {
-			b = append(b, "</a>"...)
-		}
-		b = append(b, "</td><td>"...)
-		b = r.addr.AppendTo(b)
-		b = append(b, "</td></tr>\n"...)
+		b = appendRow(b, r)
 	}
 	if len(rows) > 0 {
 		b = append(b, htmlTableTail...)
 	}
+	if cut > 0 {
+		b = fmt.Appendf(b, htmlCut, cut)
+	}
 	return append(b, htmlTail...)
+}
+
+// appendRow writes one server's row.
+func appendRow(b []byte, r row) []byte {
+	b = append(b, "<tr><td>"...)
+	if r.password {
+		b = append(b, 'X')
+	}
+	b = append(b, "</td><td>"...)
+	b = appendText(b, r.name)
+	b = append(b, "</td><td>"...)
+	b = appendText(b, r.mapID)
+	b = append(b, "</td><td>"...)
+	b = appendPlayers(b, r)
+	b = append(b, "</td><td>"...)
+	if r.gameURL != "" {
+		b = append(b, `<a rel="nofollow noopener noreferrer" href="`...)
+		b = appendText(b, r.gameURL)
+		b = append(b, `">`...)
+	}
+	b = appendText(b, r.game)
+	if r.gameVersion != "" {
+		b = append(b, ' ')
+		b = appendText(b, r.gameVersion)
+	}
+	if r.gameURL != "" {
+		b = append(b, "</a>"...)
+	}
+	b = append(b, "</td><td>"...)
+	b = r.addr.AppendTo(b)
+	return append(b, "</td></tr>\n"...)
 }
 
 // appendPlayers writes players/slots, or players+bots/slots.
@@ -257,6 +319,8 @@ func appendPlayers(b []byte, r row) []byte {
 type (
 	jsonList struct {
 		Lobbies []jsonLobby `json:"lobbies"`
+		// NotShown counts the servers left out by the page's size.
+		NotShown int `json:"not_shown,omitempty"`
 	}
 	jsonLobby struct {
 		ID      string       `json:"id"`
@@ -280,22 +344,31 @@ type (
 
 // appendJSON writes the JSON page. encoding/json writes invalid UTF-8 as
 // U+FFFD and <, > and & as \u escapes, so the text is safe to embed too.
-func appendJSON(rows []row) []byte {
-	list := jsonList{Lobbies: []jsonLobby{}}
+func appendJSON(rows []row, cut int) []byte {
+	list := jsonList{Lobbies: []jsonLobby{}, NotShown: cut}
 	for i, r := range rows {
 		if i == 0 || r.lobby != rows[i-1].lobby {
 			list.Lobbies = append(list.Lobbies, jsonLobby{ID: r.lobby.String(), Name: lobbyName(r.lobby)})
 		}
 		l := &list.Lobbies[len(list.Lobbies)-1]
-		l.Servers = append(l.Servers, jsonServer{
-			Room: r.id, Password: r.password, Name: r.name, Map: r.mapID,
-			Players: r.players, Bots: r.bots, Slots: r.slots,
-			Game: r.game, GameVersion: r.gameVersion, GameURL: r.gameURL, Address: r.addr.String(),
-		})
+		l.Servers = append(l.Servers, jsonRow(r))
 	}
-	b, err := json.Marshal(list)
+	return append(mustJSON(list), '\n')
+}
+
+// jsonRow is r in the JSON page.
+func jsonRow(r row) jsonServer {
+	return jsonServer{
+		Room: r.id, Password: r.password, Name: r.name, Map: r.mapID,
+		Players: r.players, Bots: r.bots, Slots: r.slots,
+		Game: r.game, GameVersion: r.gameVersion, GameURL: r.gameURL, Address: r.addr.String(),
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
 	if err != nil { // strings, numbers and bools always encode
 		panic(err)
 	}
-	return append(b, '\n')
+	return b
 }
