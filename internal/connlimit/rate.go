@@ -70,11 +70,13 @@ func (c *RateConn) Write(b []byte) (int, error) {
 		m, err := c.Conn.Write(b[:n])
 		written += m
 		if err != nil {
-			if ours && errors.Is(err, os.ErrDeadlineExceeded) {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.mu.Lock()
 				c.slow = true
 				c.mu.Unlock()
-				err = fmt.Errorf("%w: %w", ErrSlowReader, err)
+				if ours {
+					err = fmt.Errorf("%w: %w", ErrSlowReader, err)
+				}
 			}
 			return written, err
 		}
@@ -115,7 +117,9 @@ func (c *RateConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// Slow reports whether a write was cut for the rate.
+// Slow reports whether a write timed out: its peer did not take it in
+// time, by the rate or by the caller's own deadline (an HTTP server's
+// write timeout, say).
 func (c *RateConn) Slow() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
