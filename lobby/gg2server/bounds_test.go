@@ -285,3 +285,32 @@ func TestCheckQueueBounded(t *testing.T) {
 		t.Errorf("past the bound: %q", why)
 	}
 }
+
+// A list reply holds at most MaxListBytes: Foyer's own rooms, then one
+// server of each network before a second of any; the servers left out are
+// counted.
+func TestListCapped(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxListBytes = MinListBytes })
+	f.table.Add(room.Room{Port: 30001, MaxPlayers: 4})
+	pad := strings.Repeat("x", 900)
+	for i := range 40 {
+		f.send(registration(byte(i+1), 9000+uint16(i), gg2.UDP, gg2.Counted, "name", fmt.Sprint("flood ", i), "x-pad", pad))
+	}
+	udptest.Send(t, udptest.Listen(t, "127.0.1.1"), f.addr, registration(100, 7000, gg2.UDP, gg2.Counted, "name", "alone", "x-pad", pad))
+	f.waitRequests("register", 41)
+	b := readAll(t, f.addr, gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil))
+	r, err := gg2.ParseListReply(b)
+	if err != nil || len(b) > MinListBytes {
+		t.Fatalf("%d bytes: %v", len(b), err)
+	}
+	names := map[string]bool{}
+	for _, s := range r.Servers {
+		names[s.KeyValues.Name()] = true
+	}
+	if !names["Foyer room 1"] || !names["alone"] || !names["flood 0"] || names["flood 39"] {
+		t.Errorf("listed %v", names)
+	}
+	if st := f.srv.Stats(); st.Drops["list_cut"] != uint64(42-len(r.Servers)) {
+		t.Errorf("%d listed, %d counted as left out", len(r.Servers), st.Drops["list_cut"])
+	}
+}
