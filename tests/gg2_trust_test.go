@@ -209,7 +209,9 @@ func synDropper(t *testing.T) uint16 {
 // Forged TCP registrations from many networks, aimed at hosts that drop
 // SYNs, do not hold the reachability checks a real server waits for: with
 // 50 a second coming from 4,096 networks, a real server of another
-// network registering once a second is listed within a few seconds.
+// network is listed after its first registration, within seconds. (GG2
+// servers register every 30 s: a registration refused is a listing half a
+// minute later.)
 func TestGG2ForgedFloodCannotStarveChecks(t *testing.T) {
 	requireRoot(t)
 	f := gg2Start(t, "")
@@ -233,25 +235,19 @@ func TestGG2ForgedFloodCannotStarveChecks(t *testing.T) {
 
 	real := netip.MustParseAddr("127.200.0.1")
 	port := acceptingTCPAt(t, real.String(), make(chan uint16, 64))
-	game := gg2GameAt(t, real.String(), f.gg2)
-	reg := gg2Registration(t, gg2.Counted, gg2.TCP, port, "real", 8, 0)
-	start, tries := time.Now(), 0
-	for {
-		game.register(reg)
-		tries++
-		listed := false
+	gg2GameAt(t, real.String(), f.gg2).register(gg2Registration(t, gg2.Counted, gg2.TCP, port, "real", 8, 0))
+	start := time.Now()
+	for listed := false; !listed; time.Sleep(100 * time.Millisecond) {
 		for _, s := range gg2List(t, f.gg2, gg2.GG2LobbyUUID).Servers {
 			listed = listed || s.V4 == netip.AddrPortFrom(real, port)
 		}
-		if listed {
-			break
-		}
-		if tries == 20 {
+		// Generous: the bound says the registration was not lost among
+		// the flood's, not how fast a check is.
+		if !listed && time.Since(start) > 15*time.Second {
 			m := f.metrics(t)
-			t.Fatalf("the real server was not listed after %d registrations over %v (pending %v, check_queue_full %v)",
-				tries, time.Since(start), m["foyer_gg2_pending"], m[gg2Drops("check_queue_full")])
+			t.Fatalf("the real server's registration was not listed in %v (pending %v, check_queue_full %v)",
+				time.Since(start), m["foyer_gg2_pending"], m[gg2Drops("check_queue_full")])
 		}
-		time.Sleep(time.Second)
 	}
-	t.Logf("listed after %d registration(s), %v, under the flood", tries, time.Since(start).Round(time.Millisecond))
+	t.Logf("listed %v after its one registration, under the flood", time.Since(start).Round(time.Millisecond))
 }
