@@ -255,7 +255,7 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 func TestDeniedSourceGetsNothing(t *testing.T) {
 	gg2Port, webPort, gunzPort := gg2FreePort(t), gg2FreePort(t), freeUDPPort(t)
 	s := startServer(t, gg2Limits+"\ndeny = [\"127.0.0.3\", \"127.0.9.0/24\"]", fmt.Sprintf(
-		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
+		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\nudp_transport = true\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
 		gg2Port, gunzPort, webPort))
 	gg2Addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), gg2Port)
 	for _, ip := range []string{"127.0.0.3", "127.0.9.77"} {
