@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -61,7 +62,8 @@ func (s *Server) lobbyRank(id gg2.UUID) int {
 // row is one listed server.
 type row struct {
 	listed      bool
-	own         bool // one of Foyer's own rooms
+	own         bool   // one of Foyer's own rooms
+	enc         []byte // the row as the page being made writes it
 	lobby       gg2.UUID
 	id          uint32
 	password    bool
@@ -129,31 +131,41 @@ func (s *Server) page(kind pageKind, host netip.Addr) []byte {
 const lobbyCost = len(htmlTableHead) + len(htmlTableTail) + 200
 
 // fit returns the rows a page of kind carries within MaxPageBytes, grouped
-// by lobby, and how many were left out. Foyer's own rooms come first,
-// then the registered servers with their networks taking turns, so that
-// one network's many servers cannot push the others off the page.
+// by lobby, each with its encoding in kind, and how many were left out.
+// Foyer's own rooms come first, then the registered servers with their
+// networks taking turns, so that one network's many servers cannot push
+// the others off the page.
 func (s *Server) fit(kind pageKind, rows []row) ([]row, int) {
-	var own, registered []row
-	for _, r := range rows {
-		if r.own {
-			own = append(own, r)
+	var own, registered []int
+	for i := range rows {
+		if rows[i].own {
+			own = append(own, i)
 		} else {
-			registered = append(registered, r)
+			registered = append(registered, i)
 		}
 	}
-	registered = frontend.Interleave(registered, func(r row) netip.Prefix { return limit.PrefixOf(r.addr.Addr()) })
+	registered = frontend.Interleave(registered, func(i int) netip.Prefix { return limit.PrefixOf(rows[i].addr.Addr()) })
 	budget, cut := s.cfg.MaxPageBytes, 0
 	lobbies := make(map[gg2.UUID]bool)
-	kept := rows[:0]
-	var scratch []byte
-	for _, r := range append(own, registered...) {
-		n := 0
+	var kept []int
+	// Every row's encoding in one buffer (a row keeps its slice of it
+	// when the buffer grows), so that a page of thousands of rows costs a
+	// few allocations.
+	buf := bytes.NewBuffer(make([]byte, 0, 256*len(rows)))
+	enc := json.NewEncoder(buf)
+	for _, i := range append(own, registered...) {
+		r := &rows[i]
+		start := buf.Len()
 		if kind == htmlPage {
-			scratch = appendRow(scratch[:0], r)
-			n = len(scratch)
+			buf.Write(appendRow(buf.AvailableBuffer(), *r))
+			r.enc = buf.Bytes()[start:]
 		} else {
-			n = len(mustJSON(jsonRow(r))) + 1
+			if err := enc.Encode(jsonRow(*r)); err != nil { // strings, numbers and bools always encode
+				panic(err)
+			}
+			r.enc = bytes.TrimSuffix(buf.Bytes()[start:], []byte("\n")) // Encode ends each value with one
 		}
+		n := len(r.enc) + 1
 		if !lobbies[r.lobby] {
 			n += lobbyCost
 		}
@@ -163,18 +175,23 @@ func (s *Server) fit(kind pageKind, rows []row) ([]row, int) {
 		}
 		budget -= n
 		lobbies[r.lobby] = true
-		kept = append(kept, r)
+		kept = append(kept, i)
 	}
-	slices.SortStableFunc(kept, func(a, b row) int {
-		if c := cmp.Compare(s.lobbyRank(a.lobby), s.lobbyRank(b.lobby)); c != 0 {
+	slices.SortFunc(kept, func(a, b int) int {
+		ra, rb := &rows[a], &rows[b]
+		if c := cmp.Compare(s.lobbyRank(ra.lobby), s.lobbyRank(rb.lobby)); c != 0 {
 			return c
 		}
-		if c := slices.Compare(a.lobby[:], b.lobby[:]); c != 0 {
+		if c := slices.Compare(ra.lobby[:], rb.lobby[:]); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.id, b.id)
+		return cmp.Compare(a, b) // room order
 	})
-	return kept, cut
+	out := make([]row, len(kept))
+	for k, i := range kept {
+		out[k] = rows[i]
+	}
+	return out, cut
 }
 
 // rows lists snap's rooms that a page shows, in room order.
@@ -262,7 +279,7 @@ func appendHTML(b []byte, rows []row, cut int) []byte {
 			b = append(b, "</h2>\n"...)
 			b = append(b, htmlTableHead...)
 		}
-		b = appendRow(b, r)
+		b = append(b, r.enc...)
 	}
 	if len(rows) > 0 {
 		b = append(b, htmlTableTail...)
@@ -342,18 +359,34 @@ type (
 	}
 )
 
-// appendJSON writes the JSON page. encoding/json writes invalid UTF-8 as
+// appendJSON writes the JSON page, jsonList as encoding/json writes it,
+// from the rows' own encodings. encoding/json writes invalid UTF-8 as
 // U+FFFD and <, > and & as \u escapes, so the text is safe to embed too.
 func appendJSON(rows []row, cut int) []byte {
-	list := jsonList{Lobbies: []jsonLobby{}, NotShown: cut}
+	b := []byte(`{"lobbies":[`)
 	for i, r := range rows {
 		if i == 0 || r.lobby != rows[i-1].lobby {
-			list.Lobbies = append(list.Lobbies, jsonLobby{ID: r.lobby.String(), Name: lobbyName(r.lobby)})
+			if i > 0 {
+				b = append(b, "]},"...)
+			}
+			b = append(b, `{"id":`...)
+			b = append(b, mustJSON(r.lobby.String())...)
+			b = append(b, `,"name":`...)
+			b = append(b, mustJSON(lobbyName(r.lobby))...)
+			b = append(b, `,"servers":[`...)
+		} else {
+			b = append(b, ',')
 		}
-		l := &list.Lobbies[len(list.Lobbies)-1]
-		l.Servers = append(l.Servers, jsonRow(r))
+		b = append(b, r.enc...)
 	}
-	return append(mustJSON(list), '\n')
+	if len(rows) > 0 {
+		b = append(b, "]}"...)
+	}
+	b = append(b, ']')
+	if cut > 0 {
+		b = fmt.Appendf(b, `,"not_shown":%d`, cut)
+	}
+	return append(b, "}\n"...)
 }
 
 // jsonRow is r in the JSON page.

@@ -373,3 +373,26 @@ func TestPageCapped(t *testing.T) {
 		t.Errorf("JSON: %v, not_shown %d", err, list.NotShown)
 	}
 }
+
+// The pages are the same whether their rows were encoded one by one (as
+// the pages are made) or as one value: JSON as encoding/json writes
+// jsonList, HTML one row a line.
+func TestPagesEncodedWhole(t *testing.T) {
+	f := start(t, nil)
+	_, body := get(t, f.base+"/status.json")
+	var list jsonList
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(whole)+"\n" != body {
+		t.Errorf("JSON page\n%s\nwant\n%s", body, whole)
+	}
+	_, page := get(t, f.base+"/status")
+	if n := strings.Count(page, "</td></tr>\n"); n != 3 {
+		t.Errorf("%d rows ending a line, want 3:\n%s", n, page)
+	}
+}
