@@ -73,13 +73,14 @@ type roomRecord struct {
 	Map        string           `json:"map,omitempty"`
 	Host       netip.Addr       `json:"host,omitzero"` // a registered room's own address
 	Password   bool             `json:"password,omitempty"`
+	Unchecked  bool             `json:"unchecked,omitempty"` // never offered natively
 }
 
 func recordOf(r room.Room) roomRecord {
 	return roomRecord{
 		ID: r.ID, Port: r.Port, State: r.State, Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		PID: r.PID, StartedAt: r.StartedAt.UnixMilli(), Source: r.Source, Name: r.Name, Game: r.Game, Map: r.Map,
-		Host: r.Host, Password: r.Password,
+		Host: r.Host, Password: r.Password, Unchecked: r.Unchecked,
 	}
 }
 
@@ -99,6 +100,7 @@ func (rec roomRecord) row(node string, host netip.Addr) room.Room {
 		ID: rec.ID, Port: rec.Port, State: rec.State, Players: rec.Players, Seats: rec.Seats,
 		MaxPlayers: rec.MaxPlayers, PID: rec.PID, StartedAt: time.UnixMilli(rec.StartedAt), Source: rec.Source,
 		Name: rec.Name, Game: rec.Game, Map: rec.Map, Host: host, Node: node, Password: rec.Password,
+		Unchecked: rec.Unchecked,
 	}
 }
 

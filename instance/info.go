@@ -48,15 +48,18 @@ const (
 	InfoVersion = "0.6.4, foyer"
 )
 
-// Bounds of the info answers. A request is 15 bytes and an extended
-// answer up to MaxInfoPackets datagrams of teeinfo.MaxDatagram bytes, so
-// answers are what a spoofed source could turn against a victim: each
-// network gets a few per second, and the room as a whole a few dozen.
+// Bounds of the info answers. A request is 15 bytes and the protocol has
+// no exchange by which a browser could show it receives what is sent to
+// its address, so every answer is one a spoofed source could turn against
+// a victim: it is one datagram, at most teeinfo.MaxDatagram bytes, of what
+// the room itself holds (its name, map and players), and each network gets
+// a few per second, the room as a whole a few dozen.
 const (
 	// MaxInfoPackets caps the datagrams sent for one request; a player
-	// list that needs more is cut. With default names about 250 players
-	// fit.
-	MaxInfoPackets = 4
+	// list that needs more is cut (the answer then lists, and counts as
+	// clients, as many players as fit). With default names about 60
+	// players fit in the extended answer, 16 in the vanilla one.
+	MaxInfoPackets = 1
 	// InfoInterval and InfoBurst are the answers a source network (an
 	// IPv4 /24, an IPv6 /56, as the lobby counts them) gets: one per
 	// interval, up to burst at once.

@@ -100,8 +100,8 @@ func TestReplyDefaultsAndNames(t *testing.T) {
 	}
 }
 
-// A player list longer than MaxInfoPackets datagrams carry is cut, and the
-// cut list still parses as a complete answer.
+// A player list longer than MaxInfoPackets datagrams (one) carry is cut,
+// and the cut list still parses as a complete answer.
 func TestReplyCutsLongPlayerLists(t *testing.T) {
 	long := make([]string, 1000)
 	for i := range long {
@@ -115,7 +115,7 @@ func TestReplyCutsLongPlayerLists(t *testing.T) {
 		}
 		in := assemble(t, pkts)
 		if want := min(players, teeinfo.MaxPlayers); in.NumPlayers != want || in.NumClients != len(in.Players) ||
-			len(in.Players) >= want || len(in.Players) < 10 {
+			len(in.Players) >= want || len(in.Players) < 4 {
 			t.Fatalf("%d players: num_players %d, num_clients %d, %d listed", players, in.NumPlayers, in.NumClients, len(in.Players))
 		}
 		for i, p := range in.Players {
@@ -274,5 +274,38 @@ func BenchmarkInfoLimit(b *testing.B) {
 	for b.Loop() {
 		i++
 		l.allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), t0)
+	}
+}
+
+// Whatever a room holds, an answer is one datagram of at most
+// teeinfo.MaxDatagram bytes: a 15-byte request draws at most that much.
+// The test logs the sizes a room of the SDK's default names gives, empty
+// to full, and with names of the longest a game may give.
+func TestAnswerIsOneBoundedDatagram(t *testing.T) {
+	long := make([]string, 255)
+	for i := range long {
+		long[i] = strings.Repeat("x", 255)
+	}
+	for _, tc := range []struct {
+		name             string
+		players, maxSlot int
+		game             Game
+	}{
+		{"empty room of 4", 0, 4, namedGame{}},
+		{"full room of 4", 4, 4, namedGame{}},
+		{"full room of 16", 16, 16, namedGame{}},
+		{"full room of 64", 64, 64, namedGame{}},
+		{"full room of 255, longest names", 255, 255, namedGame{players: long}},
+	} {
+		ia := answerer(tc.maxSlot, tc.players, tc.game)
+		for _, extended := range []bool{false, true} {
+			req := teeinfo.Request{Extended: extended, Token: 1}.Append(nil)
+			pkts := ia.build(teeinfo.Request{Extended: extended, Token: 1})
+			if len(pkts) != 1 || len(pkts[0]) > teeinfo.MaxDatagram {
+				t.Fatalf("%s, extended %v: %d datagrams", tc.name, extended, len(pkts))
+			}
+			assemble(t, pkts)
+			t.Logf("%s, extended %v: %d bytes for %d (%.1fx)", tc.name, extended, len(pkts[0]), len(req), float64(len(pkts[0]))/float64(len(req)))
+		}
 	}
 }

@@ -395,6 +395,11 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			return out
 		}
 		req.room, req.proof = r, proof
+		if proof == room.SawListing {
+			// Only a receiver of a list sent to its address knows the id
+			// it named: the other edges may send it more.
+			l.guard.Received(from.Addr(), now)
+		}
 	}
 	if out, found := l.retries.begin(req.key, now, out); found {
 		if len(out) == 0 { // still running; its reply will come

@@ -16,8 +16,13 @@ import (
 // play in r: the native protocol hands out a port, not an address, so the
 // client goes to local at r's port. That holds for the host's own rooms
 // (no Host) and for rooms whose Host is local; every other room stays in
-// the listings that carry addresses (GG2, GunZ, Teeworlds).
+// the listings that carry addresses (GG2, GunZ, Teeworlds). A registered
+// room whose address nothing proved (Unchecked) is never offered: a
+// datagram may carry any source, the lobby's own address included.
 func offered(r room.Room, local netip.Addr) bool {
+	if r.Unchecked {
+		return false
+	}
 	return !r.Host.IsValid() || (local.IsValid() && r.Host.Unmap() == local)
 }
 

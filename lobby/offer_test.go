@@ -101,6 +101,32 @@ func TestSeatGuardMasksIdsAndProvesJoins(t *testing.T) {
 	if want := []room.Proof{room.Unproven, room.SawListing, room.Unproven}; !slices.Equal(proofs, want) {
 		t.Errorf("proofs reaching the table %v, want %v", proofs, want)
 	}
+	// The proof tells every edge that a's address receives; b proved
+	// nothing.
+	now := time.Now()
+	if !l.guard.Receives(netip.MustParseAddr("127.0.0.1"), now) || l.guard.Receives(netip.MustParseAddr("127.0.0.3"), now) {
+		t.Error("the guard did not hear who proved receiving")
+	}
+}
+
+// A registered room whose address nothing proved is offered nowhere, not
+// even when it claims the lobby's own address.
+func TestUncheckedNeverOffered(t *testing.T) {
+	local := netip.MustParseAddr("127.0.0.1")
+	checked := room.Room{ID: 1, Port: 27015, Host: local, Source: room.GG2, MaxPlayers: 8}
+	unchecked := checked
+	unchecked.ID, unchecked.Unchecked = 2, true
+	if !offered(checked, local) || offered(unchecked, local) {
+		t.Errorf("offered: checked %v, unchecked %v", offered(checked, local), offered(unchecked, local))
+	}
+	rl := &roomList{rooms: []room.Room{checked, unchecked}}
+	c := newCookies()
+	if _, _, ok := c.resolve(rl, 2, local, local); ok {
+		t.Error("a JOIN of the unchecked room resolves")
+	}
+	if got := listed(rl.rooms, local); len(got) != 1 || got[0].ID != 1 {
+		t.Errorf("listed %+v", got)
+	}
 }
 
 // What the seat guard is for, end to end with the table's seat rules: a

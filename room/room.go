@@ -129,6 +129,12 @@ type Room struct {
 	Node string
 	// Password is set for registered rooms that ask for one.
 	Password bool
+	// Unchecked is set for a registered room whose address nothing
+	// proved (a GG2 registration for UDP, which an operator let in): the
+	// listings that carry addresses may show it as registered, but no
+	// edge offers it as a room of its own host (the native lobby never
+	// does).
+	Unchecked bool
 	// Adopted is set for a room this table took over from an earlier run
 	// of the lobby (after a crash or an upgrade), rather than started.
 	Adopted bool
@@ -176,6 +182,8 @@ type Listing struct {
 	Players, MaxPlayers int
 	Name, Game, Map     string
 	Password            bool
+	// Unchecked: nothing proved that Addr receives (see Room.Unchecked).
+	Unchecked bool
 }
 
 // Snapshot is the room table at one moment.

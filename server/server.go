@@ -191,6 +191,8 @@ func (s *Server) sources() admin.Sources {
 			src.GG2 = e.Stats
 		case *gunzserver.Locator:
 			src.Gunz = e.Stats
+		case *web.Server:
+			src.Web = e.Stats
 		}
 	}
 	return src

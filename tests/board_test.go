@@ -49,7 +49,7 @@ func TestBoardInChromium(t *testing.T) {
 	gg2Port := gg2FreePort(t)
 	l := cliLobby(t, foyertest.Admin(netip.MustParseAddrPort("127.0.0.1:0")), foyertest.AdminToken(boardToken),
 		foyertest.MaxPlayers(2), foyertest.Countdown(time.Second), foyertest.MatchDuration(3*time.Second),
-		foyertest.Config(fmt.Sprintf("[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"", gg2Port)))
+		foyertest.Config(fmt.Sprintf("[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\nudp_transport = true", gg2Port)))
 	addr := l.Addr().String()
 	base := "http://" + l.AdminAddr().String()
 

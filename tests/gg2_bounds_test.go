@@ -56,7 +56,7 @@ const gg2Registers = `foyer_gg2_requests_total{kind="register"}`
 // A registration's key/values are cut to max_kv_bytes (1 KiB): 4 KiB of
 // keys from one server are not kept, listed and re-encoded.
 func TestGG2KeyValuesCapped(t *testing.T) {
-	m := gg2StartMetered(t, "", "")
+	m := gg2StartMetered(t, "udp_transport = true", "")
 	game := newGG2Game(t, m.gg2)
 	r := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "wordy", 8, 0)
 	for i := range 40 {
@@ -85,18 +85,19 @@ func TestGG2KeyValuesCapped(t *testing.T) {
 func TestGG2SeatsCapped(t *testing.T) {
 	f := gg2Start(t, "")
 	game := newGG2Game(t, f.gg2)
-	game.register(gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "huge", 1000, 100))
+	port := acceptingTCP(t, make(chan uint16, 4))
+	game.register(gg2Registration(t, gg2.Counted, gg2.TCP, port, "huge", 1000, 100))
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	var native []room
 	gg2Eventually(t, "the server listed", func() bool {
-		native = nativeAt(c.list(seq.next()), 27015)
+		native = nativeAt(c.list(seq.next()), port)
 		return len(native) == 1
 	})
 	if native[0].max != 64 || native[0].players != 64 {
 		t.Errorf("native LIST shows %d of %d", native[0].players, native[0].max)
 	}
-	if s := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015); len(s) != 1 || s[0].Slots != 64 || s[0].Players != 64 {
+	if s := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), port); len(s) != 1 || s[0].Slots != 64 || s[0].Players != 64 {
 		t.Errorf("GG2 list shows %+v", s)
 	}
 }
@@ -104,7 +105,7 @@ func TestGG2SeatsCapped(t *testing.T) {
 // A refresh that changes nothing listed does not rebuild the lists; a
 // change does, once.
 func TestGG2ListsRebuiltOnlyOnChange(t *testing.T) {
-	m := gg2StartMetered(t, `legacy_listen = "127.0.0.1:0"`, "")
+	m := gg2StartMetered(t, "legacy_listen = \"127.0.0.1:0\"\nudp_transport = true", "")
 	legacyAddr := gg2LegacyAddr(t, m.lobby.Log)
 	game := newGG2Game(t, m.gg2)
 	r := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "steady", 8, 1)
@@ -192,7 +193,13 @@ func closedTCPPort(t *testing.T) uint16 {
 // accepts and reports its port on accepted each time.
 func acceptingTCP(t *testing.T, accepted chan<- uint16) uint16 {
 	t.Helper()
-	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return acceptingTCPAt(t, "127.0.0.1", accepted)
+}
+
+// acceptingTCPAt is acceptingTCP on ip.
+func acceptingTCPAt(t *testing.T, ip string, accepted chan<- uint16) uint16 {
+	t.Helper()
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.ParseIP(ip)})
 	if err != nil {
 		t.Fatal(err)
 	}

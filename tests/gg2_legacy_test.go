@@ -148,7 +148,7 @@ func TestLegacyRegistrationAndQuery(t *testing.T) {
 // it; Foyer's own rooms appear in both lists, in the new style with the
 // configured game.
 func TestLegacyCrossListing(t *testing.T) {
-	f, legacyAddr := legacyStart(t, "")
+	f, legacyAddr := legacyStart(t, "udp_transport = true")
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	ownID, ownPort := c.request(compact, createRoom, seq.next(), nil).roomPort(t)
@@ -181,7 +181,7 @@ func TestLegacyCrossListing(t *testing.T) {
 
 // A legacy reply holds at most 255 servers.
 func TestLegacyAtMost255Servers(t *testing.T) {
-	f, legacyAddr := legacyStart(t, "max_servers_per_ip = 300")
+	f, legacyAddr := legacyStart(t, "max_servers_per_ip = 300\nmax_servers_per_network = 300\nudp_transport = true")
 	game := newGG2Game(t, f.gg2)
 	// In rounds, so that the lobby's socket buffer never overflows.
 	for round := range 3 {

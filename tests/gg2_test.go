@@ -192,30 +192,33 @@ func kv(s gg2.ListServer, key string) string {
 
 // Registered servers (both forms) and Foyer's own rooms are one table: the
 // GG2 list shows all, native LIST shows the registered ones with their own
-// port, JOIN answers with it, a registration from the same IP, port and
-// transport replaces the old one, and only the right ID unregisters.
-func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
+// port once their port answered a TCP connect, JOIN answers with it, a
+// registration from the same IP, port and transport with another server ID
+// changes nothing, and only the owner's ID unregisters.
+func TestGG2RegisterListJoinOwnUnregister(t *testing.T) {
 	f := gg2Start(t, "")
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	ownID, ownPort := c.request(compact, createRoom, seq.next(), nil).roomPort(t)
 
 	game := newGG2Game(t, f.gg2)
-	counted := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "counted server", 8, 2)
-	legacyReg := gg2Registration(t, gg2.Legacy, gg2.UDP, 27016, "legacy server", 10, 0)
+	accepts := make(chan uint16, 8)
+	countedPort, legacyPort := acceptingTCP(t, accepts), acceptingTCP(t, accepts)
+	counted := gg2Registration(t, gg2.Counted, gg2.TCP, countedPort, "counted server", 8, 2)
+	legacyReg := gg2Registration(t, gg2.Legacy, gg2.TCP, legacyPort, "legacy server", 10, 0)
 	game.register(counted)
 	game.register(legacyReg)
 
 	var list gg2.ListReply
 	gg2Eventually(t, "both registrations listed", func() bool {
 		list = gg2List(t, f.gg2, gg2.GG2LobbyUUID)
-		return len(gg2At(list, 27015)) == 1 && len(gg2At(list, 27016)) == 1
+		return len(gg2At(list, countedPort)) == 1 && len(gg2At(list, legacyPort)) == 1
 	})
-	s := gg2At(list, 27015)[0]
-	if s.Transport != gg2.UDP || s.Slots != 8 || s.Players != 2 || kv(s, "name") != "counted server" || kv(s, "map") != "ctf_truefort" {
+	s := gg2At(list, countedPort)[0]
+	if s.Transport != gg2.TCP || s.Slots != 8 || s.Players != 2 || kv(s, "name") != "counted server" || kv(s, "map") != "ctf_truefort" {
 		t.Errorf("counted registration listed as %+v", s)
 	}
-	if s := gg2At(list, 27016)[0]; s.Slots != 10 || kv(s, "name") != "legacy server" {
+	if s := gg2At(list, legacyPort)[0]; s.Slots != 10 || kv(s, "name") != "legacy server" {
 		t.Errorf("legacy registration listed as %+v", s)
 	}
 	own := gg2At(list, ownPort)
@@ -229,53 +232,54 @@ func TestGG2RegisterListJoinReplaceUnregister(t *testing.T) {
 
 	// Native LIST shows the registered servers with their own ports.
 	native := c.list(seq.next())
-	reg := nativeAt(native, 27015)
-	if len(reg) != 1 || reg[0].max != 8 || reg[0].players != 2 || len(nativeAt(native, 27016)) != 1 {
+	reg := nativeAt(native, countedPort)
+	if len(reg) != 1 || reg[0].max != 8 || reg[0].players != 2 || len(nativeAt(native, legacyPort)) != 1 {
 		t.Fatalf("native LIST %+v lacks the registered servers", native)
 	}
 	regID := reg[0].id
 	joiner := newClient(t, "127.0.0.1", f.lobby)
 	joined := joiner.request(legacy, joinRoom, seq.next(), joinPayload(regID))
-	if id, port := joined.roomPort(t); joined.typ != joinSuccess || id != regID || port != 27015 {
+	if id, port := joined.roomPort(t); joined.typ != joinSuccess || id != regID || port != countedPort {
 		t.Fatalf("JOIN of registered room %d answered %#x room %d port %d", regID, joined.typ, id, port)
 	}
 	// The seat held counts as for any room.
-	if r := nativeAt(c.list(seq.next()), 27015); len(r) != 1 || r[0].players != 3 {
+	if r := nativeAt(c.list(seq.next()), countedPort); len(r) != 1 || r[0].players != 3 {
 		t.Errorf("after JOIN the registered room is listed as %+v, want 2 players + 1 seat", r)
 	}
 
-	// Same IP, port and transport with a new ID and name: replaced in place.
-	replacement := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "counted server, restarted", 8, 0)
-	game.register(replacement)
-	gg2Eventually(t, "the replacement listed", func() bool {
-		at := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015)
-		return len(at) == 1 && kv(at[0], "name") == "counted server, restarted"
-	})
-	if r := nativeAt(c.list(seq.next()), 27015); len(r) != 1 || r[0].id != regID {
-		t.Errorf("replacement listed natively as %+v, want room %d once", r, regID)
-	}
-
-	// The replaced server's ID no longer unregisters anything. The
-	// datagram after it is seen once the one before it was handled.
-	game.unregister(counted.ServerID)
+	// Same IP, port and transport with a new ID and name: ignored, the
+	// datagram after it seen once it was handled.
+	impostor := gg2Registration(t, gg2.Counted, gg2.TCP, countedPort, "FREE SKINS", 8, 0)
+	game.register(impostor)
+	game.unregister(impostor.ServerID)
 	legacyReg.Players = 7
 	game.register(legacyReg)
 	gg2Eventually(t, "the legacy server's update", func() bool {
-		r := nativeAt(c.list(seq.next()), 27016)
+		r := nativeAt(c.list(seq.next()), legacyPort)
 		return len(r) == 1 && r[0].players == 7
 	})
-	if r := nativeAt(c.list(seq.next()), 27015); len(r) != 1 {
-		t.Fatalf("an old server ID unregistered the replacement: %+v", r)
+	if at := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), countedPort); len(at) != 1 || kv(at[0], "name") != "counted server" {
+		t.Fatalf("another ID changed the server: %+v", at)
+	}
+	// The owner updates it.
+	counted.KeyValues[0].Value = []byte("counted server, renamed")
+	game.register(counted)
+	gg2Eventually(t, "the owner's rename listed", func() bool {
+		at := gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), countedPort)
+		return len(at) == 1 && kv(at[0], "name") == "counted server, renamed"
+	})
+	if r := nativeAt(c.list(seq.next()), countedPort); len(r) != 1 || r[0].id != regID {
+		t.Errorf("renamed server listed natively as %+v, want room %d once", r, regID)
 	}
 
-	game.unregister(replacement.ServerID)
+	game.unregister(counted.ServerID)
 	gg2Eventually(t, "the unregistered server gone", func() bool {
-		return len(nativeAt(c.list(seq.next()), 27015)) == 0 && len(gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), 27015)) == 0
+		return len(nativeAt(c.list(seq.next()), countedPort)) == 0 && len(gg2At(gg2List(t, f.gg2, gg2.GG2LobbyUUID), countedPort)) == 0
 	})
 	if r := joiner.request(compact, joinRoom, seq.next(), joinPayload(regID)); r.typ != joinFailed {
 		t.Errorf("JOIN of an unregistered room answered %#x", r.typ)
 	}
-	if len(nativeAt(c.list(seq.next()), 27016)) != 1 || len(nativeAt(c.list(seq.next()), ownPort)) != 1 {
+	if len(nativeAt(c.list(seq.next()), legacyPort)) != 1 || len(nativeAt(c.list(seq.next()), ownPort)) != 1 {
 		t.Error("unregistering one server removed others")
 	}
 }
@@ -287,27 +291,30 @@ func TestGG2RegistrationExpires(t *testing.T) {
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	game := newGG2Game(t, f.gg2)
-	lapsing := gg2Registration(t, gg2.Counted, gg2.UDP, 27015, "lapsing", 8, 0)
-	kept := gg2Registration(t, gg2.Legacy, gg2.UDP, 27016, "kept", 8, 0)
+	accepts := make(chan uint16, 64)
+	lapsingPort, keptPort := acceptingTCP(t, accepts), acceptingTCP(t, accepts)
+	lapsing := gg2Registration(t, gg2.Counted, gg2.TCP, lapsingPort, "lapsing", 8, 0)
+	kept := gg2Registration(t, gg2.Legacy, gg2.TCP, keptPort, "kept", 8, 0)
 	// Taken before the one registration is sent, so that the lobby,
-	// which cannot receive it earlier, must list it until at least 1 s
-	// after this: a slow machine only makes the wait below longer.
+	// which cannot receive it (nor check the server) earlier, must list
+	// it until at least 1 s after this: a slow machine only makes the
+	// wait below longer.
 	sent := time.Now()
 	game.register(lapsing)
 	game.register(kept)
 	gg2Eventually(t, "both listed", func() bool {
 		rooms := c.list(seq.next())
-		return len(nativeAt(rooms, 27015)) == 1 && len(nativeAt(rooms, 27016)) == 1
+		return len(nativeAt(rooms, lapsingPort)) == 1 && len(nativeAt(rooms, keptPort)) == 1
 	})
 	gg2Eventually(t, "the lapsing server gone", func() bool {
 		game.register(kept)
-		return len(nativeAt(c.list(seq.next()), 27015)) == 0
+		return len(nativeAt(c.list(seq.next()), lapsingPort)) == 0
 	})
 	if d := time.Since(sent); d < time.Second {
 		t.Errorf("expired %v after its registration was sent, before the 1 s ttl", d)
 	}
 	list := gg2List(t, f.gg2, gg2.GG2LobbyUUID)
-	if len(gg2At(list, 27015)) != 0 || len(gg2At(list, 27016)) != 1 || len(nativeAt(c.list(seq.next()), 27016)) != 1 {
+	if len(gg2At(list, lapsingPort)) != 0 || len(gg2At(list, keptPort)) != 1 || len(nativeAt(c.list(seq.next()), keptPort)) != 1 {
 		t.Errorf("after expiry: GG2 list %+v", list.Servers)
 	}
 }

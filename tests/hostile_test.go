@@ -38,12 +38,15 @@ func gg2GameAt(t *testing.T, ip string, to netip.AddrPort) *gg2Game {
 // A native client is sent to the lobby's address at the port it is given:
 // a server registered from another address is not offered to it (else a
 // forged registration would send players anywhere on the lobby's host),
-// while GG2 browsers, which get addresses, still list it.
+// while GG2 browsers, which get addresses, still list it. A server on the
+// lobby's own host is offered once its port answered.
 func TestNativeListOffersOnlyReachableRooms(t *testing.T) {
 	f := gg2Start(t, "")
-	elsewhere := gg2Registration(t, gg2.Counted, gg2.UDP, 9999, "planted", 8, 0)
+	accepts := make(chan uint16, 8)
+	plantedPort := acceptingTCPAt(t, "127.0.0.2", accepts)
+	elsewhere := gg2Registration(t, gg2.Counted, gg2.TCP, plantedPort, "planted", 8, 0)
 	gg2GameAt(t, "127.0.0.2", f.gg2).register(elsewhere)
-	planted := netip.MustParseAddrPort("127.0.0.2:9999")
+	planted := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), plantedPort)
 	gg2Eventually(t, "the planted server in the GG2 list, at its own address", func() bool {
 		for _, s := range gg2List(t, f.gg2, gg2.GG2LobbyUUID).Servers {
 			if s.V4 == planted {
@@ -52,16 +55,17 @@ func TestNativeListOffersOnlyReachableRooms(t *testing.T) {
 		}
 		return false
 	})
-	here := gg2Registration(t, gg2.Counted, gg2.UDP, 9998, "same host", 8, 0)
+	herePort := acceptingTCP(t, accepts)
+	here := gg2Registration(t, gg2.Counted, gg2.TCP, herePort, "same host", 8, 0)
 	gg2GameAt(t, "127.0.0.1", f.gg2).register(here)
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
 	var listed []room
 	gg2Eventually(t, "the same-host server in the native list", func() bool {
-		listed = nativeAt(c.list(seq.next()), 9998)
+		listed = nativeAt(c.list(seq.next()), herePort)
 		return len(listed) == 1
 	})
-	if planted := nativeAt(c.list(seq.next()), 9999); len(planted) != 0 {
+	if planted := nativeAt(c.list(seq.next()), plantedPort); len(planted) != 0 {
 		t.Fatalf("a server registered from 127.0.0.2 is offered at 127.0.0.1: %+v", planted)
 	}
 	// Registered one after the other, the planted server has the id just
@@ -248,7 +252,7 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 func TestDeniedSourceGetsNothing(t *testing.T) {
 	gg2Port, webPort, gunzPort := gg2FreePort(t), gg2FreePort(t), freeUDPPort(t)
 	s := startServer(t, gg2Limits+"\ndeny = [\"127.0.0.3\", \"127.0.9.0/24\"]", fmt.Sprintf(
-		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
+		"\n[gg2]\nenabled = true\nlisten = \"127.0.0.1:%d\"\nlegacy_listen = \"\"\nudp_transport = true\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n[web]\nlisten = \"127.0.0.1:%d\"\n",
 		gg2Port, gunzPort, webPort))
 	gg2Addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), gg2Port)
 	for _, ip := range []string{"127.0.0.3", "127.0.9.77"} {

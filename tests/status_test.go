@@ -47,7 +47,7 @@ type statusJSON struct {
 // https URLs are links.
 func TestStatusPages(t *testing.T) {
 	webPort := gg2FreePort(t)
-	f, legacyAddr := legacyStart(t, fmt.Sprintf("[web]\nlisten = \"127.0.0.1:%d\"", webPort))
+	f, legacyAddr := legacyStart(t, fmt.Sprintf("udp_transport = true\n[web]\nlisten = \"127.0.0.1:%d\"", webPort))
 	base := fmt.Sprintf("http://127.0.0.1:%d", webPort)
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs

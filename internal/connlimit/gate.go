@@ -10,9 +10,13 @@ import (
 // a connection is busy from its request's headers to its answer, and one
 // that waits between requests may be cut for a newcomer. It also refuses,
 // unread, request bodies longer than BodyLimit, which a slow client could
-// otherwise trickle to hold a place.
+// otherwise trickle to hold a place, and with MinReadRate cuts a client
+// that reads its answers slower than that (see MinRate).
 type Gate struct {
 	conns *Limiter
+	// MinReadRate, when positive, is the bytes a second every client
+	// must read its answers at at least.
+	MinReadRate int
 	// BodyLimit is the longest request body let through, by its declared
 	// length; a longer one, or one of unknown length (chunked), is
 	// answered 413 and its connection closed. Zero refuses every body.
@@ -21,15 +25,16 @@ type Gate struct {
 	// the reason the source is refused, or "" to go on.
 	Admit func(ip netip.Addr) string
 	// Drop, when set, counts a connection or request refused, by reason:
-	// the Admit reason, "source_conn_limit", "conn_limit", "idle_cut" (a
-	// waiting connection cut for a newcomer) or "request_body".
+	// the Admit reason, "source_conn_limit", "network_conn_limit",
+	// "conn_limit", "idle_cut" (a waiting connection cut for a newcomer),
+	// "busy_cut" (a slow one cut for a newcomer), "slow_reader" (cut for
+	// reading slower than MinReadRate) or "request_body".
 	Drop func(reason string)
 }
 
-// NewGate allows maxConns connections at once, at most maxPerSource from
-// one IPv4 address or IPv6 /64; both must be positive.
-func NewGate(maxConns, maxPerSource int) *Gate {
-	return &Gate{conns: New(maxConns, maxPerSource)}
+// NewGate bounds connections by c.
+func NewGate(c Config) *Gate {
+	return &Gate{conns: New(c)}
 }
 
 // Wrap sets srv's ConnState to g's and wraps its handler in g's bounds on
@@ -54,10 +59,12 @@ type gatedListener struct {
 	g *Gate
 }
 
-// gatedConn is an admitted connection and its place.
+// gatedConn is an admitted connection and its place; rate is the
+// connection itself when it has a minimum rate.
 type gatedConn struct {
 	net.Conn
 	place *Conn
+	rate  *RateConn
 }
 
 func (l gatedListener) Accept() (net.Conn, error) {
@@ -76,19 +83,19 @@ func (l gatedListener) Accept() (net.Conn, error) {
 			}
 		}
 		place, v := g.conns.Admit(c, ip)
-		switch v {
-		case SourceFull:
-			g.drop("source_conn_limit")
-			c.Close()
-			continue
-		case Full:
-			g.drop("conn_limit")
-			c.Close()
-			continue
-		case AdmittedCut:
-			g.drop("idle_cut")
+		if why := Reason(v); why != "" {
+			g.drop(why)
 		}
-		return &gatedConn{Conn: c, place: place}, nil
+		if !v.Admitted() {
+			c.Close()
+			continue
+		}
+		gc := &gatedConn{Conn: c, place: place}
+		if g.MinReadRate > 0 {
+			gc.rate = MinRate(c, g.MinReadRate)
+			gc.Conn = gc.rate
+		}
+		return gc, nil
 	}
 }
 
@@ -106,6 +113,9 @@ func (g *Gate) connState(c net.Conn, state http.ConnState) {
 	case http.StateIdle:
 		gc.place.Idle()
 	case http.StateClosed, http.StateHijacked:
+		if gc.rate != nil && gc.rate.Slow() {
+			g.drop("slow_reader")
+		}
 		gc.place.Release()
 	}
 }

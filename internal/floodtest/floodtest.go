@@ -29,6 +29,12 @@ type Config struct {
 	// address in 127.0.0.0/8 other than 127.0.0.1 with its own port, so
 	// replies stay on the machine.
 	Sources int
+	// Networks, when positive (at most MaxNetworks), spreads the sources
+	// over that many /24s of 127.16.0.0/12, taken in turn: source i is in
+	// network i mod Networks, so that a flood comes from many networks at
+	// once (see SpreadSource). Zero numbers the sources from 127.0.0.2 on,
+	// filling one /24 after another (see Source).
+	Networks int
 	// Rate is datagrams per second; 0 sends as fast as one core can.
 	Rate int
 }
@@ -48,8 +54,8 @@ const headers = 20 + 8
 
 // Run sends until ctx is done and returns how many datagrams went out.
 func Run(ctx context.Context, c Config) (uint64, error) {
-	if !c.To.Addr().Is4() || c.Sources < 1 || len(c.Payload) > 1400 {
-		return 0, errors.New("flood: want an IPv4 target, at least one source and a payload of at most 1400 bytes")
+	if !c.To.Addr().Is4() || c.Sources < 1 || len(c.Payload) > 1400 || c.Networks < 0 || c.Networks > MaxNetworks {
+		return 0, errors.New("flood: want an IPv4 target, at least one source, at most MaxNetworks networks and a payload of at most 1400 bytes")
 	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
 	if err != nil {
@@ -91,7 +97,7 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 			}
 		}
 		for i := range bufs[:per] {
-			setSource(bufs[i], next)
+			setSource(bufs[i], next, c.Networks)
 			next = (next + 1) % c.Sources
 		}
 		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(per), 0, 0, 0)
@@ -121,18 +127,32 @@ func fill(b []byte, to netip.AddrPort, payload []byte) {
 	copy(b[headers:], payload)
 }
 
-// setSource makes b come from forged source i: 127.a.b.c with a port of
-// its own, never 127.0.0.1.
-func setSource(b []byte, i int) {
-	n := uint32(i) + 2 // skips 127.0.0.0 and 127.0.0.1
-	b[12], b[13], b[14], b[15] = 127, byte(n>>16), byte(n>>8), byte(n)
+// MaxNetworks is the most networks Config.Networks spreads a flood over:
+// the /24s of 127.16.0.0/12.
+const MaxNetworks = 1 << 12
+
+// setSource makes b come from forged source i, of networks networks (0:
+// numbered in order): an address of 127.0.0.0/8 other than 127.0.0.1,
+// with a port of its own.
+func setSource(b []byte, i, networks int) {
+	if networks > 0 {
+		n, host := i%networks, i/networks
+		b[12], b[13], b[14], b[15] = 127, byte(16+n>>8), byte(n), byte(2+host%250)
+	} else {
+		n := uint32(i) + 2 // skips 127.0.0.0 and 127.0.0.1
+		b[12], b[13], b[14], b[15] = 127, byte(n>>16), byte(n>>8), byte(n)
+	}
 	binary.BigEndian.PutUint16(b[20:], uint16(1024+i%60000))
 }
 
-// Source returns the address forged source i sends from, for tests that
-// look for it.
-func Source(i int) netip.AddrPort {
+// Source returns the address forged source i sends from, the sources
+// numbered in order, for tests that look for it.
+func Source(i int) netip.AddrPort { return SpreadSource(i, 0) }
+
+// SpreadSource returns the address forged source i sends from when the
+// sources are spread over networks networks.
+func SpreadSource(i, networks int) netip.AddrPort {
 	b := make([]byte, headers)
-	setSource(b, i)
+	setSource(b, i, networks)
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[12:16])), binary.BigEndian.Uint16(b[20:]))
 }

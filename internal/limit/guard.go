@@ -82,6 +82,9 @@ const pressureHold = 2 * time.Second
 type Guard struct {
 	Sources *Sources
 	Replies *Budget
+	// Receivers are the sources that showed they receive (see
+	// Received): an edge may send them more than a never-seen source.
+	Receivers *Receivers
 
 	deny     atomic.Pointer[denyList]
 	pressure atomic.Int64 // Unix ns until which the guard is under pressure
@@ -99,7 +102,8 @@ type Guard struct {
 // NewGuard builds the tables c describes; c must pass Check.
 func NewGuard(c Config) *Guard {
 	g := &Guard{Sources: NewSources(c), Replies: NewBudget(c.ReflectionLimit, c.MaxPrefixes),
-		createNets: NewNetworkLimit(rate.Limit(c.CreateNetworkRate), c.CreateNetworkBurst, c.MaxPrefixes)}
+		createNets: NewNetworkLimit(rate.Limit(c.CreateNetworkRate), c.CreateNetworkBurst, c.MaxPrefixes),
+		Receivers:  NewReceivers(min(c.MaxSources, maxReceivers))}
 	fill(&g.unverified, rate.Limit(c.UnverifiedReplyLimit), max(c.UnverifiedReplyLimit, MaxDatagram))
 	fill(&g.unverifiedCreates, rate.Limit(c.UnverifiedCreateRate), c.UnverifiedCreateBurst)
 	g.SetDeny(c.Deny)
@@ -170,6 +174,16 @@ func (g *Guard) AllowReply(ip netip.Addr, n int, v Verdict, now time.Time) bool 
 	}
 	return g.Replies.Allow(ip, n, now)
 }
+
+// Received records that ip showed at now that it receives what is sent to
+// its address: it completed a TCP handshake with an edge, passed a TCP
+// check, or named a room id only a listing sent to it carried.
+func (g *Guard) Received(ip netip.Addr, now time.Time) { g.Receivers.Add(ip, now) }
+
+// Receives reports whether ip showed lately that it receives; a UDP edge
+// may then send it a reply that grows with what others registered, where
+// a never-seen source gets no more than the host's own rooms justify.
+func (g *Guard) Receives(ip netip.Addr, now time.Time) bool { return g.Receivers.Has(ip, now) }
 
 // Counts are the guard's cumulative counters.
 type Counts struct {

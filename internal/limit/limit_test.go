@@ -232,3 +232,30 @@ func allow(s *Sources, ip netip.Addr, now time.Time, create bool) (ok, newlyLimi
 	v := s.Allow(ip, now, create, false)
 	return v.OK(), v == NewlyLimited
 }
+
+// A source that showed it receives is remembered for ReceiverTTL, mapped
+// or not; others never are.
+func TestReceivers(t *testing.T) {
+	r := NewReceivers(2)
+	now := time.Now()
+	a, b, c := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("2001:db8::1")
+	if r.Has(a, now) {
+		t.Fatal("a never-seen source receives")
+	}
+	r.Add(a, now)
+	if !r.Has(a, now.Add(ReceiverTTL-time.Second)) || !r.Has(netip.MustParseAddr("::ffff:192.0.2.1"), now) {
+		t.Error("a receiver forgotten within its time")
+	}
+	if r.Has(a, now.Add(ReceiverTTL)) {
+		t.Error("a receiver remembered past its time")
+	}
+	if r.Has(b, now) {
+		t.Error("its neighbour receives")
+	}
+	// The table is bounded: a third source takes a place.
+	r.Add(b, now)
+	r.Add(c, now)
+	if n := r.Len(); n != 2 || !r.Has(c, now) {
+		t.Errorf("%d remembered, the newest: %v", n, r.Has(c, now))
+	}
+}

@@ -68,6 +68,7 @@ func upstream(t *testing.T) (*gg2server.Server, *roomtabletest.Rooms) {
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{} // not the well-known port: the host may hold it
 	cfg.TTL = upstreamTTL
+	cfg.UDPTransport = true // the announcer registers rooms for UDP
 	table := roomtabletest.New(t, roomtable.Config{})
 	srv, err := gg2server.New(cfg, table, table, limit.NewGuard(edgetest.Limits(1000, 1000)), zerolog.Nop())
 	if err != nil {

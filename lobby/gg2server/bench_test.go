@@ -68,7 +68,8 @@ func legacyBenchServer(b *testing.B, n int) (*Server, netip.AddrPort) {
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.MaxListConnsPerIP = cfg.MaxListConns
-	cfg.MaxServersPerIP = n
+	cfg.MaxServersPerIP, cfg.MaxServersPerNetwork = n, n
+	cfg.UDPTransport = true
 	srv, err := New(cfg, table, table, limit.NewGuard(edgetest.Limits(1e9, 1e9)), zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/packet/gg2"
@@ -120,7 +123,7 @@ func TestChecksLimitedPerNetwork(t *testing.T) {
 	}
 	f.waitRequests("register", n)
 	edgetest.Eventually(t, "checks done", func() bool { return f.srv.Stats().Registered == checkBurst })
-	if st := f.srv.Stats(); st.Drops["check_limited"] != 2 || st.Pending != 2 {
+	if st := f.srv.Stats(); st.Drops["check_limited"] != 2 || st.Pending != 0 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -209,4 +212,105 @@ func TestListedServerCheckedAgain(t *testing.T) {
 	}
 	defer again.Close()
 	edgetest.Eventually(t, "the server listed again once its port answers", listed)
+}
+
+// A network holds at most MaxServersPerNetwork servers, whatever its
+// addresses; other networks are not charged.
+func TestNetworkQuota(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxServersPerIP, c.MaxServersPerNetwork = 2, 3 })
+	for i, ip := range []string{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.1.1"} {
+		udptest.Send(t, udptest.Listen(t, ip), f.addr, registration(byte(i+1), 8190+uint16(i), gg2.UDP, gg2.Counted, "name", "s"))
+	}
+	f.waitRequests("register", 5)
+	if st := f.srv.Stats(); st.Drops["network_full"] != 1 || st.Registered != 4 {
+		t.Errorf("stats %+v, want 3 servers of 127.0.0.0/24 and one of 127.0.1.0/24", st)
+	}
+	if _, ok := f.table.Registered("gg2 127.0.1.1:8194/udp"); !ok {
+		t.Errorf("the other network's server not registered: %v", f.table.RegisteredKeys())
+	}
+}
+
+// New servers wait for their first check in a queue per network, and the
+// networks take turns: one network's many servers do not hold up
+// another's, and at most checksPerNetwork checks of one network run at
+// once.
+func TestChecksTakeTurnsByNetwork(t *testing.T) {
+	var r reach
+	r.init(DefaultConfig())
+	a, b := netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.51.100.0/24")
+	for i := range 6 {
+		r.push(&entry{key: fmt.Sprint("a", i), net: a})
+	}
+	r.push(&entry{key: "b", net: b})
+	var order []string
+	for e := r.next(); e != nil; e = r.next() {
+		order = append(order, e.key)
+		r.perNet[e.net]++ // as start counts it; none ends here
+	}
+	if want := []string{"a0", "b", "a1"}; !slices.Equal(order, want) {
+		t.Errorf("checks started %v, want %v", order, want)
+	}
+	if r.queued != 4 {
+		t.Errorf("%d waiting, want 4", r.queued)
+	}
+	// One ends: the next of its network runs.
+	r.perNet[a]--
+	if e := r.next(); e == nil || e.key != "a2" {
+		t.Errorf("after a check of a ended: %+v", e)
+	}
+	// A server removed while waiting is skipped.
+	r.perNet = map[netip.Prefix]int{}
+	e3 := r.waiting[a][0]
+	r.drop(e3)
+	if e := r.next(); e == nil || e.key != "a4" {
+		t.Errorf("after a3 left: %+v", e)
+	}
+}
+
+// At most queuedPerCheck × MaxChecks servers wait; the next is refused.
+func TestCheckQueueBounded(t *testing.T) {
+	var r reach
+	cfg := DefaultConfig()
+	cfg.MaxChecks = 2
+	r.init(cfg)
+	now := time.Now()
+	for i := range queuedPerCheck * 2 {
+		ip := netip.AddrFrom4([4]byte{10, byte(i), 0, 1}) // each in a network of its own
+		if why := r.admit(ip, now); why != "" {
+			t.Fatalf("server %d: %s", i, why)
+		}
+		r.push(&entry{net: limit.PrefixOf(ip)})
+	}
+	if why := r.admit(netip.MustParseAddr("10.200.0.1"), now); why != "check_queue_full" {
+		t.Errorf("past the bound: %q", why)
+	}
+}
+
+// A list reply holds at most MaxListBytes: Foyer's own rooms, then one
+// server of each network before a second of any; the servers left out are
+// counted.
+func TestListCapped(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxListBytes = MinListBytes })
+	own := f.table.Add(room.Room{Port: 30001, MaxPlayers: 4})
+	pad := strings.Repeat("x", 900)
+	for i := range 40 {
+		f.send(registration(byte(i+1), 9000+uint16(i), gg2.UDP, gg2.Counted, "name", fmt.Sprint("flood ", i), "x-pad", pad))
+	}
+	udptest.Send(t, udptest.Listen(t, "127.0.1.1"), f.addr, registration(100, 7000, gg2.UDP, gg2.Counted, "name", "alone", "x-pad", pad))
+	f.waitRequests("register", 41)
+	b := readAll(t, f.addr, gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil))
+	r, err := gg2.ParseListReply(b)
+	if err != nil || len(b) > MinListBytes {
+		t.Fatalf("%d bytes: %v", len(b), err)
+	}
+	names := map[string]bool{}
+	for _, s := range r.Servers {
+		names[s.KeyValues.Name()] = true
+	}
+	if !names[fmt.Sprint("Foyer room ", own.ID)] || !names["alone"] || !names["flood 0"] || names["flood 39"] {
+		t.Errorf("listed %v", names)
+	}
+	if st := f.srv.Stats(); st.Drops["list_cut"] != uint64(42-len(r.Servers)) {
+		t.Errorf("%d listed, %d counted as left out", len(r.Servers), st.Drops["list_cut"])
+	}
 }

@@ -28,6 +28,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		table := roomtabletest.New(t, roomtable.Config{})
 		cfg := DefaultConfig()
+		cfg.UDPTransport = true // UDP servers are listed at once
 		s := newServer(cfg, table, table, nil, zerolog.Nop())
 		s.handleDatagram(cancelled, b, host, time.Now())
 		s.work.Wait()

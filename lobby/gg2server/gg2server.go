@@ -9,29 +9,42 @@
 //	Classify / magic   neither registration nor unregister: dropped
 //	limit.Sources      per source IP, shared with the other edges
 //	full parse         malformed, no name: dropped, counted
-//	the table          keyed by source IP, port and transport; key/values
-//	                   cut to MaxKVBytes, seats to MaxPlayers; a TCP
-//	                   server appears only once a TCP connect to it works
+//	transport          UDP refused unless Config.UDPTransport
+//	the table          keyed by source IP, port and transport, each key
+//	                   owned by the server ID that registered it first;
+//	                   quotas per IP and per network; key/values cut to
+//	                   MaxKVBytes, seats to MaxPlayers; a TCP server
+//	                   appears only once a TCP connect to it works
 //
 // A registered server stays listed until TTL after its last registration,
-// or until an unregister carrying the server ID it registered with. The
-// ID is a secret between server and lobby, so a wrong ID removes nothing.
-// Registrations for every lobby ID are kept, as the reference lobby keeps
-// them; each lobby's list holds its own servers, and Foyer's own rooms are
-// listed in Config.Lobby.
+// or until an unregister carrying the server ID it registered with, sent
+// from its IP. The ID is a secret between server and lobby: a registration
+// with another ID for a key that is held changes nothing, and neither does
+// an unregister with a wrong ID or from another address.
+//
+// Nothing unproven is offered as a room of this host. A TCP server is
+// listed once a connect to it worked, whatever its source address (a
+// datagram can carry the lobby's own). UDP servers, which the seed
+// reserves, are refused; an operator may let them in, and then they are
+// listed by this front-end as registered but marked Unchecked, so that the
+// native lobby never offers them.
 //
 // The TCP connect that checks a server is aimed at the registration's
 // source address, which a forged datagram chooses: so the outcome is kept
-// per target for TTL, and checks are limited per target network (/24 or
-// /56), so that forged registrations cannot aim a stream of connects
-// anywhere.
+// per target for TTL, checks are limited per target network (/24 or /56),
+// and new servers wait for theirs in a queue per network, served in turn
+// (see reach.go), so that forged registrations cannot aim a stream of
+// connects anywhere, nor hold the checks a real server waits for.
 //
 // A list query is a TCP connection that sends its query and reads the
 // reply until the lobby closes. A query for a lobby with no servers gets an
 // empty list: the honest answer, and on TCP a reply cannot be aimed at a
-// forged address. Connections are bounded in number, per source and in
-// time; when the port is full, the connection idle longest is cut for a
-// newcomer. Replies are cached until a listed field changes.
+// forged address. Connections are bounded in number, per source and per
+// network; when the port is full, the connection idle longest, or else the
+// one busy longest, is cut for a newcomer. A reply is at most MaxListBytes
+// (servers of every network in turn) and is written to a peer that must
+// read at MinReadRate at least. Replies are cached until a listed field
+// changes.
 package gg2server
 
 import (
@@ -75,12 +88,18 @@ type Config struct {
 	// TTL is how long a server stays listed after its last registration,
 	// and how long the outcome of a TCP check is kept.
 	TTL time.Duration
-	// MaxServers bounds the registered servers (pending ones included),
-	// MaxServersPerIP those from one source IP, so that one host cannot
-	// fill the table; registrations of new servers beyond them are
-	// dropped.
-	MaxServers      int
-	MaxServersPerIP int
+	// MaxServers bounds the servers listed; MaxServersPerIP and
+	// MaxServersPerNetwork those from one source IP and one network
+	// (limit.PrefixOf: /24, /56), servers waiting for their check
+	// included, so that one host or network cannot fill the table;
+	// registrations of new servers beyond them are dropped.
+	MaxServers           int
+	MaxServersPerIP      int
+	MaxServersPerNetwork int
+	// UDPTransport lets in registrations for UDP (transport 1), which the
+	// seed reserves: they are listed at once, since no check can prove a
+	// UDP port, and so are never offered by the native lobby.
+	UDPTransport bool
 	// MaxKVBytes bounds a server's key/value table, counted as on the
 	// wire; keys beyond it are dropped (the name is kept first). A server
 	// keeps at most maxKeys keys.
@@ -88,17 +107,24 @@ type Config struct {
 	// MaxPlayers caps a registration's slots and players.
 	MaxPlayers int
 	// DialTimeout bounds the TCP connect that checks a TCP server;
-	// MaxChecks bounds the checks running at once (more are dropped, the
-	// server's next registration tries again).
+	// MaxChecks bounds the checks running at once (new servers wait in
+	// turn for theirs, see reach.go).
 	DialTimeout time.Duration
 	MaxChecks   int
-	// ListTimeout cuts a list connection that has not been answered in
-	// time; MaxListConns bounds the list connections served at once on
-	// each port, MaxListConnsPerIP those from one source (an IPv4 address
-	// or an IPv6 /64).
-	ListTimeout       time.Duration
-	MaxListConns      int
-	MaxListConnsPerIP int
+	// ListTimeout cuts a list connection that has not sent its query in
+	// time; MinReadRate cuts one whose peer reads the reply slower than
+	// that many bytes a second (see connlimit.MinRate). MaxListConns
+	// bounds the list connections served at once on each port,
+	// MaxListConnsPerIP those from one source (an IPv4 address or an IPv6
+	// /64), MaxListConnsPerNetwork those from one /24 or /56.
+	ListTimeout            time.Duration
+	MinReadRate            int
+	MaxListConns           int
+	MaxListConnsPerIP      int
+	MaxListConnsPerNetwork int
+	// MaxListBytes bounds one list reply: servers beyond it are left out,
+	// Foyer's own rooms first, then each network's servers in turn.
+	MaxListBytes int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
 }
@@ -106,23 +132,36 @@ type Config struct {
 // DefaultConfig returns the defaults documented in config.toml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:            netip.MustParseAddrPort("0.0.0.0:29944"),
-		LegacyListen:      netip.MustParseAddrPort("0.0.0.0:29942"),
-		Lobby:             gg2.GG2LobbyUUID,
-		Game:              "foyer",
-		TTL:               70 * time.Second,
-		MaxServers:        4096,
-		MaxServersPerIP:   64,
-		MaxKVBytes:        1024,
-		MaxPlayers:        64,
-		DialTimeout:       2 * time.Second,
-		MaxChecks:         16,
-		ListTimeout:       3 * time.Second,
-		MaxListConns:      64,
-		MaxListConnsPerIP: 4,
-		ReportInterval:    10 * time.Second,
+		Listen:                 netip.MustParseAddrPort("0.0.0.0:29944"),
+		LegacyListen:           netip.MustParseAddrPort("0.0.0.0:29942"),
+		Lobby:                  gg2.GG2LobbyUUID,
+		Game:                   "foyer",
+		TTL:                    70 * time.Second,
+		MaxServers:             4096,
+		MaxServersPerIP:        64,
+		MaxServersPerNetwork:   128,
+		MaxKVBytes:             1024,
+		MaxPlayers:             64,
+		DialTimeout:            2 * time.Second,
+		MaxChecks:              128,
+		ListTimeout:            3 * time.Second,
+		MinReadRate:            4 << 10,
+		MaxListConns:           64,
+		MaxListConnsPerIP:      4,
+		MaxListConnsPerNetwork: 16,
+		MaxListBytes:           256 << 10,
+		ReportInterval:         10 * time.Second,
 	}
 }
+
+// busyCut is how long a list connection may be busy before a newcomer to
+// a full port may take its place: a reply of MaxListBytes takes a
+// fraction of it to a reader that keeps up.
+const busyCut = time.Second
+
+// MinListBytes is the least MaxListBytes: room for a few servers with
+// full tables.
+const MinListBytes = 16 << 10
 
 // MinKVBytes is the least MaxKVBytes: room for a name a legacy server
 // can send (255 bytes) and its key.
@@ -134,9 +173,12 @@ func (c Config) check() error {
 		return errors.New("gg2: no listen address")
 	case c.TTL <= 0 || c.DialTimeout <= 0 || c.ListTimeout <= 0 || c.ReportInterval <= 0:
 		return errors.New("gg2: ttl, dial timeout, list timeout and report interval must be positive")
-	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxChecks < 1 || c.MaxListConns < 1 ||
-		c.MaxListConnsPerIP < 1 || c.MaxPlayers < 1:
-		return errors.New("gg2: max_servers, max_servers_per_ip, max_checks, max_list_conns, max_list_conns_per_ip and max_players must be positive")
+	case c.MaxServers < 1 || c.MaxServersPerIP < 1 || c.MaxServersPerNetwork < 1 || c.MaxChecks < 1 ||
+		c.MaxListConns < 1 || c.MaxListConnsPerIP < 1 || c.MaxListConnsPerNetwork < 1 || c.MaxPlayers < 1 ||
+		c.MinReadRate < 1:
+		return errors.New("gg2: max_servers, max_servers_per_ip, max_servers_per_network, max_checks, max_list_conns, max_list_conns_per_ip, max_list_conns_per_network, max_players and min_read_rate must be positive")
+	case c.MaxListBytes < MinListBytes:
+		return fmt.Errorf("gg2: max_list_bytes must be at least %d", MinListBytes)
 	case c.MaxKVBytes < MinKVBytes:
 		return fmt.Errorf("gg2: max_kv_bytes must be at least %d", MinKVBytes)
 	}
@@ -150,17 +192,21 @@ type Stats struct {
 	Requests map[string]uint64
 	// Drops counts what was dropped unanswered or unapplied, by reason:
 	// "unknown_message", "rate_limited", the codec's reasons for malformed
-	// datagrams ("truncated", "no_name", …), "table_full", "source_full",
-	// "name_too_long", "register_error", "check_busy", "check_limited",
-	// "unreachable", "unreachable_cached", "unknown_id", "conn_limit",
-	// "source_conn_limit", "timeout", "short_query", "bad_query",
-	// "encode_error", "write_error", "read_error", "accept_error";
-	// "idle_cut" counts idle connections cut for a newcomer, "kv_dropped"
-	// keys beyond MaxKVBytes. Reasons of the legacy port carry the prefix
-	// "legacy_".
+	// datagrams ("truncated", "no_name", …), "udp_transport" (refused),
+	// "owned" (another server ID holds the key), "table_full",
+	// "source_full", "network_full", "name_too_long", "register_error",
+	// "check_busy", "check_limited", "check_queue_full", "unreachable",
+	// "unreachable_cached", "unknown_id", "wrong_source" (an unregister
+	// from an address its ID holds nothing at), "conn_limit",
+	// "source_conn_limit", "network_conn_limit", "timeout",
+	// "slow_reader", "short_query", "bad_query", "encode_error",
+	// "write_error", "read_error", "accept_error"; "idle_cut" and
+	// "busy_cut" count connections cut for a newcomer, "list_cut" servers
+	// left out of a reply by MaxListBytes, "kv_dropped" keys beyond
+	// MaxKVBytes. Reasons of the legacy port carry the prefix "legacy_".
 	Drops map[string]uint64
 	// Registered is the servers in the room table now; Pending those
-	// waiting for (or having failed) their TCP check; ListConns the list
+	// waiting for, or in, their first TCP check; ListConns the list
 	// connections being served on both ports.
 	Registered, Pending, ListConns int
 }
@@ -233,7 +279,8 @@ func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Gua
 		{prefix: "legacy_", datagram: s.handleLegacyDatagram, query: s.legacyQuery},
 	}
 	for _, p := range s.ports {
-		p.conns = connlimit.New(cfg.MaxListConns, cfg.MaxListConnsPerIP)
+		p.conns = connlimit.New(connlimit.Config{Max: cfg.MaxListConns, PerSource: cfg.MaxListConnsPerIP,
+			PerNetwork: cfg.MaxListConnsPerNetwork, CutBusyAfter: busyCut})
 	}
 	return s
 }
@@ -366,8 +413,8 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 			return
 		}
 		// Counted once applied, so that a counter seen is a change made.
-		if !s.table.unregister(u.ServerID) {
-			s.drops.Add("unknown_id")
+		if why := s.table.unregister(u.ServerID, ip); why != "" {
+			s.drops.Add(why)
 		}
 		s.requests.Add("unregister")
 		return
@@ -375,6 +422,13 @@ func (s *Server) handleDatagram(ctx context.Context, b []byte, ip netip.Addr, no
 	r, err := gg2.ParseRegistration(b)
 	if err != nil {
 		s.drops.Add(reason(err))
+		return
+	}
+	if r.Transport == gg2.UDP && !s.cfg.UDPTransport {
+		// Counted with the requests: a refusal seen is a datagram
+		// handled.
+		s.drops.Add("udp_transport")
+		s.requests.Add("register")
 		return
 	}
 	s.table.apply(ctx, ip, &update{

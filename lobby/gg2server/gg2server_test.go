@@ -48,6 +48,9 @@ func startLimited(t *testing.T, tweak func(*Config), lim limit.Config) *fixture 
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{} // tests that speak it turn it on
+	// Most tests register UDP servers, which are listed at once; those of
+	// the refusal turn it off.
+	cfg.UDPTransport = true
 	srv, table := edgetest.Start(t, cfg, tweak, func(c Config, table *roomtabletest.Rooms) (*Server, error) {
 		return New(c, table, table, limit.NewGuard(lim), zerolog.Nop())
 	})
@@ -219,26 +222,32 @@ func TestExpire(t *testing.T) {
 	}
 }
 
-func TestReplace(t *testing.T) {
+// A server belongs to the ID that registered it: another ID (or the
+// legacy protocol, which has none) for its IP, port and transport changes
+// nothing, until the owner unregisters it or it expires.
+func TestOwnedByTheRegisteringID(t *testing.T) {
 	f := start(t, nil)
 	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "one"))
 	f.waitRequests("register", 1)
-	f.send(registration(2, 8190, gg2.UDP, gg2.Legacy, "name", "two"))
-	f.waitRequests("register", 2)
-	edgetest.Eventually(t, "renamed", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
-	if keys := f.table.RegisteredKeys(); len(keys) != 1 {
-		t.Errorf("keys %v, want one", keys)
+	f.send(registration(2, 8190, gg2.UDP, gg2.Counted, "name", "FREE SKINS"))
+	f.send(registration(3, 8190, gg2.UDP, gg2.Legacy, "name", "FREE SKINS"))
+	f.waitDrop("owned", 2)
+	if r, _ := f.table.Registered(udpKey(8190)); r.Name != "one" {
+		t.Errorf("renamed by another ID: %+v", r)
 	}
-	r := list(t, f.addr, gg2.GG2LobbyUUID)
-	if len(r.Servers) != 1 || r.Servers[0].KeyValues.Name() != "two" {
-		t.Errorf("listed %+v", r.Servers)
-	}
-	// The replaced registration's ID no longer removes anything.
-	f.send(unregister(1))
+	// The owner still updates it.
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "one, updated"))
+	edgetest.Eventually(t, "the owner's update", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "one, updated" })
+	// The other IDs remove nothing; the owner's does, and frees the key.
+	f.send(unregister(2))
 	f.waitDrop("unknown_id", 1)
 	if _, ok := f.table.Registered(udpKey(8190)); !ok {
-		t.Error("old ID removed the new registration")
+		t.Fatal("another ID removed the server")
 	}
+	f.send(unregister(1))
+	edgetest.Eventually(t, "unregistered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return !ok })
+	f.send(registration(2, 8190, gg2.UDP, gg2.Counted, "name", "two"))
+	edgetest.Eventually(t, "a new owner", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
 	// The same port over the other transport is another server.
 	srv := listenTCP(t)
 	f.send(registration(3, srv.Port(), gg2.TCP, gg2.Counted, "name", "tcp"))
@@ -246,6 +255,17 @@ func TestReplace(t *testing.T) {
 	edgetest.Eventually(t, "two transports", func() bool { return len(f.table.RegisteredKeys()) == 3 })
 }
 
+// A server expired is free for another ID.
+func TestExpiredKeyFree(t *testing.T) {
+	f := start(t, func(c *Config) { c.TTL = 150 * time.Millisecond })
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "one"))
+	edgetest.Eventually(t, "registered", func() bool { _, ok := f.table.Registered(udpKey(8190)); return ok })
+	edgetest.Eventually(t, "expired", func() bool { _, ok := f.table.Registered(udpKey(8190)); return !ok })
+	f.send(registration(2, 8190, gg2.UDP, gg2.Counted, "name", "two"))
+	edgetest.Eventually(t, "the new owner", func() bool { r, _ := f.table.Registered(udpKey(8190)); return r.Name == "two" })
+}
+
+// Only the right ID, from the server's own IP, unregisters it.
 func TestUnregister(t *testing.T) {
 	f := start(t, nil)
 	f.send(registration(7, 8190, gg2.UDP, gg2.Counted, "name", "s"))
@@ -255,13 +275,41 @@ func TestUnregister(t *testing.T) {
 	if _, ok := f.table.Registered(udpKey(8190)); !ok {
 		t.Fatal("wrong ID removed the server")
 	}
+	elsewhere := udptest.Listen(t, "127.0.0.2")
+	udptest.Send(t, elsewhere, f.addr, unregister(7))
+	f.waitDrop("wrong_source", 1)
+	if _, ok := f.table.Registered(udpKey(8190)); !ok {
+		t.Fatal("the right ID from another address removed the server")
+	}
 	f.send(unregister(7))
-	f.waitRequests("unregister", 2)
+	f.waitRequests("unregister", 3)
 	if _, ok := f.table.Registered(udpKey(8190)); ok {
 		t.Error("right ID did not remove the server")
 	}
-	if st := f.srv.Stats(); st.Requests["unregister"] != 2 || st.Registered != 0 {
+	if st := f.srv.Stats(); st.Requests["unregister"] != 3 || st.Registered != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// UDP registrations are refused unless let in; let in, they are marked
+// unchecked for the room table.
+func TestUDPTransport(t *testing.T) {
+	f := start(t, func(c *Config) { c.UDPTransport = false })
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "udp"))
+	f.waitDrop("udp_transport", 1)
+	if keys := f.table.RegisteredKeys(); len(keys) != 0 {
+		t.Errorf("registered %v", keys)
+	}
+	f = start(t, nil)
+	f.send(registration(1, 8190, gg2.UDP, gg2.Counted, "name", "udp"))
+	srv := listenTCP(t)
+	f.send(registration(2, srv.Port(), gg2.TCP, gg2.Counted, "name", "tcp"))
+	edgetest.Eventually(t, "both registered", func() bool { return len(f.table.RegisteredKeys()) == 2 })
+	if r, _ := f.table.Registered(udpKey(8190)); !r.Unchecked {
+		t.Errorf("UDP server %+v not marked unchecked", r)
+	}
+	if r, _ := f.table.Registered(tcpKey(srv.Port())); r.Unchecked {
+		t.Errorf("checked TCP server %+v marked unchecked", r)
 	}
 }
 
@@ -305,8 +353,8 @@ func TestTCPReachability(t *testing.T) {
 	if _, ok := f.table.Registered(tcpKey(refused)); ok {
 		t.Error("unreachable server registered")
 	}
-	if st := f.srv.Stats(); st.Pending != 1 || st.Registered != 0 {
-		t.Errorf("stats %+v", st)
+	if st := f.srv.Stats(); st.Pending != 0 || st.Registered != 0 {
+		t.Errorf("stats %+v: a server that failed its check is not kept", st)
 	}
 	// A second registration within ttl is refused on the outcome kept: no
 	// second connect.
@@ -461,6 +509,7 @@ func TestShutdownUnregisters(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:0")
 	cfg.LegacyListen = netip.AddrPort{}
+	cfg.UDPTransport = true
 	srv, err := New(cfg, table, table, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -112,38 +112,54 @@ var emptyLegacyList = []byte{0}
 // legacyReply returns the encoded legacy list of the servers of version:
 // registered servers of the GG2 lobby whose protocol_id is version and
 // that have an IPv4 address, and Foyer's own rooms at host when host is
-// IPv4 and Config.ProtocolID is version or unset; at most 255, in room
-// order.
+// IPv4 and Config.ProtocolID is version or unset; at most 255 and
+// MaxListBytes, own rooms first, then the registered servers of each
+// network in turn.
 func (s *Server) legacyReply(version gg2.UUID, host netip.Addr) ([]byte, error) {
-	own := host.Is4() && (s.cfg.ProtocolID == gg2.UUID{} || s.cfg.ProtocolID == version)
+	ownOK := host.Is4() && (s.cfg.ProtocolID == gg2.UUID{} || s.cfg.ProtocolID == version)
 	return s.reply(replyKey{legacy: true, id: version, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
+		var own, registered []listed
+		for _, r := range snap.Rooms {
+			switch e := byRoom[r.ID]; {
+			case e != nil:
+				if e.hasProtocol && e.protocol == version && e.lobby == gg2.GG2LobbyUUID && e.addr.Addr().Is4() {
+					registered = append(registered, listed{r, e})
+				}
+			case ownOK && r.Source.Own():
+				own = append(own, listed{r, nil})
+			}
+		}
 		var info [gg2.MaxLegacyInfo]byte
 		b := []byte{0}
-		n := 0
-		for _, r := range snap.Rooms {
+		n, cut := 0, 0
+		for _, l := range inTurn(own, registered) {
 			if n == gg2.MaxLegacyServers {
-				break
+				cut++
+				continue
 			}
 			var (
 				in   gg2.LegacyInfo
 				addr netip.AddrPort
 			)
-			switch e := byRoom[r.ID]; {
-			case e != nil:
-				if !e.hasProtocol || e.protocol != version || e.lobby != gg2.GG2LobbyUUID || !e.addr.Addr().Is4() {
-					continue
-				}
-				in, addr = e.legacyInfo(r), e.addr
-			case own && r.Source.Own():
-				in, addr = s.ownLegacyInfo(r), netip.AddrPortFrom(host, r.Port)
-			default:
-				continue
+			if l.e != nil {
+				in, addr = l.e.legacyInfo(l.r), l.e.addr
+			} else {
+				in, addr = s.ownLegacyInfo(l.r), netip.AddrPortFrom(host, l.r.Port)
 			}
+			start := len(b)
 			var err error
 			if b, err = gg2.AppendLegacyServer(b, 0, in.Append(info[:0]), addr); err != nil {
 				return nil, 0, err
 			}
+			if len(b) > s.cfg.MaxListBytes {
+				b = b[:start]
+				cut++
+				continue
+			}
 			n++
+		}
+		if cut > 0 {
+			s.drops.Counter("legacy_list_cut").Add(uint64(cut))
 		}
 		if n == 0 {
 			return emptyLegacyList, 0, nil

@@ -20,6 +20,8 @@ import (
 // the per-source rate limit and p's connection limits; others are closed
 // at once. It ends when the listener is closed. Accept errors (out of file
 // descriptors) are waited out with a growing pause rather than spun on.
+// A connection accepted has shown that its source receives: the guard
+// hears of it.
 func (s *Server) acceptLoop(ctx context.Context, p *port) {
 	pause := time.Duration(0)
 	for {
@@ -39,40 +41,42 @@ func (s *Server) acceptLoop(ctx context.Context, p *port) {
 		}
 		pause = 0
 		ip := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-		if !s.allow(ip, time.Now()) {
+		now := time.Now()
+		if !s.allow(ip, now) {
 			c.Close()
 			continue
 		}
+		s.guard.Received(ip, now)
 		place, v := p.conns.Admit(c, ip)
-		switch v {
-		case connlimit.SourceFull:
-			s.drops.Add(p.prefix + "source_conn_limit")
+		if why := connlimit.Reason(v); why != "" {
+			s.drops.Add(p.prefix + why)
+		}
+		if !v.Admitted() {
 			c.Close()
 			continue
-		case connlimit.Full:
-			s.drops.Add(p.prefix + "conn_limit")
-			c.Close()
-			continue
-		case connlimit.AdmittedCut:
-			s.drops.Add(p.prefix + "idle_cut")
 		}
 		s.work.Go(func() { s.serveConn(ctx, p, c, place) })
 	}
 }
 
-// serveConn reads one query and writes the reply, all within ListTimeout;
-// shutdown cuts it short.
+// serveConn reads one query within ListTimeout and writes the reply to a
+// peer that must read it at MinReadRate; shutdown cuts it short.
 func (s *Server) serveConn(ctx context.Context, p *port, c *net.TCPConn, place *connlimit.Conn) {
 	defer place.Release()
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(s.cfg.ListTimeout))
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	rc := connlimit.MinRate(c, s.cfg.MinReadRate)
+	_ = c.SetReadDeadline(time.Now().Add(s.cfg.ListTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = rc.SetDeadline(time.Now()) })
 	defer stop()
 	reply, ok := p.query(c, place)
 	if !ok {
 		return
 	}
-	if _, err := c.Write(reply); err != nil {
+	if _, err := rc.Write(reply); err != nil {
+		if errors.Is(err, connlimit.ErrSlowReader) {
+			s.drops.Add(p.prefix + "slow_reader")
+			return
+		}
 		s.drops.Add(p.prefix + "write_error")
 	}
 }
@@ -210,21 +214,48 @@ func (s *Server) reply(k replyKey, build func(snap room.Snapshot, byRoom map[uin
 	return b, nil
 }
 
+// listed is a room a list reply may carry, with its registration when
+// this front-end registered it.
+type listed struct {
+	r room.Room
+	e *entry
+}
+
+// inTurn orders what a reply carries: Foyer's own rooms first, then the
+// registered servers, their networks taking turns (frontend.Interleave),
+// so that a reply cut to MaxListBytes carries every network's first
+// servers.
+func inTurn(own, registered []listed) []listed {
+	return append(own, frontend.Interleave(registered, func(l listed) netip.Prefix { return l.e.net })...)
+}
+
 // listReply returns the encoded list of lobby's servers, with Foyer's own
-// rooms at host when lobby is Config.Lobby.
+// rooms at host when lobby is Config.Lobby, at most MaxListBytes of it.
 func (s *Server) listReply(lobby gg2.UUID, host netip.Addr) ([]byte, error) {
 	return s.reply(replyKey{id: lobby, host: host}, func(snap room.Snapshot, byRoom map[uint32]*entry) ([]byte, int, error) {
-		var reply gg2.ListReply
-		own := lobby == s.cfg.Lobby
+		var own, registered []listed
+		ownLobby := lobby == s.cfg.Lobby
 		for _, r := range snap.Rooms {
-			e := byRoom[r.ID]
-			switch {
+			switch e := byRoom[r.ID]; {
 			case e != nil && e.lobby == lobby:
-			case e == nil && own && r.Source.Own():
-			default:
-				continue
+				registered = append(registered, listed{r, e})
+			case e == nil && ownLobby && r.Source.Own():
+				own = append(own, listed{r, nil})
 			}
-			reply.Servers = append(reply.Servers, s.listServer(r, e, host))
+		}
+		var reply gg2.ListReply
+		budget, cut := s.cfg.MaxListBytes-4, 0
+		for _, l := range inTurn(own, registered) {
+			ls := s.listServer(l.r, l.e, host)
+			if n := ls.WireLen(); n <= budget {
+				budget -= n
+				reply.Servers = append(reply.Servers, ls)
+			} else {
+				cut++
+			}
+		}
+		if cut > 0 {
+			s.drops.Counter("list_cut").Add(uint64(cut))
 		}
 		if len(reply.Servers) == 0 {
 			return emptyList, 0, nil

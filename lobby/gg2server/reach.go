@@ -13,30 +13,45 @@ import (
 
 // A registration's source address can be forged, and a TCP server is
 // checked with a connect to that address: without bounds, forged
-// registrations would make Foyer a connect-scanner. So the outcome of a
-// check is kept per target (a success for TTL, a failure for a third of
-// it and at most failedFor, so that a server whose port is fixed is listed
-// at its next registration: GG2 servers register every 30 s), and each target network (/24, or /56 for IPv6) gets
-// checkBurst checks of servers not listed, then one per checkEvery. A
-// listed server is checked again once per TTL at most, outside that budget:
-// its target proved to be a server.
+// registrations would make Foyer a connect-scanner, and forged
+// registrations aimed at hosts that drop SYNs would hold every check for
+// its whole dial timeout. So:
+//
+//   - the outcome of a check is kept per target (a success for TTL, a
+//     failure for a third of it and at most failedFor, so that a server
+//     whose port is fixed is listed at its next registration: GG2 servers
+//     register every 30 s);
+//   - each target network (limit.PrefixOf: /24, /56) gets checkBurst
+//     checks of servers not listed, then one per checkEvery; a listed
+//     server is checked again once per TTL at most, outside that budget:
+//     its target proved to be a server;
+//   - new servers wait for their check in a queue per network, and the
+//     queues are served in turn, at most checksPerNetwork checks of one
+//     network running at once: a flood from many networks takes its turns
+//     like any network, and a server of another network waits for one
+//     turn of each, not for the flood;
+//   - at most queuedPerCheck × MaxChecks servers wait; past that a new
+//     server is refused and tries again at its next registration.
 const (
-	checkBurst = 8
-	checkEvery = 10 * time.Second
-	failedFor  = 20 * time.Second
+	checkBurst       = 8
+	checkEvery       = 10 * time.Second
+	failedFor        = 20 * time.Second
+	checksPerNetwork = 2
+	queuedPerCheck   = 4
 )
 
-// checkOutcome is what startCheck found or did.
+// checkOutcome is what a look at the checks of a target found or did.
 type checkOutcome int
 
 const (
 	reachable   checkOutcome = iota // a check less than a TTL old worked
 	unreachable                     // a recent check failed
 	started                         // a check runs
-	skipped                         // no check now: too many run, or the target network's budget is spent
+	skipped                         // no check now: too many run
+	unknown                         // no recent check
 )
 
-// reach remembers the outcomes of TCP checks and bounds new ones. It is
+// reach remembers the outcomes of TCP checks and schedules new ones. It is
 // guarded by the table's lock.
 type reach struct {
 	ttl     time.Duration
@@ -45,7 +60,14 @@ type reach struct {
 	order   []reachItem // outcomes in the order recorded, oldest from head
 	head    int
 	budget  *limit.Budget // checks per target network
-	running chan struct{} // semaphore of running checks
+
+	checks    int                  // Config.MaxChecks: checks running at once
+	running   int                  // checks running
+	perNet    map[netip.Prefix]int // checks running, by target network
+	waiting   map[netip.Prefix][]*entry
+	ring      []netip.Prefix // networks with servers waiting, in the order they are served
+	queued    int            // servers waiting (entries whose queued is set)
+	maxQueued int
 }
 
 type reachResult struct {
@@ -63,41 +85,141 @@ func (r *reach) init(cfg Config) {
 	r.max = 2 * cfg.MaxServers
 	r.results = make(map[netip.AddrPort]reachResult)
 	r.budget = limit.NewNetworkLimit(rate.Every(checkEvery), checkBurst, max(cfg.MaxServers, 1024))
-	r.running = make(chan struct{}, cfg.MaxChecks)
+	r.checks = cfg.MaxChecks
+	r.perNet = make(map[netip.Prefix]int)
+	r.waiting = make(map[netip.Prefix][]*entry)
+	r.maxQueued = queuedPerCheck * cfg.MaxChecks
 }
 
-// startCheck says what a recent check of e's target found or, without
-// one, starts a check within the bounds; t.mu is held.
-func (t *table) startCheck(ctx context.Context, e *entry, now time.Time) checkOutcome {
+// cached says what a check of target less than its time ago found, or
+// unknown.
+func (r *reach) cached(target netip.AddrPort, now time.Time) checkOutcome {
+	res, ok := r.results[target]
+	switch {
+	case !ok || !now.Before(res.expires):
+		return unknown
+	case res.ok:
+		return reachable
+	}
+	return unreachable
+}
+
+// admit decides whether a new server of ip may wait for a check, spending
+// one of its network's checks; it returns the reason it may not, or "".
+func (r *reach) admit(ip netip.Addr, now time.Time) string {
+	if r.queued >= r.maxQueued {
+		return "check_queue_full"
+	}
+	if !r.budget.Allow(ip, 1, now) {
+		return "check_limited"
+	}
+	return ""
+}
+
+// push queues e's first check behind its network's others.
+func (r *reach) push(e *entry) {
+	q, ok := r.waiting[e.net]
+	if !ok {
+		r.ring = append(r.ring, e.net)
+	}
+	r.waiting[e.net] = append(q, e)
+	e.queued = true
+	r.queued++
+}
+
+// drop takes e out of the queue, if it waits there (it is skipped when its
+// turn comes).
+func (r *reach) drop(e *entry) {
+	if e.queued {
+		e.queued = false
+		r.queued--
+	}
+}
+
+// next returns the server to check next, taking it out of the queue: the
+// oldest of the next network in turn that runs fewer than
+// checksPerNetwork checks; nil when none may run.
+func (r *reach) next() *entry {
+	for n := len(r.ring); n > 0; n-- {
+		p := r.ring[0]
+		r.ring = r.ring[1:]
+		q := r.waiting[p]
+		for len(q) > 0 && !q[0].queued {
+			q[0] = nil
+			q = q[1:]
+		}
+		if len(q) == 0 {
+			delete(r.waiting, p)
+			continue
+		}
+		if r.perNet[p] >= checksPerNetwork {
+			r.waiting[p] = q
+			r.ring = append(r.ring, p)
+			continue
+		}
+		e := q[0]
+		q[0] = nil
+		q = q[1:]
+		if len(q) == 0 {
+			delete(r.waiting, p)
+		} else {
+			r.waiting[p] = q
+			r.ring = append(r.ring, p)
+		}
+		r.drop(e)
+		return e
+	}
+	return nil
+}
+
+// dispatch starts the checks of waiting servers while checks are free;
+// t.mu is held.
+func (t *table) dispatch(ctx context.Context) {
+	r := &t.reach
+	for ctx.Err() == nil && r.running < r.checks {
+		e := r.next()
+		if e == nil {
+			return
+		}
+		t.start(ctx, e)
+	}
+}
+
+// recheck says what a recent check of listed server e's target found or,
+// without one, checks it again if a check is free; t.mu is held.
+func (t *table) recheck(ctx context.Context, e *entry, now time.Time) checkOutcome {
 	r := &t.reach
 	if e.checking {
 		return started
 	}
-	if res, ok := r.results[e.addr]; ok && now.Before(res.expires) {
-		if res.ok {
-			return reachable
-		}
+	switch o := r.cached(e.addr, now); o {
+	case reachable:
+		return o
+	case unreachable:
 		t.s.drops.Add("unreachable_cached")
-		return unreachable
+		return o
 	}
-	select {
-	case r.running <- struct{}{}:
-	default:
+	if r.running >= r.checks || r.perNet[e.net] >= checksPerNetwork {
 		t.s.drops.Add("check_busy")
 		return skipped
 	}
-	if e.room == 0 && !r.budget.Allow(e.addr.Addr(), 1, now) {
-		<-r.running
-		t.s.drops.Add("check_limited")
-		return skipped
-	}
-	e.checking = true
-	t.s.work.Go(func() { t.check(ctx, e) })
+	t.start(ctx, e)
 	return started
 }
 
-// check lists or refreshes a TCP server when a TCP connect to it works;
-// else it is kept (and expires) unlisted, or listed until it expires.
+// start checks e; t.mu is held.
+func (t *table) start(ctx context.Context, e *entry) {
+	r := &t.reach
+	r.running++
+	r.perNet[e.net]++
+	e.checking = true
+	t.s.work.Go(func() { t.check(ctx, e) })
+}
+
+// check lists or refreshes a TCP server when a TCP connect to it works.
+// A new server whose check fails is forgotten (the failure is kept, so its
+// next registrations are decided without a connect for a while); a listed
+// one stays listed until it expires.
 func (t *table) check(ctx context.Context, e *entry) {
 	d := net.Dialer{Timeout: t.s.cfg.DialTimeout}
 	c, err := d.DialContext(ctx, "tcp", e.addr.String())
@@ -107,20 +229,34 @@ func (t *table) check(ctx context.Context, e *entry) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	<-t.reach.running
+	r := &t.reach
+	r.running--
+	if r.perNet[e.net]--; r.perNet[e.net] <= 0 {
+		delete(r.perNet, e.net)
+	}
 	e.checking = false
 	if ctx.Err() == nil { // a check cut by shutdown says nothing of the target
-		t.reach.record(e.addr, err == nil, now)
+		r.record(e.addr, err == nil, now)
+	}
+	if err == nil { // it answered a SYN: its address receives
+		t.s.guard.Received(e.addr.Addr(), now)
 	}
 	switch {
 	case t.byKey[e.key] != e: // expired or unregistered meanwhile
 	case err != nil:
 		t.s.drops.Add("unreachable")
 		t.s.log.Debug().Str("key", e.key).Err(err).Msg("server unreachable")
+		if e.room == 0 {
+			t.remove(e, "unreachable")
+		}
+	case e.room == 0 && len(t.byRoom) >= t.s.cfg.MaxServers:
+		t.s.drops.Add("table_full")
+		t.remove(e, "table_full")
 	default:
 		e.expires = now.Add(t.s.cfg.TTL)
 		t.publish(e)
 	}
+	t.dispatch(ctx)
 }
 
 // record keeps the outcome of a check of target (a failure for less

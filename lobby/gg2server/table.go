@@ -3,9 +3,11 @@ package gg2server
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -17,13 +19,21 @@ const maxKeys = 32
 
 // table holds the registered servers. Its lock is held around calls to
 // the Registry, which never calls back into the front-end.
+//
+// An entry belongs to whoever registered its key first: the server ID of
+// a new-style registration, or the legacy protocol, which has none. Only
+// the same owner updates it (another owner's registration is ignored until
+// the entry expires, "owned"), and only its server ID, sent from its IP,
+// unregisters it. The seed calls the ID a secret between server and lobby,
+// and this is what the secret protects.
 type table struct {
 	s       *Server
 	mu      sync.Mutex
 	byKey   map[string]*entry
-	byID    map[gg2.UUID]*entry
-	byRoom  map[uint32]*entry // servers in the room table, by room id
+	byID    map[gg2.UUID][]*entry // new-style entries, by the server ID that owns them
+	byRoom  map[uint32]*entry     // servers in the room table, by room id
 	perIP   map[netip.Addr]int
+	perNet  map[netip.Prefix]int // by limit.PrefixOf: /24, /56
 	reach   reach
 	gen     uint64        // bumped on every change a list shows
 	scratch gg2.KeyValues // the table being applied, cut to size
@@ -37,6 +47,7 @@ type entry struct {
 	hasID     bool // legacy servers have none and cannot be unregistered
 	lobby     gg2.UUID
 	addr      netip.AddrPort
+	net       netip.Prefix // addr's network, as quotas and checks count it
 	transport gg2.Transport
 	bots      uint16
 	flags     uint16
@@ -49,7 +60,8 @@ type entry struct {
 	hasProtocol bool
 	expires     time.Time
 	room        uint32 // 0 until the server is in the room table
-	checking    bool
+	checking    bool   // a TCP check of it runs
+	queued      bool   // it waits for its first TCP check
 }
 
 // update is what one registration says, in either protocol.
@@ -63,12 +75,19 @@ type update struct {
 	kv                          gg2.KeyValues // may alias a reused buffer
 }
 
+// ownedBy reports whether u comes from e's owner: the same server ID, or
+// both legacy.
+func (e *entry) ownedBy(u *update) bool {
+	return e.hasID == u.hasID && (!u.hasID || e.id == u.id)
+}
+
 func (t *table) init(s *Server) {
 	t.s = s
 	t.byKey = make(map[string]*entry)
-	t.byID = make(map[gg2.UUID]*entry)
+	t.byID = make(map[gg2.UUID][]*entry)
 	t.byRoom = make(map[uint32]*entry)
 	t.perIP = make(map[netip.Addr]int)
+	t.perNet = make(map[netip.Prefix]int)
 	t.reach.init(s.cfg)
 }
 
@@ -149,16 +168,24 @@ func (e *entry) setKV(kv gg2.KeyValues) {
 	}
 }
 
-// apply adds or refreshes the server u describes, from ip. A UDP server,
-// or a TCP server whose port answered a check less than a TTL ago, goes to
-// the room table at once; a new TCP server waits for a check, and a listed
-// one is checked again once a TTL. The list caches are invalidated only
-// when something a list shows changed.
+// apply adds or refreshes the server u describes, from ip. A registration
+// for a key another owner holds is ignored. A new UDP server (let in by
+// Config.UDPTransport) goes to the room table at once, unchecked; a new
+// TCP server whose port answered a check less than a TTL ago too; any
+// other new TCP server waits for a check in its network's queue, and one
+// whose port did not answer a recent check is not kept at all. A listed
+// TCP server is checked again once a TTL. The list caches are invalidated
+// only when something a list shows changed.
 func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Time) {
 	addr := netip.AddrPortFrom(ip, u.port)
 	k := key(addr, u.transport)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	e, found := t.byKey[k]
+	if found && !e.ownedBy(u) {
+		t.s.drops.Add("owned")
+		return
+	}
 	kv, dropped, ok := t.fit(u.kv)
 	if !ok {
 		t.s.drops.Add("name_too_long")
@@ -167,46 +194,22 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 	if dropped > 0 {
 		t.s.drops.Counter("kv_dropped").Add(uint64(dropped))
 	}
-	e, found := t.byKey[k]
 	if !found {
-		switch {
-		case len(t.byKey) >= t.s.cfg.MaxServers:
-			t.s.drops.Add("table_full")
-			return
-		case t.perIP[ip] >= t.s.cfg.MaxServersPerIP:
-			t.s.drops.Add("source_full")
-			return
-		}
-		e = &entry{key: k, addr: addr, transport: u.transport}
-		t.byKey[k] = e
-		t.perIP[ip]++
+		t.add(ctx, k, addr, u, kv, now)
+		return
 	}
-	t.setID(e, u)
-	changed := !found || !kv.Equal(e.kv)
-	if changed {
-		e.setKV(kv)
-	}
-	listing := e.listing
-	listing.Addr = addr
-	listing.MaxPlayers = min(int(u.slots), t.s.cfg.MaxPlayers)
-	listing.Players = min(int(u.players), t.s.cfg.MaxPlayers)
-	listing.Password = u.flags&gg2.FlagPassword != 0
-	if listing != e.listing || e.lobby != u.lobby || e.bots != u.bots || e.flags != u.flags {
-		changed = true
-	}
-	e.listing, e.lobby, e.bots, e.flags = listing, u.lobby, u.bots, u.flags
+	changed := e.set(u, kv, t.s.cfg.MaxPlayers)
 	if changed && e.room != 0 {
 		t.gen++
 	}
 	switch {
+	case e.room == 0:
+		// Waiting for its first check, or being checked: the check lists
+		// what was registered last.
+		e.expires = now.Add(t.s.cfg.TTL)
 	case u.transport == gg2.UDP:
 		e.expires = now.Add(t.s.cfg.TTL)
-		if e.room == 0 || changed {
-			t.publish(e)
-		}
-	case e.room == 0:
-		e.expires = now.Add(t.s.cfg.TTL)
-		if t.startCheck(ctx, e, now) == reachable {
+		if changed {
 			t.publish(e)
 		}
 	default:
@@ -215,7 +218,7 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 		// check can run now (it passed one before), and otherwise left to
 		// expire a TTL after its last refresh, as when its port stopped
 		// answering. A check that runs refreshes it if it works.
-		switch t.startCheck(ctx, e, now) {
+		switch t.recheck(ctx, e, now) {
 		case reachable, skipped:
 			e.expires = now.Add(t.s.cfg.TTL)
 			if changed {
@@ -225,16 +228,71 @@ func (t *table) apply(ctx context.Context, ip netip.Addr, u *update, now time.Ti
 	}
 }
 
-// setID records the server ID u carries (legacy registrations carry none);
-// t.mu is held.
-func (t *table) setID(e *entry, u *update) {
-	if e.hasID && (!u.hasID || e.id != u.id) && t.byID[e.id] == e {
-		delete(t.byID, e.id)
+// add makes the entry of a new key, within the quotas, and lists it or
+// queues its check; t.mu is held.
+func (t *table) add(ctx context.Context, k string, addr netip.AddrPort, u *update, kv gg2.KeyValues, now time.Time) {
+	ip, network := addr.Addr(), limit.PrefixOf(addr.Addr())
+	listNow := u.transport == gg2.UDP
+	if !listNow {
+		switch t.reach.cached(addr, now) {
+		case reachable:
+			listNow = true
+		case unreachable:
+			t.s.drops.Add("unreachable_cached")
+			return
+		}
 	}
-	e.id, e.hasID = u.id, u.hasID
-	if u.hasID {
-		t.byID[u.id] = e
+	switch {
+	case t.perIP[ip] >= t.s.cfg.MaxServersPerIP:
+		t.s.drops.Add("source_full")
+		return
+	case t.perNet[network] >= t.s.cfg.MaxServersPerNetwork:
+		t.s.drops.Add("network_full")
+		return
+	case listNow && len(t.byRoom) >= t.s.cfg.MaxServers:
+		t.s.drops.Add("table_full")
+		return
+	case !listNow:
+		if why := t.reach.admit(ip, now); why != "" {
+			t.s.drops.Add(why)
+			return
+		}
 	}
+	e := &entry{key: k, addr: addr, net: network, transport: u.transport, id: u.id, hasID: u.hasID,
+		expires: now.Add(t.s.cfg.TTL)}
+	e.set(u, kv, t.s.cfg.MaxPlayers)
+	t.byKey[k] = e
+	t.perIP[ip]++
+	t.perNet[network]++
+	if e.hasID {
+		t.byID[e.id] = append(t.byID[e.id], e)
+	}
+	if listNow {
+		t.publish(e)
+		return
+	}
+	t.reach.push(e)
+	t.dispatch(ctx)
+}
+
+// set records what u says of e, its table cut to kv, and reports whether
+// anything a list shows changed.
+func (e *entry) set(u *update, kv gg2.KeyValues, maxPlayers int) bool {
+	changed := e.kv == nil || !kv.Equal(e.kv)
+	if changed {
+		e.setKV(kv)
+	}
+	listing := e.listing
+	listing.Addr = e.addr
+	listing.MaxPlayers = min(int(u.slots), maxPlayers)
+	listing.Players = min(int(u.players), maxPlayers)
+	listing.Password = u.flags&gg2.FlagPassword != 0
+	listing.Unchecked = e.transport == gg2.UDP
+	if listing != e.listing || e.lobby != u.lobby || e.bots != u.bots || e.flags != u.flags {
+		changed = true
+	}
+	e.listing, e.lobby, e.bots, e.flags = listing, u.lobby, u.bots, u.flags
+	return changed
 }
 
 // publish puts e in the room table, or updates it there; t.mu is held.
@@ -253,26 +311,48 @@ func (t *table) publish(e *entry) {
 	t.byRoom[room.ID] = e
 }
 
-// unregister removes the server registered with id, if any.
-func (t *table) unregister(id gg2.UUID) bool {
+// unregister removes the servers registered with id from ip, and says
+// why nothing was removed: "unknown_id", or "wrong_source" when id holds
+// servers of other addresses only.
+func (t *table) unregister(id gg2.UUID, ip netip.Addr) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.byID[id]
-	if ok {
-		t.remove(e, "unregistered")
+	owned := t.byID[id]
+	if len(owned) == 0 {
+		return "unknown_id"
 	}
-	return ok
+	removed := 0
+	for _, e := range slices.Clone(owned) {
+		if e.addr.Addr() == ip {
+			t.remove(e, "unregistered")
+			removed++
+		}
+	}
+	if removed == 0 {
+		return "wrong_source"
+	}
+	return ""
 }
 
 // remove drops e; t.mu is held.
 func (t *table) remove(e *entry, why string) {
 	delete(t.byKey, e.key)
-	if t.perIP[e.addr.Addr()]--; t.perIP[e.addr.Addr()] == 0 {
-		delete(t.perIP, e.addr.Addr())
+	ip := e.addr.Addr()
+	if t.perIP[ip]--; t.perIP[ip] <= 0 {
+		delete(t.perIP, ip)
 	}
-	if e.hasID && t.byID[e.id] == e {
-		delete(t.byID, e.id)
+	if t.perNet[e.net]--; t.perNet[e.net] <= 0 {
+		delete(t.perNet, e.net)
 	}
+	if e.hasID {
+		owned := slices.DeleteFunc(t.byID[e.id], func(o *entry) bool { return o == e })
+		if len(owned) == 0 {
+			delete(t.byID, e.id)
+		} else {
+			t.byID[e.id] = owned
+		}
+	}
+	t.reach.drop(e)
 	if e.room != 0 {
 		delete(t.byRoom, e.room)
 		t.s.reg.Unregister(e.key)
@@ -323,7 +403,8 @@ func (t *table) clear() int {
 	return n
 }
 
-// counts returns the servers listed and those waiting for a check.
+// counts returns the servers listed and those waiting for, or in, their
+// first check.
 func (t *table) counts() (registered, pending int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -25,7 +25,7 @@ func BenchmarkResponse(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				resp := gunz.Response{Serial: 1, Servers: r.list(host)}
+				resp := gunz.Response{Serial: 1, Servers: r.list(host, true)}
 				if r.out, err = resp.Append(r.out[:0]); err != nil {
 					b.Fatal(err)
 				}

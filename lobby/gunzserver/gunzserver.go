@@ -12,6 +12,14 @@
 // up to 64 KiB and UDP source addresses can be forged: without it the
 // locator would amplify floods aimed at a victim's network.
 //
+// The reply goes to the request's source address, which a datagram may
+// forge: so what others registered never grows a reply to a source that
+// has not shown it receives (limit.Guard.Receives: a TCP handshake with
+// one of Foyer's listeners, a JOIN with a masked room id). Such a source
+// is told of Foyer's own rooms only, what the host itself runs; a source
+// that has shown it receives gets every room, registered ones included,
+// but none that is Unchecked (nothing proved its address).
+//
 // Each room becomes one entry: the room's address (PublicAddr, or the local
 // address the request arrived on, for Foyer's own rooms; a registered
 // room's own host when it is IPv4, rooms on IPv6 hosts are left out), its
@@ -249,7 +257,7 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.drops.Add("no_address")
 		return
 	}
-	resp := gunz.Response{Serial: req.Serial, Servers: r.list(host)}
+	resp := gunz.Response{Serial: req.Serial, Servers: r.list(host, l.guard.Receives(from.Addr(), now))}
 	if r.out, err = resp.Append(r.out[:0]); err != nil {
 		l.drops.Add("encode_error")
 		l.log.Error().Err(err).Msg("locator response not encoded")
@@ -271,12 +279,23 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 }
 
 // list turns the room table into response entries, Foyer's own rooms at
-// host.
-func (r *responder) list(host netip.Addr) []gunz.Server {
+// host: only those unless all, and never an Unchecked room.
+func (r *responder) list(host netip.Addr, all bool) []gunz.Server {
 	rooms := r.l.rooms.List().Rooms
+	if !all || slices.ContainsFunc(rooms, func(rm room.Room) bool { return rm.Unchecked }) {
+		r.rooms = r.rooms[:0]
+		for _, rm := range rooms {
+			if (all || rm.Source.Own()) && !rm.Unchecked {
+				r.rooms = append(r.rooms, rm)
+			}
+		}
+		rooms = r.rooms
+	}
 	if len(rooms) > gunz.MaxServers {
 		// Joinable first; the snapshot is shared, so sort a copy.
-		r.rooms = append(r.rooms[:0], rooms...)
+		if len(r.rooms) == 0 || &rooms[0] != &r.rooms[0] {
+			r.rooms = append(r.rooms[:0], rooms...)
+		}
 		slices.SortStableFunc(r.rooms, func(a, b room.Room) int {
 			switch ja, jb := a.Joinable(), b.Joinable(); {
 			case ja == jb:

@@ -99,16 +99,26 @@ func addRooms(t *testing.T, table *roomtabletest.Rooms) {
 			t.Fatal(err)
 		}
 	}
+	// Registered with nothing to prove its address: never listed.
+	if _, err := table.Register("unchecked", room.Listing{Addr: netip.MustParseAddrPort("192.0.2.10:8192"), MaxPlayers: 10, Unchecked: true}); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// wantRooms is addRooms as the locator lists them: players count the seats
-// held too, as in every listing.
+// wantRooms is addRooms as the locator lists them to a source that showed
+// it receives: players count the seats held too, as in every listing.
 func wantRooms(host netip.Addr) []gunz.Server {
+	return append(wantOwnRooms(host),
+		gunz.Server{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunz.Match, Status: gunz.Online})
+}
+
+// wantOwnRooms is addRooms as the locator lists them to a source never
+// seen: Foyer's own rooms only.
+func wantOwnRooms(host netip.Addr) []gunz.Server {
 	return []gunz.Server{
 		{Addr: host, Port: 30001, ID: 1, MaxPlayers: 4, Players: 2, Type: gunz.Match, Status: gunz.Online},
 		{Addr: host, Port: 30002, ID: 2, MaxPlayers: 4, Players: 2, Type: gunz.Match, Status: gunz.Offline},
 		{Addr: host, Port: 30003, ID: 3, MaxPlayers: 4, Players: 4, Type: gunz.Match, Status: gunz.Offline},
-		{Addr: netip.MustParseAddr("192.0.2.9"), Port: 8190, ID: 4, MaxPlayers: 10, Type: gunz.Match, Status: gunz.Online},
 	}
 }
 
@@ -132,12 +142,37 @@ func TestSeedRequestAnswered(t *testing.T) {
 	if r.Serial != 0 {
 		t.Errorf("serial %d", r.Serial)
 	}
-	sameServers(t, r.Servers, wantRooms(netip.MustParseAddr("127.0.0.1")))
+	sameServers(t, r.Servers, wantOwnRooms(netip.MustParseAddr("127.0.0.1")))
 	// A reply is counted once sent, which may be after it arrived.
 	edgetest.Eventually(t, "reply counted", func() bool { return f.loc.Stats().Replies["locator"] == 1 })
 	if st := f.loc.Stats(); st.Requests["locator"] != 1 || len(st.Drops) != 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// What others registered grows no reply to a source that has not shown it
+// receives: it is told of Foyer's own rooms only, however many servers
+// registered. A source that has is told of every room but the unchecked.
+func TestRegisteredRoomsOnlyToReceivers(t *testing.T) {
+	f := start(t, nil)
+	for range 1000 {
+		f.table.Add(room.Room{Port: 8190, State: packet.Waiting, MaxPlayers: 10, Source: room.GG2,
+			Host: netip.MustParseAddr("192.0.2.9")})
+	}
+	f.send(seedRequest)
+	if r := f.recv(); len(r.Servers) != 0 {
+		t.Fatalf("a never-seen source is told of %d registered servers", len(r.Servers))
+	}
+	f.loc.guard.Received(netip.MustParseAddr("127.0.0.1"), time.Now())
+	f.send(seedRequest)
+	if r := f.recv(); len(r.Servers) != 1000 {
+		t.Fatalf("a receiver is told of %d servers, want 1000", len(r.Servers))
+	}
+	other := start(t, nil)
+	addRooms(t, other.table)
+	other.loc.guard.Received(netip.MustParseAddr("127.0.0.1"), time.Now())
+	other.send(seedRequest)
+	sameServers(t, other.recv().Servers, wantRooms(netip.MustParseAddr("127.0.0.1")))
 }
 
 func TestSerialEchoedAndPublicAddr(t *testing.T) {
@@ -148,7 +183,7 @@ func TestSerialEchoedAndPublicAddr(t *testing.T) {
 	if r.Serial != 0xA5 {
 		t.Errorf("serial %#x, want 0xa5", r.Serial)
 	}
-	sameServers(t, r.Servers, wantRooms(netip.MustParseAddr("198.51.100.4")))
+	sameServers(t, r.Servers, wantOwnRooms(netip.MustParseAddr("198.51.100.4")))
 }
 
 // On a socket bound to 0.0.0.0 the listed address is the one the request

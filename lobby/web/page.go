@@ -1,13 +1,16 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
@@ -59,6 +62,8 @@ func (s *Server) lobbyRank(id gg2.UUID) int {
 // row is one listed server.
 type row struct {
 	listed      bool
+	own         bool   // one of Foyer's own rooms
+	enc         []byte // the row as the page being made writes it
 	lobby       gg2.UUID
 	id          uint32
 	password    bool
@@ -106,19 +111,90 @@ func (s *Server) page(kind pageKind, host netip.Addr) []byte {
 		}
 	}
 	var b []byte
-	rows := s.rows(snap, host)
+	rows, cut := s.fit(kind, s.rows(snap, host))
+	if cut > 0 {
+		s.drops.Counter("page_cut").Add(uint64(cut))
+	}
 	if kind == htmlPage {
 		// A row of a typical server takes some 250 bytes.
-		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows)
+		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows, cut)
 	} else {
-		b = appendJSON(rows)
+		b = appendJSON(rows, cut)
 	}
 	c.entries[c.next] = cachedPage{kind: kind, host: host, version: snap.Version, gen: gen, b: b}
 	c.next = (c.next + 1) % len(c.entries)
 	return b
 }
 
-// rows lists snap's rooms grouped by lobby, each group in room order.
+// lobbyCost is what a lobby's heading and table frame take on a page, at
+// most: the size of a page's rows is counted with them.
+const lobbyCost = len(htmlTableHead) + len(htmlTableTail) + 200
+
+// fit returns the rows a page of kind carries within MaxPageBytes, grouped
+// by lobby, each with its encoding in kind, and how many were left out.
+// Foyer's own rooms come first, then the registered servers with their
+// networks taking turns, so that one network's many servers cannot push
+// the others off the page.
+func (s *Server) fit(kind pageKind, rows []row) ([]row, int) {
+	var own, registered []int
+	for i := range rows {
+		if rows[i].own {
+			own = append(own, i)
+		} else {
+			registered = append(registered, i)
+		}
+	}
+	registered = frontend.Interleave(registered, func(i int) netip.Prefix { return limit.PrefixOf(rows[i].addr.Addr()) })
+	budget, cut := s.cfg.MaxPageBytes, 0
+	lobbies := make(map[gg2.UUID]bool)
+	var kept []int
+	// Every row's encoding in one buffer (a row keeps its slice of it
+	// when the buffer grows), so that a page of thousands of rows costs a
+	// few allocations.
+	buf := bytes.NewBuffer(make([]byte, 0, 256*len(rows)))
+	enc := json.NewEncoder(buf)
+	for _, i := range append(own, registered...) {
+		r := &rows[i]
+		start := buf.Len()
+		if kind == htmlPage {
+			buf.Write(appendRow(buf.AvailableBuffer(), *r))
+			r.enc = buf.Bytes()[start:]
+		} else {
+			if err := enc.Encode(jsonRow(*r)); err != nil { // strings, numbers and bools always encode
+				panic(err)
+			}
+			r.enc = bytes.TrimSuffix(buf.Bytes()[start:], []byte("\n")) // Encode ends each value with one
+		}
+		n := len(r.enc) + 1
+		if !lobbies[r.lobby] {
+			n += lobbyCost
+		}
+		if n > budget {
+			cut++
+			continue
+		}
+		budget -= n
+		lobbies[r.lobby] = true
+		kept = append(kept, i)
+	}
+	slices.SortFunc(kept, func(a, b int) int {
+		ra, rb := &rows[a], &rows[b]
+		if c := cmp.Compare(s.lobbyRank(ra.lobby), s.lobbyRank(rb.lobby)); c != 0 {
+			return c
+		}
+		if c := slices.Compare(ra.lobby[:], rb.lobby[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b) // room order
+	})
+	out := make([]row, len(kept))
+	for k, i := range kept {
+		out[k] = rows[i]
+	}
+	return out, cut
+}
+
+// rows lists snap's rooms that a page shows, in room order.
 func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 	rows := make([]row, len(snap.Rooms))
 	for i, r := range snap.Rooms {
@@ -128,7 +204,7 @@ func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 		rw.addr = netip.AddrPortFrom(r.Host.Unmap(), r.Port)
 		if r.Source.Own() {
 			kv := frontend.RoomKeys(r, s.cfg.Game)
-			rw.listed, rw.lobby, rw.addr = true, s.cfg.Lobby, netip.AddrPortFrom(host, r.Port)
+			rw.listed, rw.own, rw.lobby, rw.addr = true, true, s.cfg.Lobby, netip.AddrPortFrom(host, r.Port)
 			rw.name, rw.game, rw.mapID = value(kv, "name"), value(kv, "game"), value(kv, "map")
 		}
 	}
@@ -141,14 +217,7 @@ func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
 			}
 		})
 	}
-	rows = slices.DeleteFunc(rows, func(r row) bool { return !r.listed })
-	slices.SortStableFunc(rows, func(a, b row) int {
-		if c := cmp.Compare(s.lobbyRank(a.lobby), s.lobbyRank(b.lobby)); c != 0 {
-			return c
-		}
-		return slices.Compare(a.lobby[:], b.lobby[:])
-	})
-	return rows
+	return slices.DeleteFunc(rows, func(r row) bool { return !r.listed })
 }
 
 func value(kv gg2.KeyValues, k string) string {
@@ -186,16 +255,18 @@ td:nth-child(odd) { background: #f6f6f6; }
 `
 	htmlTableTail = "</tbody>\n</table>\n"
 	htmlNone      = "<p>No servers are active.</p>\n"
+	htmlCut       = "<p>%d more servers are not shown.</p>\n"
 	htmlTail      = `<p><a href="/status.json">This list as JSON</a></p>
 </body>
 </html>
 `
 )
 
-// appendHTML writes the page: one table per lobby with servers.
-func appendHTML(b []byte, rows []row) []byte {
+// appendHTML writes the page: one table per lobby with servers, and how
+// many servers were left out.
+func appendHTML(b []byte, rows []row, cut int) []byte {
 	b = append(b, htmlHead...)
-	if len(rows) == 0 {
+	if len(rows) == 0 && cut == 0 {
 		b = append(b, htmlNone...)
 	}
 	for i, r := range rows {
@@ -208,38 +279,46 @@ func appendHTML(b []byte, rows []row) []byte {
 			b = append(b, "</h2>\n"...)
 			b = append(b, htmlTableHead...)
 		}
-		b = append(b, "<tr><td>"...)
-		if r.password {
-			b = append(b, 'X')
-		}
-		b = append(b, "</td><td>"...)
-		b = appendText(b, r.name)
-		b = append(b, "</td><td>"...)
-		b = appendText(b, r.mapID)
-		b = append(b, "</td><td>"...)
-		b = appendPlayers(b, r)
-		b = append(b, "</td><td>"...)
-		if r.gameURL != "" {
-			b = append(b, `<a rel="nofollow noopener noreferrer" href="`...)
-			b = appendText(b, r.gameURL)
-			b = append(b, `">`...)
-		}
-		b = appendText(b, r.game)
-		if r.gameVersion != "" {
-			b = append(b, ' ')
-			b = appendText(b, r.gameVersion)
-		}
-		if r.gameURL != "" {
-			b = append(b, "</a>"...)
-		}
-		b = append(b, "</td><td>"...)
-		b = r.addr.AppendTo(b)
-		b = append(b, "</td></tr>\n"...)
+		b = append(b, r.enc...)
 	}
 	if len(rows) > 0 {
 		b = append(b, htmlTableTail...)
 	}
+	if cut > 0 {
+		b = fmt.Appendf(b, htmlCut, cut)
+	}
 	return append(b, htmlTail...)
+}
+
+// appendRow writes one server's row.
+func appendRow(b []byte, r row) []byte {
+	b = append(b, "<tr><td>"...)
+	if r.password {
+		b = append(b, 'X')
+	}
+	b = append(b, "</td><td>"...)
+	b = appendText(b, r.name)
+	b = append(b, "</td><td>"...)
+	b = appendText(b, r.mapID)
+	b = append(b, "</td><td>"...)
+	b = appendPlayers(b, r)
+	b = append(b, "</td><td>"...)
+	if r.gameURL != "" {
+		b = append(b, `<a rel="nofollow noopener noreferrer" href="`...)
+		b = appendText(b, r.gameURL)
+		b = append(b, `">`...)
+	}
+	b = appendText(b, r.game)
+	if r.gameVersion != "" {
+		b = append(b, ' ')
+		b = appendText(b, r.gameVersion)
+	}
+	if r.gameURL != "" {
+		b = append(b, "</a>"...)
+	}
+	b = append(b, "</td><td>"...)
+	b = r.addr.AppendTo(b)
+	return append(b, "</td></tr>\n"...)
 }
 
 // appendPlayers writes players/slots, or players+bots/slots.
@@ -257,6 +336,8 @@ func appendPlayers(b []byte, r row) []byte {
 type (
 	jsonList struct {
 		Lobbies []jsonLobby `json:"lobbies"`
+		// NotShown counts the servers left out by the page's size.
+		NotShown int `json:"not_shown,omitempty"`
 	}
 	jsonLobby struct {
 		ID      string       `json:"id"`
@@ -278,24 +359,49 @@ type (
 	}
 )
 
-// appendJSON writes the JSON page. encoding/json writes invalid UTF-8 as
+// appendJSON writes the JSON page, jsonList as encoding/json writes it,
+// from the rows' own encodings. encoding/json writes invalid UTF-8 as
 // U+FFFD and <, > and & as \u escapes, so the text is safe to embed too.
-func appendJSON(rows []row) []byte {
-	list := jsonList{Lobbies: []jsonLobby{}}
+func appendJSON(rows []row, cut int) []byte {
+	b := []byte(`{"lobbies":[`)
 	for i, r := range rows {
 		if i == 0 || r.lobby != rows[i-1].lobby {
-			list.Lobbies = append(list.Lobbies, jsonLobby{ID: r.lobby.String(), Name: lobbyName(r.lobby)})
+			if i > 0 {
+				b = append(b, "]},"...)
+			}
+			b = append(b, `{"id":`...)
+			b = append(b, mustJSON(r.lobby.String())...)
+			b = append(b, `,"name":`...)
+			b = append(b, mustJSON(lobbyName(r.lobby))...)
+			b = append(b, `,"servers":[`...)
+		} else {
+			b = append(b, ',')
 		}
-		l := &list.Lobbies[len(list.Lobbies)-1]
-		l.Servers = append(l.Servers, jsonServer{
-			Room: r.id, Password: r.password, Name: r.name, Map: r.mapID,
-			Players: r.players, Bots: r.bots, Slots: r.slots,
-			Game: r.game, GameVersion: r.gameVersion, GameURL: r.gameURL, Address: r.addr.String(),
-		})
+		b = append(b, r.enc...)
 	}
-	b, err := json.Marshal(list)
+	if len(rows) > 0 {
+		b = append(b, "]}"...)
+	}
+	b = append(b, ']')
+	if cut > 0 {
+		b = fmt.Appendf(b, `,"not_shown":%d`, cut)
+	}
+	return append(b, "}\n"...)
+}
+
+// jsonRow is r in the JSON page.
+func jsonRow(r row) jsonServer {
+	return jsonServer{
+		Room: r.id, Password: r.password, Name: r.name, Map: r.mapID,
+		Players: r.players, Bots: r.bots, Slots: r.slots,
+		Game: r.game, GameVersion: r.gameVersion, GameURL: r.gameURL, Address: r.addr.String(),
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
 	if err != nil { // strings, numbers and bools always encode
 		panic(err)
 	}
-	return append(b, '\n')
+	return b
 }

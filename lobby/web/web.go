@@ -14,10 +14,14 @@
 // Everything a registrant sends is hostile. Text is escaped, invalid UTF-8
 // and control characters are shown as U+FFFD, only http and https URLs
 // become links, and the page's Content-Security-Policy runs no script even
-// if escaping failed. The listener limits connections per source and in
-// total (cutting the idle longest when full), draws from the per-source
-// buckets every edge shares, and times slow clients out. Pages are cached
-// until the room table or a description changes.
+// if escaping failed. The listener limits connections per source, per
+// network and in total (cutting the idle longest, or else the busy
+// longest, when full), draws from the per-source buckets every edge
+// shares, times slow clients out and cuts those that read slower than
+// MinReadRate. A page holds at most MaxPageBytes of rows: Foyer's own
+// rooms first, then the servers of each network in turn; the rest are
+// counted on the page. Pages are cached until the room table or a
+// description changes.
 package web
 
 import (
@@ -55,8 +59,14 @@ type Config struct {
 	// the local address each request arrived on.
 	PublicAddr netip.Addr
 	// MaxConns bounds the connections served at once, MaxConnsPerIP those
-	// from one source (an IPv4 address or an IPv6 /64).
-	MaxConns, MaxConnsPerIP int
+	// from one source (an IPv4 address or an IPv6 /64), MaxConnsPerNetwork
+	// those from one /24 or /56.
+	MaxConns, MaxConnsPerIP, MaxConnsPerNetwork int
+	// MinReadRate is the bytes a second a client must read a page at at
+	// least (see connlimit.MinRate).
+	MinReadRate int
+	// MaxPageBytes bounds the rows of one page.
+	MaxPageBytes int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
 }
@@ -65,11 +75,14 @@ type Config struct {
 // the zero AddrPort (the pages are off).
 func DefaultConfig() Config {
 	return Config{
-		Lobby:          gg2.GG2LobbyUUID,
-		Game:           "foyer",
-		MaxConns:       64,
-		MaxConnsPerIP:  8,
-		ReportInterval: 10 * time.Second,
+		Lobby:              gg2.GG2LobbyUUID,
+		Game:               "foyer",
+		MaxConns:           64,
+		MaxConnsPerIP:      8,
+		MaxConnsPerNetwork: 16,
+		MinReadRate:        4 << 10,
+		MaxPageBytes:       512 << 10,
+		ReportInterval:     10 * time.Second,
 	}
 }
 
@@ -77,8 +90,9 @@ func (c Config) check() error {
 	switch {
 	case !c.Listen.IsValid():
 		return errors.New("web: no listen address")
-	case c.MaxConns < 1 || c.MaxConnsPerIP < 1 || c.ReportInterval <= 0:
-		return errors.New("web: max conns, max conns per IP and report interval must be positive")
+	case c.MaxConns < 1 || c.MaxConnsPerIP < 1 || c.MaxConnsPerNetwork < 1 || c.MinReadRate < 1 ||
+		c.MaxPageBytes < 1 || c.ReportInterval <= 0:
+		return errors.New("web: max conns, max conns per IP and per network, min read rate, max page bytes and report interval must be positive")
 	}
 	return nil
 }
@@ -115,6 +129,24 @@ type Server struct {
 	pages     pageCache
 }
 
+// busyCut is how long a request may be answered before a newcomer to a
+// full listener may take its connection's place: a page of MaxPageBytes
+// takes a fraction of it to a reader that keeps up.
+const busyCut = time.Second
+
+// Stats is a snapshot of the pages' counters.
+type Stats struct {
+	// Drops counts connections and requests refused or cut, by reason
+	// (see connlimit.Gate.Drop), and "page_cut" the rows left out of the
+	// pages made, by MaxPageBytes.
+	Drops map[string]uint64
+	// Conns is the connections holding a place now.
+	Conns int
+}
+
+// Stats returns the pages' counters.
+func (s *Server) Stats() Stats { return Stats{Drops: s.drops.Snapshot(), Conns: s.gate.Len()} }
+
 // idleTimeout is shorter than other listeners': this one is public, and a
 // kept-alive connection holds a place of the per-source limit.
 const idleTimeout = 30 * time.Second
@@ -148,18 +180,24 @@ func newServer(cfg Config, rooms room.Table, describer Describer, guard *limit.G
 		guard = limit.NewGuard(limit.DefaultConfig())
 	}
 	s := &Server{cfg: cfg, rooms: rooms, describer: describer, guard: guard,
-		gate: connlimit.NewGate(cfg.MaxConns, cfg.MaxConnsPerIP),
-		log:  log.With().Str("component", "web").Logger()}
+		gate: connlimit.NewGate(connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxConnsPerIP,
+			PerNetwork: cfg.MaxConnsPerNetwork, CutBusyAfter: busyCut}),
+		log: log.With().Str("component", "web").Logger()}
 	// Connections draw from the per-source buckets the other edges use.
+	// A connection accepted has shown that its source receives: the guard
+	// hears of it.
 	s.gate.Admit = func(ip netip.Addr) string {
 		if s.guard.Denied(ip) {
 			return "denied"
 		}
-		if v := s.guard.Admit(ip, time.Now()); !v.OK() {
+		now := time.Now()
+		if v := s.guard.Admit(ip, now); !v.OK() {
 			return v.Reason()
 		}
+		s.guard.Received(ip, now)
 		return ""
 	}
+	s.gate.MinReadRate = cfg.MinReadRate
 	s.gate.Drop = func(reason string) { s.drops.Add(reason) }
 	s.http = httpserve.New(s, stdlog.New(s.log, "", 0))
 	s.http.IdleTimeout = idleTimeout

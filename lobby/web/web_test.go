@@ -346,3 +346,65 @@ func shown(s string) string {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "") == s }
+
+// A page holds at most MaxPageBytes of rows: Foyer's own rooms first, then
+// one server of each network before a second of any; the rest are
+// counted on the page.
+func TestPageCapped(t *testing.T) {
+	f := start(t, func(c *Config) { c.MaxPageBytes = 6 << 10 })
+	many := netip.MustParseAddr("203.0.113.1")
+	for i := range 100 {
+		port := uint16(9000 + i)
+		f.d.details[port] = Details{Lobby: gg2.GG2LobbyUUID}
+		f.rt.Register(fmt.Sprint("many", i), room.Listing{Addr: netip.AddrPortFrom(many, port), MaxPlayers: 8, Name: fmt.Sprint("flood ", i)})
+	}
+	f.d.details[7000] = Details{Lobby: gg2.GG2LobbyUUID}
+	f.rt.Register("late", room.Listing{Addr: netip.MustParseAddrPort("198.51.100.7:7000"), MaxPlayers: 8, Name: "late but alone"})
+	f.d.gen.Add(1)
+	for _, path := range []string{"/status", "/status.json"} {
+		_, body := get(t, f.base+path)
+		if len(body) > 8<<10 {
+			t.Errorf("%s: %d bytes", path, len(body))
+		}
+		for _, want := range []string{"Foyer room 1", "Bacon", "late but alone", "flood 0"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q:\n%s", path, want, body)
+			}
+		}
+		if strings.Contains(body, "flood 99") {
+			t.Errorf("%s shows every server", path)
+		}
+	}
+	_, body := get(t, f.base+"/status")
+	if !strings.Contains(body, "more servers are not shown.</p>") {
+		t.Errorf("the page does not say servers were left out:\n%s", body)
+	}
+	var list jsonList
+	_, js := get(t, f.base+"/status.json")
+	if err := json.Unmarshal([]byte(js), &list); err != nil || list.NotShown == 0 {
+		t.Errorf("JSON: %v, not_shown %d", err, list.NotShown)
+	}
+}
+
+// The pages are the same whether their rows were encoded one by one (as
+// the pages are made) or as one value: JSON as encoding/json writes
+// jsonList, HTML one row a line.
+func TestPagesEncodedWhole(t *testing.T) {
+	f := start(t, nil)
+	_, body := get(t, f.base+"/status.json")
+	var list jsonList
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(whole)+"\n" != body {
+		t.Errorf("JSON page\n%s\nwant\n%s", body, whole)
+	}
+	_, page := get(t, f.base+"/status")
+	if n := strings.Count(page, "</td></tr>\n"); n != 3 {
+		t.Errorf("%d rows ending a line, want 3:\n%s", n, page)
+	}
+}

@@ -23,6 +23,9 @@ type ListServer struct {
 	KeyValues KeyValues
 }
 
+// WireLen is the size of s's block in a reply, its length field included.
+func (s ListServer) WireLen() int { return minBlock + s.KeyValues.wireLen() }
+
 // ListReply is the lobby's answer to a list query.
 type ListReply struct {
 	Servers []ListServer

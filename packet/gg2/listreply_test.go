@@ -183,3 +183,21 @@ func BenchmarkListReply(b *testing.B) {
 		})
 	}
 }
+
+// WireLen is a block's size as Append writes it.
+func TestListServerWireLen(t *testing.T) {
+	servers := []ListServer{
+		{Transport: TCP, V4: netip.MustParseAddrPort("192.0.2.1:8190")},
+		{Transport: TCP, V4: netip.MustParseAddrPort("192.0.2.1:8191"),
+			KeyValues: KeyValues{{Key: "name", Value: []byte("Bacon Town 24/7")}, {Key: "map", Value: []byte("ctf_truefort")}}},
+	}
+	for _, s := range servers {
+		one, err := ListReply{Servers: []ListServer{s}}.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.WireLen(), len(one)-4; got != want {
+			t.Errorf("WireLen %d, Append wrote %d", got, want)
+		}
+	}
+}

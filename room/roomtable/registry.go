@@ -86,6 +86,7 @@ func applyListing(row *room.Room, l room.Listing) {
 	row.Host, row.Port = l.Addr.Addr().Unmap(), l.Addr.Port()
 	row.Players, row.MaxPlayers = l.Players, l.MaxPlayers
 	row.Name, row.Game, row.Map, row.Password = l.Name, l.Game, l.Map, l.Password
+	row.Unchecked = l.Unchecked
 }
 
 // Registered returns the room registered under key.

@@ -44,6 +44,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -81,9 +82,11 @@ type Sources struct {
 	// Usage is what each room's processes use, by room id; a room it
 	// leaves out shows none (it runs without cgroups).
 	Usage func() map[uint32]cgroup.Usage
-	// GG2 and Gunz are the neighbour-protocol edges; nil when disabled.
+	// GG2 and Gunz are the neighbour-protocol edges, Web the public
+	// server list; nil when disabled.
 	GG2  func() gg2server.Stats
 	Gunz func() gunzserver.Stats
+	Web  func() web.Stats
 	// Cluster is the cluster this host is part of; nil when standalone.
 	Cluster func() cluster.Stats
 	// Guard is the rate limiting every edge shares.
@@ -98,12 +101,16 @@ type Sources struct {
 	Watch func(context.Context) <-chan room.Event
 }
 
-// The admin listener's connections at once, and from one IPv4 address or
-// IPv6 /64: every board stream (maxStreams) from one machine, with room
-// left for scrapes and pages.
+// The admin listener's connections at once, from one IPv4 address or
+// IPv6 /64, and from one /24 or /56: every board stream (maxStreams) from
+// one machine, with room left for scrapes and pages. A client must read
+// what it is sent at minReadRate at least (see connlimit.MinRate), an
+// event stream included.
 const (
-	maxConns          = 2 * maxStreams
-	maxConnsPerSource = maxStreams + 8
+	maxConns           = 2 * maxStreams
+	maxConnsPerSource  = maxStreams + 8
+	maxConnsPerNetwork = maxConnsPerSource + 8
+	minReadRate        = 4 << 10
 )
 
 // Server is the admin listener. A nil *Server is a disabled listener: its
@@ -116,6 +123,7 @@ type Server struct {
 	guesses  *guesses // the failed authentications of each source
 	log      zerolog.Logger
 	draining atomic.Bool
+	drops    *dropCounts // connections refused or cut
 }
 
 // New binds cfg.Listen; Serve answers on it. With an empty Listen it
@@ -137,11 +145,11 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
-	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger()}
+	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger(), drops: newDropCounts()}
 	s.board = newBoard(src, s.log)
 	s.guesses = newGuesses(s.log)
 	errLog := stdlog.New(s.log, "", 0)
-	reg := newRegistry(src)
+	reg := newRegistry(src, s.drops.collector())
 	pages := http.NewServeMux()
 	pages.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// A series that fails to collect is logged and left out; the
@@ -212,8 +220,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	// Bounded before any token is checked: connections a client opens
 	// and never uses would otherwise take every descriptor the process
 	// has. A board's event stream holds one while it is watched.
-	gate := connlimit.NewGate(maxConns, maxConnsPerSource)
+	gate := connlimit.NewGate(connlimit.Config{Max: maxConns, PerSource: maxConnsPerSource, PerNetwork: maxConnsPerNetwork})
 	gate.BodyLimit = maxLoginBytes
+	gate.MinReadRate = minReadRate
+	gate.Drop = s.drops.add
 	if err := httpserve.Serve(ctx, s.http, gate.Wrap(s.http, s.ln)); err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}

@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"maps"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -13,6 +15,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -31,10 +34,11 @@ import (
 // process's standard metrics and those of every source that is set. It
 // is the admin listener's own, not client_golang's global one, so that
 // nothing else registered in the process shows up on the page.
-func newRegistry(src Sources) *prometheus.Registry {
+func newRegistry(src Sources, extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(foyerCollectors(src)...)
+	reg.MustRegister(extra...)
 	return reg
 }
 
@@ -61,6 +65,9 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	}
 	if src.Gunz != nil {
 		cs = append(cs, stats[gunzserver.Stats]{src.Gunz, gunzDescs, collectGunz})
+	}
+	if src.Web != nil {
+		cs = append(cs, stats[web.Stats]{src.Web, webDescs, collectWeb})
 	}
 	if src.Guard != nil {
 		cs = append(cs, stats[GuardStats]{src.Guard, guardDescs, collectGuard})
@@ -281,6 +288,47 @@ func collectGunz(ch chan<- prometheus.Metric, s gunzserver.Stats) {
 	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
 	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
 	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)
+}
+
+var (
+	webDrops = desc("foyer_web_drops_total", "Public server list connections and requests refused or cut, by reason.", "reason")
+	webConns = desc("foyer_web_connections", "Public server list connections holding a place.", "")
+
+	webDescs = []*prometheus.Desc{webDrops, webConns}
+)
+
+func collectWeb(ch chan<- prometheus.Metric, s web.Stats) {
+	byName(ch, webDrops, prometheus.CounterValue, s.Drops)
+	gauge(ch, webConns, s.Conns)
+}
+
+var adminDrops = desc("foyer_admin_drops_total", "Admin listener connections and requests refused or cut, by reason.", "reason")
+
+// dropCounts counts what the admin listener's gate refuses or cuts, by
+// the gate's fixed reasons.
+type dropCounts struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func newDropCounts() *dropCounts { return &dropCounts{n: make(map[string]uint64)} }
+
+func (d *dropCounts) add(reason string) {
+	d.mu.Lock()
+	d.n[reason]++
+	d.mu.Unlock()
+}
+
+func (d *dropCounts) snapshot() map[string]uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.n)
+}
+
+func (d *dropCounts) collector() prometheus.Collector {
+	return stats[map[string]uint64]{d.snapshot, []*prometheus.Desc{adminDrops}, func(ch chan<- prometheus.Metric, m map[string]uint64) {
+		byName(ch, adminDrops, prometheus.CounterValue, m)
+	}}
 }
 
 // GuardStats is what the guard every edge shares says of itself.

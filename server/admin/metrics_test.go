@@ -15,6 +15,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -262,6 +263,7 @@ func TestMetricsOfNeighbourEdges(t *testing.T) {
 			return gunzserver.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
 				Drops: map[string]uint64{"checksum": 1}}
 		},
+		Web: func() web.Stats { return web.Stats{Drops: map[string]uint64{"slow_reader": 2}, Conns: 3} },
 	})
 	const want = `# HELP foyer_gg2_requests_total GG2-style registrations, unregistrations and list queries.
 # TYPE foyer_gg2_requests_total counter
@@ -288,6 +290,12 @@ foyer_gunz_replies_total{kind="locator"} 4
 # HELP foyer_gunz_drops_total GunZ datagrams dropped unanswered, by reason.
 # TYPE foyer_gunz_drops_total counter
 foyer_gunz_drops_total{reason="checksum"} 1
+# HELP foyer_web_drops_total Public server list connections and requests refused or cut, by reason.
+# TYPE foyer_web_drops_total counter
+foyer_web_drops_total{reason="slow_reader"} 2
+# HELP foyer_web_connections Public server list connections holding a place.
+# TYPE foyer_web_connections gauge
+foyer_web_connections 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
@@ -295,6 +303,24 @@ foyer_gunz_drops_total{reason="checksum"} 1
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
+	}
+}
+
+// The admin listener counts what its gate refuses or cuts.
+func TestAdminDropsCounted(t *testing.T) {
+	d := newDropCounts()
+	d.add("slow_reader")
+	d.add("slow_reader")
+	d.add("conn_limit")
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(d.collector())
+	const want = `# HELP foyer_admin_drops_total Admin listener connections and requests refused or cut, by reason.
+# TYPE foyer_admin_drops_total counter
+foyer_admin_drops_total{reason="conn_limit"} 1
+foyer_admin_drops_total{reason="slow_reader"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }
 

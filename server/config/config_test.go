@@ -153,6 +153,11 @@ protocol_id = "dea41970-4cea-a588-df40-62faef6f1739"
 max_kv_bytes = "2KiB"
 max_players = 16
 max_list_conns_per_ip = 2
+max_servers_per_network = 5
+udp_transport = true
+min_read_rate = "1KiB"
+max_list_conns_per_network = 3
+max_list_bytes = "64KiB"
 [web]
 listen = "[::]:29950"
 [gunz]
@@ -169,7 +174,9 @@ public_addr = "::ffff:192.0.2.8"
 		g.Server.PublicAddr != netip.MustParseAddr("192.0.2.7") || g.Server.Game != "gg2" ||
 		g.Server.TTL != 2*time.Second || g.Server.MaxServersPerIP != 3 || g.Server.MaxServers != 4096 ||
 		g.Server.LegacyListen.IsValid() || g.Server.ProtocolID != gg2.ShortLegacyVersion(1).ID ||
-		g.Server.MaxKVBytes != 2048 || g.Server.MaxPlayers != 16 || g.Server.MaxListConnsPerIP != 2 {
+		g.Server.MaxKVBytes != 2048 || g.Server.MaxPlayers != 16 || g.Server.MaxListConnsPerIP != 2 ||
+		g.Server.MaxServersPerNetwork != 5 || !g.Server.UDPTransport || g.Server.MinReadRate != 1024 ||
+		g.Server.MaxListConnsPerNetwork != 3 || g.Server.MaxListBytes != 64<<10 {
 		t.Errorf("gg2 server = %+v", g.Server)
 	}
 	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") {
@@ -268,6 +275,11 @@ func TestRefusals(t *testing.T) {
 		{"gg2 max_kv_bytes large", "[gg2]\nmax_kv_bytes = \"1MiB\"\n", `bad.toml:2: [gg2] max_kv_bytes "1MiB": must be at most 65536 bytes`},
 		{"gg2 max_players", "[gg2]\nmax_players = 0\n", `bad.toml:2: [gg2] max_players 0: must be at least 1`},
 		{"gg2 per-ip conns above max", "[gg2]\nmax_list_conns = 4\nmax_list_conns_per_ip = 5\n", `bad.toml:3: [gg2] max_list_conns_per_ip 5: must be at most 4`},
+		{"gg2 per-network conns above max", "[gg2]\nmax_list_conns = 4\nmax_list_conns_per_network = 5\n", `bad.toml:3: [gg2] max_list_conns_per_network 5: must be at most 4`},
+		{"gg2 per-network servers above max", "[gg2]\nmax_servers = 10\nmax_servers_per_network = 11\n", `bad.toml:3: [gg2] max_servers_per_network 11: must be at most 10`},
+		{"gg2 udp_transport string", "[gg2]\nudp_transport = \"no\"\n", `bad.toml:2: [gg2] udp_transport "no": want true or false`},
+		{"gg2 min_read_rate small", "[gg2]\nmin_read_rate = 10\n", `bad.toml:2: [gg2] min_read_rate 10: must be between 256 and`},
+		{"gg2 max_list_bytes small", "[gg2]\nmax_list_bytes = \"1KiB\"\n", `bad.toml:2: [gg2] max_list_bytes "1KiB": must be between 16384 and`},
 		{"web listen", "[web]\nlisten = \"localhost:29950\"\n", `bad.toml:2: [web] listen "localhost:29950": not IP:port`},
 		{"gg2 unknown key", "[gg2]\nenabled = true\nrate = 5\n", `bad.toml:3: [gg2] rate: unknown key`},
 		{"gunz listen IPv6", "[gunz]\nlisten = \"[::]:8900\"\n", `bad.toml:2: [gunz] listen "[::]:8900": must be an IPv4 address`},

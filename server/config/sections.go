@@ -90,11 +90,16 @@ type gg2Keys struct {
 	TTL              toml.Primitive `toml:"ttl"`
 	MaxServers       toml.Primitive `toml:"max_servers"`
 	MaxServersPerIP  toml.Primitive `toml:"max_servers_per_ip"`
+	MaxServersPerNet toml.Primitive `toml:"max_servers_per_network"`
+	UDPTransport     toml.Primitive `toml:"udp_transport"`
 	DialTimeout      toml.Primitive `toml:"dial_timeout"`
 	MaxChecks        toml.Primitive `toml:"max_checks"`
 	ListTimeout      toml.Primitive `toml:"list_timeout"`
+	MinReadRate      toml.Primitive `toml:"min_read_rate"`
 	MaxListConns     toml.Primitive `toml:"max_list_conns"`
 	MaxListConnsIP   toml.Primitive `toml:"max_list_conns_per_ip"`
+	MaxListConnsNet  toml.Primitive `toml:"max_list_conns_per_network"`
+	MaxListBytes     toml.Primitive `toml:"max_list_bytes"`
 	MaxKVBytes       toml.Primitive `toml:"max_kv_bytes"`
 	MaxPlayers       toml.Primitive `toml:"max_players"`
 	LegacyListen     toml.Primitive `toml:"legacy_listen"`
@@ -127,11 +132,16 @@ func (k *gg2Keys) apply(r *reader, c *Config) {
 	r.get(k.TTL, duration(&srv.TTL, time.Second))
 	r.get(k.MaxServers, count(&srv.MaxServers, 1, 1<<20))
 	r.get(k.MaxServersPerIP, count(&srv.MaxServersPerIP, 1, srv.MaxServers))
+	r.get(k.MaxServersPerNet, count(&srv.MaxServersPerNetwork, 1, srv.MaxServers))
+	r.get(k.UDPTransport, boolean(&srv.UDPTransport))
 	r.get(k.DialTimeout, duration(&srv.DialTimeout, 10*time.Millisecond))
-	r.get(k.MaxChecks, count(&srv.MaxChecks, 1, 1<<10))
+	r.get(k.MaxChecks, count(&srv.MaxChecks, 1, 1<<12))
 	r.get(k.ListTimeout, duration(&srv.ListTimeout, 100*time.Millisecond))
+	r.get(k.MinReadRate, size(&srv.MinReadRate, minReadRate))
 	r.get(k.MaxListConns, count(&srv.MaxListConns, 1, 1<<16))
 	r.get(k.MaxListConnsIP, count(&srv.MaxListConnsPerIP, 1, srv.MaxListConns))
+	r.get(k.MaxListConnsNet, count(&srv.MaxListConnsPerNetwork, 1, srv.MaxListConns))
+	r.get(k.MaxListBytes, size(&srv.MaxListBytes, gg2server.MinListBytes))
 	r.get(k.MaxKVBytes, size(&srv.MaxKVBytes, gg2server.MinKVBytes))
 	if srv.MaxKVBytes > maxKVBytes {
 		r.refuse(fmt.Sprintf("must be at most %d bytes", maxKVBytes), k.MaxKVBytes)
@@ -308,6 +318,10 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 
 // maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.
 const maxKVBytes = 64 << 10
+
+// minReadRate is the least [gg2] min_read_rate: a slower floor would keep
+// a list connection for minutes.
+const minReadRate = 256
 
 type webKeys struct {
 	Listen toml.Primitive `toml:"listen"`
