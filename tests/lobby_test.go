@@ -277,7 +277,7 @@ func TestKilledInstanceLeavesTheList(t *testing.T) {
 
 // pollLimits are [lobby] limits that a LIST every 5 ms, and a CREATE per
 // benchmark round, stay well within.
-const pollLimits = "rate = 1000\nburst = 1000\ncreate_rate = 1000\ncreate_burst = 1000"
+const pollLimits = "rate = 1000\nburst = 1000\ncreate_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000"
 
 // killAndAwaitUnlisted SIGKILLs room id's instance, pid, and polls LIST
 // (sequence *seq on) until the room is gone, failing after 30 s.

@@ -137,7 +137,7 @@ func TestSlowReadersCannotDenyLists(t *testing.T) {
 			return query(legacyAddr, []byte{1}, func(b []byte) error { _, err := parseLegacyReply(b); return err })
 		}},
 		{"status page", web, []byte("GET /status HTTP/1.1\r\nHost: foyer\r\n\r\n"), 8, func() bool { return fetch("http://" + web.String() + "/status") }},
-		{"admin pages", adminAddr, []byte("GET /rooms HTTP/1.1\r\nHost: foyer\r\n\r\n"), 40, func() bool { return fetch(admin + "/metrics") }},
+		{"admin pages", adminAddr, []byte("GET /rooms HTTP/1.1\r\nHost: " + adminAddr.String() + "\r\n\r\n"), 40, func() bool { return fetch(admin + "/metrics") }},
 	}
 	for _, variant := range []struct {
 		name   string
