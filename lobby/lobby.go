@@ -452,6 +452,9 @@ func (l *Lobby) startCreate(req request, now time.Time) {
 	l.work.Go(func() {
 		defer l.creating.Add(-1)
 		r, err := l.rooms.Create(l.ctx, req.from)
+		if l.handedOver(req, err) {
+			return
+		}
 		if err == nil {
 			l.stats.granted[0].Add(1)
 			l.lists.changed()
@@ -478,6 +481,9 @@ func (l *Lobby) joinWorker() {
 // returns for reuse.
 func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 	r, err := l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
+	if l.handedOver(req, err) {
+		return buf
+	}
 	switch {
 	case err == nil:
 		l.stats.granted[1].Add(1)
@@ -494,6 +500,19 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 		l.failed("join", req.from, req.asked, err)
 	}
 	return l.answer(req, r, err, now, buf[:0])
+}
+
+// handedOver reports whether req, a CREATE or JOIN that err ended, is to
+// be dropped as one that came during the handover: the lobby froze while
+// it ran, and the table, held for the handover, refused it. Its retry is
+// for the new process to answer.
+func (l *Lobby) handedOver(req request, err error) bool {
+	if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() {
+		return false
+	}
+	l.retries.abandon(req.key)
+	l.stats.drop("handover")
+	return true
 }
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries

@@ -476,6 +476,64 @@ func TestCreateBusyAndDraining(t *testing.T) {
 	}
 }
 
+// A frozen lobby (handing over to its new process) answers LIST and
+// drops CREATE and JOIN, counted, without running them; thawed (the
+// handover failed), it answers their retries.
+func TestFreezeDropsCreateAndJoinUntilThaw(t *testing.T) {
+	rooms := newMemRooms(t, 8)
+	rooms.add(room.Room{ID: 50, MaxPlayers: 4, Port: 30050})
+	l, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	l.Freeze()
+	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
+	c.send(hdr(packet.Compact, packet.JoinRoom, 2), 50)
+	if m := c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0); m.Type != packet.RoomList {
+		t.Fatalf("LIST of a frozen lobby answered %+v", m)
+	}
+	c.expectNothing()
+	if s := l.Stats(); s.Drops["handover"] != 2 || rooms.creates.Load() != 0 || rooms.joins.Load() != 0 {
+		t.Fatalf("frozen: drops %v, %d creates and %d joins run", s.Drops, rooms.creates.Load(), rooms.joins.Load())
+	}
+	l.Thaw()
+	if m := c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0); m.Type != packet.RoomCreated {
+		t.Fatalf("CREATE retried after the thaw answered %+v", m)
+	}
+	if m := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 2), 50); m.Type != packet.JoinSuccess {
+		t.Fatalf("JOIN retried after the thaw answered %+v", m)
+	}
+}
+
+// A CREATE or JOIN the lobby took just before it froze, refused by the
+// table the handover holds, is dropped as one that came after: the
+// client's retry goes to the new process, which answers it. Here the
+// handover thaws again, so this lobby answers the retry itself.
+func TestFreezeDropsTheRequestsItCaughtRunning(t *testing.T) {
+	rooms := newMemRooms(t, 8)
+	rooms.add(room.Room{ID: 50, MaxPlayers: 4, Port: 30050})
+	rooms.gate, rooms.joinGate = make(chan struct{}), make(chan struct{})
+	l, addr := start(t, testConfig(), rooms)
+	c := dial(t, "127.0.0.1", addr)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
+	c.send(hdr(packet.Compact, packet.JoinRoom, 2), 50)
+	statsOnce(t, l, func(Stats) bool { return rooms.creates.Load() == 1 && rooms.joins.Load() == 1 })
+	l.Freeze()
+	rooms.Hold(true) // as the supervisor's Release does
+	close(rooms.gate)
+	close(rooms.joinGate)
+	c.expectNothing()
+	if s := statsOnce(t, l, func(s Stats) bool { return s.Drops["handover"] == 2 }); s.Drops["handover"] != 2 || len(s.Failures) != 0 {
+		t.Fatalf("drops %v, failures %v: want both requests dropped, none refused", s.Drops, s.Failures)
+	}
+	l.Thaw()
+	rooms.Hold(false)
+	if m := c.roundTrip(hdr(packet.Compact, packet.CreateRoom, 1), 0); m.Type != packet.RoomCreated {
+		t.Fatalf("CREATE retried after the thaw answered %+v", m)
+	}
+	if m := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 2), 50); m.Type != packet.JoinSuccess {
+		t.Fatalf("JOIN retried after the thaw answered %+v", m)
+	}
+}
+
 func TestCreateFailureIsJoinFailed(t *testing.T) {
 	l, addr := start(t, testConfig(), newMemRooms(t, 0))
 	c := dial(t, "127.0.0.1", addr)

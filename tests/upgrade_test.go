@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -412,5 +413,145 @@ func awaitLog(t *testing.T, logs *logBuffer, msg string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%q never logged:\n%s", msg, logs)
 		}
+	}
+}
+
+// changeLoad keeps sockets asking a lobby for rooms and seats, as clients
+// do: each sends a CREATE or a JOIN, sends the same request again every
+// changeRetry until it is answered, and then asks again with the next
+// sequence number.
+type changeLoad struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	granted map[byte]int // requests answered with a room, by type
+	retried map[byte]int // of them, those answered only after a retry
+	// refused lists the requests answered JOIN_FAILED, or with another
+	// room than the JOIN asked for; lost those never answered.
+	refused, lost []string
+}
+
+// changeRetry is how long a client waits for an answer before it sends
+// its request again; changeWait how long before it gives up: far above
+// any handover.
+const (
+	changeRetry = 200 * time.Millisecond
+	changeWait  = 15 * time.Second
+)
+
+func newChangeLoad() *changeLoad {
+	return &changeLoad{stop: make(chan struct{}), granted: map[byte]int{}, retried: map[byte]int{}}
+}
+
+// creator adds a socket on ip that lists once (a player lists before it
+// creates) and then CREATEs rooms, one every pace.
+func (ld *changeLoad) creator(t testing.TB, ip string, lobby netip.AddrPort, pace time.Duration) {
+	c := newClient(t, ip, lobby)
+	c.list(1)
+	ld.wg.Go(func() { ld.run(c, createRoom, 0, pace) })
+}
+
+// joiner adds a socket on ip that JOINs room id again and again, every
+// pace: its seat, held by the first, is refreshed by the others.
+func (ld *changeLoad) joiner(t testing.TB, ip string, lobby netip.AddrPort, id uint32, pace time.Duration) {
+	c := newClient(t, ip, lobby)
+	ld.wg.Go(func() { ld.run(c, joinRoom, id, pace) })
+}
+
+func (ld *changeLoad) run(c *client, typ byte, id uint32, pace time.Duration) {
+	var payload []byte
+	if typ == joinRoom {
+		payload = joinPayload(id)
+	}
+	for seq := uint16(2); ; seq++ {
+		select {
+		case <-ld.stop:
+			return
+		default:
+		}
+		req := encode(compact, typ, seq, 0, payload)
+		r, tries := ask(c, req, seq)
+		ld.mu.Lock()
+		what := fmt.Sprintf("%#x seq %d from %v (%d sends)", typ, seq, c.conn.LocalAddr(), tries)
+		switch {
+		case r.typ == 0:
+			ld.lost = append(ld.lost, what)
+		case r.typ == joinFailed || typ == joinRoom && (r.typ != joinSuccess || len(r.payload) != 6 || binary.BigEndian.Uint32(r.payload) != id) ||
+			typ == createRoom && r.typ != roomCreated:
+			ld.refused = append(ld.refused, fmt.Sprintf("%s answered %#x %x", what, r.typ, r.payload))
+		default:
+			ld.granted[typ]++
+			if tries > 1 {
+				ld.retried[typ]++
+			}
+		}
+		ld.mu.Unlock()
+		time.Sleep(pace)
+	}
+}
+
+// ask sends req from c until a reply echoing seq comes, or changeWait
+// passes (a zero reply); it returns the reply and how many times req was
+// sent.
+func ask(c *client, req []byte, seq uint16) (reply, int) {
+	deadline := time.Now().Add(changeWait)
+	for tries := 1; time.Now().Before(deadline); tries++ {
+		if _, err := c.conn.WriteToUDPAddrPort(req, c.to); err != nil {
+			return reply{}, tries
+		}
+		for wait := time.Now().Add(changeRetry); time.Now().Before(wait); {
+			r, err := c.tryRecv(time.Until(wait))
+			if err != nil || r.typ == 0 {
+				break
+			}
+			if r.seq == seq {
+				return r, tries
+			}
+		}
+	}
+	return reply{}, 0
+}
+
+// finish stops the load and waits for its sockets' last requests.
+func (ld *changeLoad) finish() {
+	close(ld.stop)
+	ld.wg.Wait()
+}
+
+// A CREATE or JOIN that reaches a lobby while it hands over to its new
+// process is dropped, and the client's retry is answered: by the new
+// process, with a room. Under CREATEs from two sockets and JOINs of one
+// room from three, across three upgrades, no request is answered
+// JOIN_FAILED and none goes unanswered. (The create budgets are raised
+// above what the sockets ask: a new process knows none of its sources,
+// and a source's first request there is a CREATE.)
+func TestUpgradeUnderCreateAndJoinLoad(t *testing.T) {
+	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 80,
+		lobbyKeys: "create_network_rate = 100\ncreate_network_burst = 100\nunverified_create_rate = 100\nunverified_create_burst = 100"})
+	id, _ := newClient(t, "127.0.0.1", l.lobby).request(compact, createRoom, 1, nil).roomPort(t)
+
+	ld := newChangeLoad()
+	for i := range 2 {
+		ld.creator(t, fmt.Sprintf("127.8.%d.1", i), l.lobby, 200*time.Millisecond)
+	}
+	for i := range 3 {
+		ld.joiner(t, fmt.Sprintf("127.9.0.%d", 1+i), l.lobby, id, 5*time.Millisecond)
+	}
+	pids := []int{l.current()}
+	for range 3 {
+		time.Sleep(300 * time.Millisecond)
+		pids = append(pids, l.upgrade())
+	}
+	time.Sleep(300 * time.Millisecond)
+	ld.finish()
+	t.Logf("processes %v: %d CREATEs (%d after a retry) and %d JOINs (%d after a retry) answered with a room",
+		pids, ld.granted[createRoom], ld.retried[createRoom], ld.granted[joinRoom], ld.retried[joinRoom])
+	if len(ld.refused) > 0 || len(ld.lost) > 0 {
+		t.Fatalf("across three upgrades %d requests were refused, %d never answered; the first:\n%s",
+			len(ld.refused), len(ld.lost), strings.Join(append(ld.refused[:min(len(ld.refused), 5)], ld.lost[:min(len(ld.lost), 5)]...), "\n"))
+	}
+	if ld.granted[createRoom] == 0 || ld.granted[joinRoom] == 0 {
+		t.Fatalf("granted %v: the load did not run", ld.granted)
 	}
 }
