@@ -224,6 +224,34 @@ func TestExecDDNetCreateProbeKill(t *testing.T) {
 	}
 }
 
+// A kept server's answers to the probe are its signs of life: a DDNet
+// room nobody plays in, whose server answers every probe, lives on
+// through four health timeouts and the 16 sweeps in them. Its keeper's
+// heartbeats alone would not keep it: a server that stops answering is
+// reaped, TestExecDDNetSilentIsUnhealthy.
+func TestExecDDNetAnsweredProbesKeepItAlive(t *testing.T) {
+	const health = 3 * time.Second // a heartbeat carries the details at least every 1.9 s
+	s, _ := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = health })
+	events, r := watchAndCreate(t, s)
+	end := time.After(4 * health)
+	for done := false; !done; {
+		select {
+		case ev := <-events:
+			if ev.Kind == room.Reaped && ev.Room.ID == r.ID {
+				t.Fatalf("the room of a server that answers its probes was reaped: %+v", ev)
+			}
+		case <-end:
+			done = true
+		}
+	}
+	if got, ok := listed(s, r.ID); !ok || got.State != packet.Waiting || got.Name != fmt.Sprintf("Room %d", r.ID) {
+		t.Fatalf("after four health timeouts: %+v, listed %v", got, ok)
+	}
+	if in := askInfo(t, r.Port); in.Name != fmt.Sprintf("Room %d", r.ID) {
+		t.Fatalf("server info %+v", in)
+	}
+}
+
 func TestExecDDNetSilentIsUnhealthy(t *testing.T) {
 	s, sink := newExec(t, ddnetCommand(t), "teeworlds", func(c *Config) { c.HealthTimeout = 3 * time.Second })
 	events, r := watchAndCreate(t, s)
