@@ -19,6 +19,7 @@ import (
 
 	"github.com/foyerlobby/foyer/foyertest"
 	"github.com/foyerlobby/foyer/internal/floodtest"
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/packet/gg2"
@@ -190,6 +191,97 @@ func TestForgedFloodLeavesEstablishedClientsServed(t *testing.T) {
 	}
 	if rss > 128<<20 {
 		t.Errorf("resident memory %d MiB after the flood, bound 128 MiB", rss>>20)
+	}
+}
+
+// A flood from a million forged sources reaches the bounds the lobby
+// keeps against it, and the lobby holds them: the source table fills to
+// max_sources (the default, 100,000) and grows no further; the replies to
+// sources first seen under the flood stay within unverified_reply_limit,
+// which they reach; and foyer serve stays under 128 MiB resident. Two
+// budgets differ from the defaults, to keep the test short: admit_rate
+// (2,000 new sources a second, which would take 50 s to fill the table)
+// is 20,000, still a fraction of what the flood sends, so that the lobby
+// knows it is flooded throughout; and unverified_reply_limit is 64 KiB a
+// second, below what 20,000 new sources a second ask (at 1 MiB it takes
+// 75,000 forged requests a second to reach, more than a loaded two-core
+// machine both sends and reads).
+func TestForgedMillionSourcesMeetTheBounds(t *testing.T) {
+	requiretest.RawSocket(t) // forged datagrams
+	const (
+		maxSources = 100_000 // the default
+		admitRate  = 20_000
+		admitBurst = 4096 // the default
+		replyLimit = 64 << 10
+		forged     = 1_000_000
+		emptyList  = 8 + 2 + 4 // a ROOM_LIST of no room: header, count, CRC
+	)
+	s := startServer(t, fmt.Sprintf("admit_rate = %d\nunverified_reply_limit = %d\n", admitRate, replyLimit), "")
+	before := s.metrics(t)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var sent uint64
+	start := time.Now()
+	wg.Go(func() {
+		var err error
+		if sent, err = floodtest.Run(ctx, floodtest.Config{To: s.lobby, Payload: encode(compact, listRooms, 9, 0, nil), Sources: 2 * forged}); err != nil {
+			t.Error(err)
+		}
+	})
+	// Sources are admitted as known ones (their replies not charged to
+	// the unverified budget) until the lobby knows it is flooded.
+	for m := s.metrics(t); m["foyer_guard_under_pressure"] != 1; m = s.metrics(t) {
+		if time.Since(start) > 10*time.Second {
+			stop()
+			wg.Wait()
+			t.Fatal("the lobby never knew it was flooded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	known := time.Since(start)
+	// Until the lobby has read a million forged requests and filled its
+	// table (or a minute has passed: the checks below say which did not
+	// happen). The flood has two million sources, and sends each once:
+	// every request the lobby reads comes from a source it has not seen.
+	read := func(m map[string]float64) float64 {
+		return m[`foyer_lobby_requests_total{type="list"}`] - before[`foyer_lobby_requests_total{type="list"}`]
+	}
+	for m := s.metrics(t); (read(m) < forged || m["foyer_lobby_sources"] < maxSources) && time.Since(start) < time.Minute; m = s.metrics(t) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	time.Sleep(quiet) // what the socket still held is read and answered
+	m := s.metrics(t)
+	elapsed := time.Since(start)
+	rss := residentBytes(t, s.cmd.Process.Pid)
+	replies := m[`foyer_lobby_replies_total{type="room_list"}`] - before[`foyer_lobby_replies_total{type="room_list"}`]
+	// The replies the flood could get: one to each source admitted before
+	// the lobby knew it was flooded (as many as the admission budget let
+	// in by then), and then what the unverified budget lets through in the
+	// time, its burst included.
+	budget := admitBurst + admitRate*known.Seconds() +
+		(float64(replyLimit)*elapsed.Seconds()+float64(max(replyLimit, limit.MaxDatagram)))/emptyList
+	t.Logf("%d datagrams sent, each from a source of its own, in %v (flood known after %v); the lobby read %.0f, admitted %.0f sources, held back %.0f replies and sent %.0f (budget %.0f); RSS %d MiB",
+		sent, elapsed.Round(time.Millisecond), known.Round(time.Millisecond), read(m), m["foyer_lobby_sources"], m["foyer_guard_unverified_replies_dropped_total"], replies, budget, rss>>20)
+	if sent > 2*forged {
+		t.Fatalf("the flood sent %d datagrams from %d sources: some came twice", sent, 2*forged)
+	}
+	if read(m) < forged {
+		t.Errorf("the lobby read %.0f forged requests in %v, want %d", read(m), elapsed, forged)
+	}
+	if got := m["foyer_lobby_sources"]; got != maxSources {
+		t.Errorf("%.0f sources in the table after %d forged ones, want the bound, %d", got, forged, maxSources)
+	}
+	if m["foyer_guard_unverified_replies_dropped_total"] == 0 {
+		t.Error("no reply held back: the flood never reached unverified_reply_limit")
+	}
+	if replies > budget {
+		t.Errorf("%.0f replies (%.0f bytes) to the flood in %v, past the %d bytes a second of unverified_reply_limit (at most %.0f replies)",
+			replies, replies*emptyList, elapsed, replyLimit, budget)
+	}
+	if rss > 128<<20 {
+		t.Errorf("resident memory %d MiB after %d forged sources, bound 128 MiB", rss>>20, forged)
 	}
 }
 
