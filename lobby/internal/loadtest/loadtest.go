@@ -171,10 +171,12 @@ func (w *worker) await(c *net.UDPConn, buf []byte, sent time.Time) bool {
 	}
 }
 
-// Echo answers every datagram on c with its own bytes until c is closed:
-// the baseline a server's rate is compared with. It reads into one reused
-// buffer on one goroutine, as the lobby's socket loops do.
-func Echo(c *net.UDPConn) {
+// Echo answers every datagram on c with its own bytes, zero-padded to
+// size(datagram) bytes when that is longer, until c is closed: the
+// baseline a server's rate is compared with, its replies as long as the
+// server's. It reads into one reused buffer on one goroutine, as the
+// lobby's socket loops do.
+func Echo(c *net.UDPConn, size func(req []byte) int) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
@@ -184,8 +186,16 @@ func Echo(c *net.UDPConn) {
 			}
 			continue
 		}
-		c.WriteToUDPAddrPort(buf[:n], from)
+		c.WriteToUDPAddrPort(pad(buf, n, size), from)
 	}
+}
+
+// pad is the echo of the n-byte datagram at the start of buf: the
+// datagram, zero-padded to size of it (at most buf's length).
+func pad(buf []byte, n int, size func(req []byte) int) []byte {
+	m := min(max(size(buf[:n]), n), len(buf))
+	clear(buf[n:m])
+	return buf[:m]
 }
 
 // echoBatch is how many datagrams EchoBatched takes per system call, as
@@ -196,7 +206,7 @@ const echoBatch = 16
 // datagrams per system call (recvmmsg on Linux) and sends their echoes in
 // one (sendmmsg). It is the limit of what a server reading and writing
 // like the lobby can do, whatever its work per datagram.
-func EchoBatched(c *net.UDPConn) {
+func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
 	pc := ipv4.NewPacketConn(c)
 	ms := make([]ipv4.Message, echoBatch)
 	for i := range ms {
@@ -215,7 +225,7 @@ func EchoBatched(c *net.UDPConn) {
 			continue
 		}
 		for i := range n {
-			out[i].Buffers[0], out[i].Addr = ms[i].Buffers[0][:ms[i].N], ms[i].Addr
+			out[i].Buffers[0], out[i].Addr = pad(ms[i].Buffers[0], ms[i].N, size), ms[i].Addr
 		}
 		for sent := 0; sent < n; {
 			k, err := pc.WriteBatch(out[sent:n], 0)

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/netip"
@@ -31,7 +32,7 @@ func mix(t *testing.T) [][]byte {
 
 func TestRunAgainstEcho(t *testing.T) {
 	c, addr := listen(t)
-	go Echo(c)
+	go Echo(c, func(req []byte) int { return len(req) })
 	sources := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
 	res, err := Run(context.Background(), Config{Target: addr, Sources: sources, Workers: 2, Requests: 1001, Mix: mix(t), Timeout: 5 * time.Second})
 	if err != nil {
@@ -39,6 +40,33 @@ func TestRunAgainstEcho(t *testing.T) {
 	}
 	if res.Answered != 1001 || res.Lost != 0 || res.Rate <= 0 || res.P50 <= 0 || res.P99 < res.P50 {
 		t.Errorf("result %v", res)
+	}
+}
+
+// Both echoes answer a request with its own bytes, zero-padded to the
+// length asked for it, and never shorter than the request.
+func TestEchoesPadToTheAskedSize(t *testing.T) {
+	for name, echo := range map[string]func(*net.UDPConn, func([]byte) int){"Echo": Echo, "EchoBatched": EchoBatched} {
+		t.Run(name, func(t *testing.T) {
+			c, addr := listen(t)
+			go echo(c, func(req []byte) int { return int(req[0]) })
+			client, _ := listen(t)
+			for _, req := range [][]byte{{124, 1, 2}, {2, 7, 7, 7}, {4, 9, 9, 9}} {
+				if _, err := client.WriteToUDPAddrPort(req, addr); err != nil {
+					t.Fatal(err)
+				}
+				client.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 1<<16)
+				n, err := client.Read(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := append(bytes.Clone(req), make([]byte, max(int(req[0])-len(req), 0))...)
+				if !bytes.Equal(buf[:n], want) {
+					t.Errorf("%x answered %x, want %x", req, buf[:n], want)
+				}
+			}
+		})
 	}
 }
 
