@@ -1,13 +1,10 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -126,47 +123,6 @@ func BenchmarkWarmCreate(b *testing.B) {
 		b.Fatalf("%d of %d creates were warm", s.Stats().WarmHits, len(ds))
 	}
 	reportPercentiles(b, "create", ds)
-}
-
-// BenchmarkInstanceRSS reports the resident memory of an idle reference
-// room process.
-func BenchmarkInstanceRSS(b *testing.B) {
-	s := benchSupervisor(b, 4, nil)
-	var total float64
-	n := 0
-	for b.Loop() {
-		r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
-		if err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond) // settled: past start-up, idle
-		total += vmRSS(b, r.PID)
-		n++
-		syscall.Kill(r.PID, syscall.SIGKILL)
-		for _, ok := listed(s, r.ID); ok; _, ok = listed(s, r.ID) {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	b.ReportMetric(total/float64(n), "rss-MB")
-}
-
-// vmRSS reads a process's resident set in MB.
-func vmRSS(b *testing.B, pid int) float64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range bytes.Lines(raw) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, err := strconv.Atoi(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
 }
 
 // BenchmarkIdleRooms reports the supervisor's own CPU time, in percent of

@@ -38,8 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	testroomBin = filepath.Join(dir, "testroom")
 	build := exec.Command("go", "build", "-o", testroomBin, "./internal/testroom")
-	// Static, like the foyer binary the Makefile builds, so the RSS
-	// benchmark measures what ships.
+	// Static, like the foyer binary the Makefile builds.
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

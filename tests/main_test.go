@@ -416,10 +416,16 @@ func freeUDPPort(t testing.TB) int {
 // until the test ends, then checks that SIGTERM makes it exit 0.
 func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 	t.Helper()
+	return startServerOf(t, 20, lobbyExtra, supervisorExtra)
+}
+
+// startServerOf is startServer with a pool of n room ports.
+func startServerOf(t testing.TB, n int, lobbyExtra, supervisorExtra string) *server {
+	t.Helper()
 	port := freeUDPPort(t)
-	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
+	// A pool of n ports in 6000-10999: below the kernel's ephemeral range
 	// (client sockets) and away from the other packages' test pools.
-	first := 6000 + rand.IntN(250)*20
+	first := 6000 + rand.IntN(5000/n)*n
 	if !strings.Contains(supervisorExtra, "rooms_per_network") {
 		// Every test player is a loopback address, most of them
 		// 127.0.0.1: one network. The door tests set the quota.
@@ -437,13 +443,13 @@ listen = "127.0.0.1:0"
 [log]
 level = "debug"
 format = "json"
-`, port, lobbyExtra, first, first+19, supervisorExtra)
+`, port, lobbyExtra, first, first+n-1, supervisorExtra)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
-		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + 19}}
+		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + n - 1}}
 	s.cmd = exec.Command(bin, "serve", "--config", path)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {

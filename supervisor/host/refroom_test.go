@@ -2,13 +2,10 @@ package host_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -345,47 +342,6 @@ func BenchmarkColdStart(b *testing.B) {
 	ms := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))]) / 1e6 }
 	b.ReportMetric(ms(0.5), "p50-ms")
 	b.ReportMetric(ms(0.99), "p99-ms")
-}
-
-// BenchmarkIdleRSS measures the resident memory of a started, idle room:
-// all of it (VmRSS), and the part no other room shares (RssAnon; the rest
-// is the executable's pages, in memory once for every room).
-func BenchmarkIdleRSS(b *testing.B) {
-	var rss, private float64
-	n := 0
-	for b.Loop() {
-		p, _, err := openRefRoom(b, 4, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond) // let it settle past a heartbeat
-		rss += procStatusMB(b, p.PID(), "VmRSS:")
-		private += procStatusMB(b, p.PID(), "RssAnon:")
-		n++
-		p.Kill()
-		<-p.Exited()
-	}
-	b.ReportMetric(rss/float64(n), "rss-MB")
-	b.ReportMetric(private/float64(n), "private-MB")
-}
-
-// procStatusMB reads one kB field of /proc/PID/status, in MB.
-func procStatusMB(b *testing.B, pid int, field string) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for l := range strings.Lines(string(data)) {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == field {
-			kb, err := strconv.Atoi(f[1])
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
 }
 
 // BenchmarkIdleRoomsHostCPU measures what idle rooms cost their host:

@@ -1,0 +1,195 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
+)
+
+// BenchmarkServeIdleRooms measures the rooms a real foyer serve runs: 100
+// reference rooms, created through its lobby and left idle, first as
+// users of their own (where foyer serve runs as root: each room then has
+// a warden beside it), then as the lobby's user (room_users = ""). Per
+// room, its processes together (the room's, and its warden's):
+//
+//   - rss-MB: resident memory (VmRSS). Most of it is pages of the foyer
+//     binary, which every room and the lobby map, and which are in memory
+//     once however many map them.
+//   - pss-MB: the proportional share (Pss): what the room has alone, and
+//     its share of what it maps with others. This is what a room adds.
+//   - private-MB: what no other process maps (Private_Clean and
+//     Private_Dirty): the memory the host gets back when the room ends.
+//   - warden-pss-MB: the warden's part of pss-MB.
+//
+// and the CPU idle rooms use, in percent of one core per 100 rooms
+// (rooms-cpu-%, their wardens' part of it wardens-cpu-%; the lobby's, for
+// those rooms, is lobby-cpu-%), over one window of 5 s per iteration.
+func BenchmarkServeIdleRooms(b *testing.B) {
+	const rooms = 100
+	for _, mode := range []struct {
+		name, keys string
+		root       bool
+	}{
+		{"rooms-as-users", "", true},
+		{"rooms-as-lobby-user", `room_users = ""`, false},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			if mode.root {
+				requiretest.Root(b) // rooms run as users of their own only under root
+			}
+			s := startServerOf(b, rooms,
+				"create_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"+
+					"unverified_create_rate = 1000\nunverified_create_burst = 1000\n",
+				fmt.Sprintf("max_instances = %d\nseat_ttl = \"1h\"\nmax_waiting = \"1h\"\n%s\n[room]\nidle_timeout = \"1h\"\n", rooms, mode.keys))
+			createRooms(b, s, rooms)
+			time.Sleep(2 * time.Second) // past start-up and a heartbeat
+			lobby := s.cmd.Process.Pid
+			procs := roomProcesses(b, lobby)
+			if len(procs) != rooms {
+				b.Fatalf("%d room processes, want %d", len(procs), rooms)
+			}
+			var all, wardens []int
+			for _, room := range procs {
+				all, wardens = append(all, room...), append(wardens, room[1:]...)
+			}
+			var cpu, wardenCPU, lobbyCPU, wall time.Duration
+			for b.Loop() {
+				c0, w0, l0, t0 := cpuOf(b, all...), cpuOf(b, wardens...), cpuOf(b, lobby), time.Now()
+				time.Sleep(5 * time.Second)
+				cpu += cpuOf(b, all...) - c0
+				wardenCPU += cpuOf(b, wardens...) - w0
+				lobbyCPU += cpuOf(b, lobby) - l0
+				wall += time.Since(t0)
+			}
+			var rss, pss, private, warden float64
+			for _, room := range procs {
+				for i, pid := range room {
+					m := memoryOf(b, pid)
+					rss, pss, private = rss+m.rss, pss+m.pss, private+m.private
+					if i > 0 {
+						warden += m.pss
+					}
+				}
+			}
+			b.ReportMetric(rss/rooms, "rss-MB")
+			b.ReportMetric(pss/rooms, "pss-MB")
+			b.ReportMetric(private/rooms, "private-MB")
+			b.ReportMetric(warden/rooms, "warden-pss-MB")
+			b.ReportMetric(100*cpu.Seconds()/wall.Seconds()*100/rooms, "rooms-cpu-%")
+			b.ReportMetric(100*wardenCPU.Seconds()/wall.Seconds()*100/rooms, "wardens-cpu-%")
+			b.ReportMetric(100*lobbyCPU.Seconds()/wall.Seconds(), "lobby-cpu-%")
+		})
+	}
+}
+
+// createRooms creates n rooms through s's lobby, from 8 clients at once.
+func createRooms(b *testing.B, s *server, n int) {
+	var wg sync.WaitGroup
+	for w := range 8 {
+		c := newClient(b, "127.0.0.1", s.lobby)
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				seq := uint16(i + 1)
+				if r, _ := ask(c, encode(compact, createRoom, seq, 0, nil), seq); r.typ != roomCreated {
+					b.Errorf("CREATE %d answered %#x", i, r.typ)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
+
+// roomProcesses lists, for each child of the lobby (a room's first
+// process), that process and its children (its warden, when it has one).
+func roomProcesses(b *testing.B, lobby int) [][]int {
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(pid); len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out [][]int
+	for _, room := range children[lobby] {
+		out = append(out, append([]int{room}, children[room]...))
+	}
+	return out
+}
+
+// statFields are the fields of /proc/PID/stat after the command name
+// (state first), or nil.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// cpuOf is the user and system time the processes pids used so far.
+func cpuOf(b *testing.B, pids ...int) time.Duration {
+	var ticks int
+	for _, pid := range pids {
+		f := statFields(pid)
+		if len(f) < 13 {
+			b.Fatalf("process %d is gone", pid)
+		}
+		utime, _ := strconv.Atoi(f[11])
+		stime, _ := strconv.Atoi(f[12])
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// memory is a process's resident, proportional and private memory, in MB.
+type memory struct{ rss, pss, private float64 }
+
+func memoryOf(b *testing.B, pid int) memory {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m memory
+	for line := range strings.Lines(string(raw)) {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		kb, err := strconv.Atoi(f[1])
+		if err != nil {
+			b.Fatalf("/proc/%d/smaps_rollup: %q", pid, line)
+		}
+		mb := float64(kb) / 1024
+		switch f[0] {
+		case "Rss:":
+			m.rss += mb
+		case "Pss:":
+			m.pss += mb
+		case "Private_Clean:", "Private_Dirty:":
+			m.private += mb
+		}
+	}
+	return m
+}
