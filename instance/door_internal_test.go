@@ -78,3 +78,35 @@ func TestDoorMemoryIsBounded(t *testing.T) {
 		t.Fatalf("a knock of %d bytes was taken without a seat", n)
 	}
 }
+
+// A datagram that came just before its sender's seat is kept: the door
+// says so when the seat comes within knockTTL, and hands the datagram on
+// once, admitting its sender; a knock older than knockTTL is dropped.
+func TestDoorHandsOnAKnockItsSeatCaughtUpWith(t *testing.T) {
+	d := newDoor()
+	t0 := time.Unix(1000, 0)
+	old, early := netip.MustParseAddrPort("192.0.2.2:2000"), netip.MustParseAddrPort("192.0.2.1:1000")
+	if d.admit(old, []byte("old hello"), t0) || d.admit(early, []byte("hello"), t0.Add(knockTTL)) {
+		t.Fatal("admitted without a seat")
+	}
+	now := t0.Add(knockTTL + knockTTL/2) // old's knock is past knockTTL, early's is not
+	if d.seat(seatsFor(now.Add(time.Minute), "192.0.2.2:1"), now) {
+		t.Fatal("the door says a knock past knockTTL is waiting")
+	}
+	if !d.seat(seatsFor(now.Add(time.Minute), "192.0.2.2:1", "192.0.2.1:1"), now) {
+		t.Fatal("the seat of a kept knock came, and the door did not say so")
+	}
+	buf := make([]byte, 64)
+	if n, from, ok := d.knocked(buf, now); !ok || from != early || string(buf[:n]) != "hello" {
+		t.Fatalf("knocked: %q from %v, %v; want the early hello", buf[:n], from, ok)
+	}
+	if n, from, ok := d.knocked(buf, now); ok {
+		t.Fatalf("knocked again: %q from %v", buf[:n], from)
+	}
+	if !d.admit(early, nil, now) {
+		t.Fatal("the knock's sender is not admitted")
+	}
+	if refused, admitted := d.counts(); refused != 2 || admitted != 1 {
+		t.Fatalf("counted %d refused and %d admitted, want 2 and 1", refused, admitted)
+	}
+}
