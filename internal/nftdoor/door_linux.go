@@ -35,8 +35,9 @@ func set6(id uint32) string      { return "room6_" + strconv.FormatUint(uint64(i
 // each sends one netlink batch, which the kernel applies whole or not at
 // all, so a packet sees a room's door either before or after a change.
 type Door struct {
-	name  string
-	table *nftables.Table
+	name   string
+	table  *nftables.Table
+	probes []netip.Addr
 
 	mu    sync.Mutex
 	conn  *nftables.Conn // lasting, in the netns Open ran in
@@ -73,11 +74,12 @@ func Open(name string, probes ...netip.Addr) (*Door, error) {
 		return nil, unavailable(err)
 	}
 	d := &Door{
-		name:  name,
-		table: &nftables.Table{Name: name, Family: nftables.TableFamilyINet},
-		conn:  conn,
-		ct:    ct,
-		rooms: make(map[uint32]uint16),
+		name:   name,
+		table:  &nftables.Table{Name: name, Family: nftables.TableFamilyINet},
+		probes: probes,
+		conn:   conn,
+		ct:     ct,
+		rooms:  make(map[uint32]uint16),
 	}
 	if err := d.base(probes); err != nil {
 		d.closeConns()
@@ -238,14 +240,56 @@ func (d *Door) put(id uint32, port uint16) error {
 	if d.err != nil {
 		return d.err
 	}
-	if err := d.queueRoom(id, port); err != nil {
-		return d.broken(err)
-	}
-	if err := d.conn.Flush(); err != nil {
+	err := d.apply(func() (bool, error) { return true, d.queueRoom(id, port) })
+	if err != nil {
 		return fmt.Errorf("nftdoor: room %d on port %d: %w", id, port, err)
 	}
 	d.placed(id, port)
 	return nil
+}
+
+// apply sends the batch queue makes (if it says there is one) and
+// returns the kernel's answer. A batch refused because the table is not
+// as the door knew it (another process of the lobby changed it, during a
+// handover, or someone else removed what the door had made) is queued
+// again once on the table as read anew. d.mu is held.
+func (d *Door) apply(queue func() (bool, error)) error {
+	for try := 0; ; try++ {
+		send, err := queue()
+		if err != nil {
+			return d.broken(err)
+		}
+		if !send {
+			return nil
+		}
+		err = d.conn.Flush()
+		if err == nil || try > 0 || !stale(err) {
+			return err
+		}
+		if rerr := d.reload(); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+}
+
+// stale reports whether err is the kernel's saying that something the
+// batch names is missing, or there already.
+func stale(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EEXIST) || errors.Is(err, unix.EBUSY)
+}
+
+// reload reads the rooms of the table anew, making the table again if it
+// is gone. d.mu is held.
+func (d *Door) reload() error {
+	d.rooms = make(map[uint32]uint16)
+	_, err := d.conn.ListTableOfFamily(d.name, nftables.TableFamilyINet)
+	if errors.Is(err, unix.ENOENT) {
+		err = d.base(d.probes)
+	}
+	if err != nil {
+		return err
+	}
+	return d.load()
 }
 
 // queueRoom queues what puts room id on port: its sets, its chain with
@@ -348,25 +392,28 @@ func (d *Door) Seats(id uint32, seats []Seat) error {
 	if d.err != nil {
 		return d.err
 	}
+	err := d.apply(func() (bool, error) {
+		if _, ok := d.rooms[id]; !ok {
+			return false, nil
+		}
+		s4, s6 := d.sets(id)
+		d.conn.FlushSet(s4)
+		d.conn.FlushSet(s6)
+		if len(v4) > 0 {
+			if err := d.conn.SetAddElements(s4, v4); err != nil {
+				return false, err
+			}
+		}
+		if len(v6) > 0 {
+			return true, d.conn.SetAddElements(s6, v6)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("nftdoor: seats of room %d: %w", id, err)
+	}
 	if _, ok := d.rooms[id]; !ok {
 		return fmt.Errorf("%w: %d", ErrNoRoom, id)
-	}
-	s4, s6 := d.sets(id)
-	d.conn.FlushSet(s4)
-	d.conn.FlushSet(s6)
-	for _, x := range []struct {
-		s  *nftables.Set
-		es []nftables.SetElement
-	}{{s4, v4}, {s6, v6}} {
-		if len(x.es) == 0 {
-			continue
-		}
-		if err := d.conn.SetAddElements(x.s, x.es); err != nil {
-			return d.broken(err)
-		}
-	}
-	if err := d.conn.Flush(); err != nil {
-		return fmt.Errorf("nftdoor: seats of room %d: %w", id, err)
 	}
 	return nil
 }
@@ -380,13 +427,13 @@ func (d *Door) Close(id uint32) error {
 	if d.err != nil {
 		return d.err
 	}
-	if _, ok := d.rooms[id]; !ok {
-		return nil
-	}
-	if err := d.queueDrop(id); err != nil {
-		return d.broken(err)
-	}
-	if err := d.conn.Flush(); err != nil {
+	err := d.apply(func() (bool, error) {
+		if _, ok := d.rooms[id]; !ok {
+			return false, nil
+		}
+		return true, d.queueDrop(id)
+	})
+	if err != nil {
 		return fmt.Errorf("nftdoor: closing room %d: %w", id, err)
 	}
 	delete(d.rooms, id)
@@ -518,6 +565,34 @@ func Exists(name string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Sweep deletes, in one batch, the tables (family inet) of the calling
+// thread's network namespace whose names stale picks, and returns their
+// names: for the tables of lobbies that died without removing theirs.
+func Sweep(stale func(name string) bool) ([]string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, err := nftables.New(nftables.AsLasting())
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, t := range tables {
+		if stale(t.Name) {
+			c.DelTable(t)
+			gone = append(gone, t.Name)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	return gone, c.Flush()
 }
 
 // portKey is the map element of port.

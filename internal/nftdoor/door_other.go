@@ -27,3 +27,6 @@ func (d *Door) Remove() error                          { return nil }
 
 // Exists reports that no table exists.
 func Exists(name string) (bool, error) { return false, nil }
+
+// Sweep has nothing to sweep.
+func Sweep(stale func(name string) bool) ([]string, error) { return nil, nil }

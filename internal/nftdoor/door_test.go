@@ -352,3 +352,74 @@ func TestFlowsForgottenOneByOne(t *testing.T) {
 		t.Fatal("a flow to another port was forgotten")
 	}
 }
+
+// Two processes of one lobby share its table during a handover: what one
+// changes under the other is read anew by the other, not fatal to it.
+func TestATableChangedUnderTheDoor(t *testing.T) {
+	n := newNetns(t)
+	d := open(t, n)
+	a, b := n.echo(), n.echo()
+	must(t, d.Room(1, a))
+	must(t, d.Room(2, b))
+	var e *nftdoor.Door
+	var err error
+	n.do(func() { e, err = nftdoor.Open(tableName(t)) })
+	must(t, err)
+	must(t, e.Close(1))
+	must(t, e.Room(3, b)) // port b moves to room 3 under d
+	must(t, e.Release())
+
+	must(t, d.Close(1)) // gone already: no error
+	if err := d.Seats(1, nil); !errors.Is(err, nftdoor.ErrNoRoom) {
+		t.Fatalf("seats of a room another process closed: %v", err)
+	}
+	must(t, d.Room(4, a))
+	must(t, d.Seats(3, []nftdoor.Seat{seat("127.0.0.3", time.Minute)}))
+	if got := d.Rooms(); !maps.Equal(got, map[uint32]uint16{2: 0, 3: b, 4: a}) {
+		t.Fatalf("rooms %v", got)
+	}
+	if !n.player("127.0.0.3").heard(b, time.Second) || n.player("127.0.0.4").heard(b, shut) {
+		t.Fatal("the door of a room another process made is not as set")
+	}
+
+	// The whole table removed by someone else: made again.
+	n.do(func() { e, err = nftdoor.Open(tableName(t)) })
+	must(t, err)
+	must(t, e.Remove())
+	if err := d.Seats(3, nil); !errors.Is(err, nftdoor.ErrNoRoom) {
+		t.Fatalf("seats of a room whose table was removed: %v", err)
+	}
+	must(t, d.Room(5, a))
+	if n.player("127.0.0.4").heard(a, shut) {
+		t.Fatal("a room in a table made again let a stranger in")
+	}
+}
+
+// Sweep removes the tables it is told are stale, and only those.
+func TestSweepRemovesStaleTables(t *testing.T) {
+	n := newNetns(t)
+	for _, name := range []string{"foyer-sweep-a", "foyer-sweep-b"} {
+		n.do(func() {
+			d, err := nftdoor.Open(name)
+			if err == nil {
+				err = d.Release()
+			}
+			must(t, err)
+		})
+	}
+	var gone []string
+	var err error
+	n.do(func() { gone, err = nftdoor.Sweep(func(name string) bool { return name == "foyer-sweep-a" }) })
+	must(t, err)
+	if len(gone) != 1 || gone[0] != "foyer-sweep-a" {
+		t.Fatalf("swept %v", gone)
+	}
+	var a, b bool
+	n.do(func() {
+		a, _ = nftdoor.Exists("foyer-sweep-a")
+		b, _ = nftdoor.Exists("foyer-sweep-b")
+	})
+	if a || !b {
+		t.Fatalf("after the sweep: a exists %v, b exists %v", a, b)
+	}
+}

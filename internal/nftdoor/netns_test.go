@@ -148,7 +148,9 @@ func (n *netns) player(ip string) *player {
 	n.t.Helper()
 	var c *net.UDPConn
 	var err error
-	n.do(func() { c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0))) })
+	n.do(func() {
+		c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+	})
 	if err != nil {
 		n.t.Fatal(err)
 	}
