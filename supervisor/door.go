@@ -41,8 +41,10 @@ func (s *Supervisor) openDoor() {
 	// A lobby without a state directory that died (kill -9) left its
 	// table: its rooms are gone, and so must be their doors, which would
 	// judge their ports for the next lobby that uses them.
-	if gone, err := nftdoor.Sweep(staleDoor); len(gone) > 0 || err != nil {
-		s.log.Info().Strs("tables", gone).AnErr("error", err).Msg("doors of lobbies that died removed")
+	if gone, err := nftdoor.Sweep(staleDoor); err != nil {
+		s.log.Debug().Err(err).Msg("doors of lobbies that died not swept")
+	} else if len(gone) > 0 {
+		s.log.Info().Strs("tables", gone).Msg("doors of lobbies that died removed")
 	}
 	// A keeper probes from the rooms' bind address when it is one.
 	d, err := nftdoor.Open(name, s.cfg.Bind)
