@@ -146,3 +146,69 @@ func removeDoors(t testing.TB, logs *logBuffer) {
 		}
 	}
 }
+
+// The door of a DDNet room outlives its lobby: an upgrade hands it over
+// with the room, a lobby killed leaves it shut, and the lobby started
+// again adopts it with the room's seats; the room stays healthy
+// throughout, and the door goes when the lobby stops.
+func TestDDNetRoomsDoorOutlivesTheLobby(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("the door of exec rooms is an nftables table: this test runs the lobby as root; running as uid %d", os.Geteuid())
+	}
+	ddnet := ddnetBinary(t)
+	const health = 3 * time.Second
+	l := newKeptLobby(t, keptSettings{grace: 30 * time.Second, match: 60 * time.Second, ports: 4,
+		supervise: fmt.Sprintf(`command = [%q, "sv_port {port}; sv_name Room {room_id}; sv_register 0; sv_max_clients {max_players}; sv_map Tutorial"]
+probe = "teeworlds"
+max_players = 6
+health_timeout = "%s"
+`, ddnet, health)})
+	c := newClient(t, "127.0.0.4", l.lobby)
+	id, port := c.request(compact, createRoom, 1, nil).roomPort(t)
+	if r := newClient(t, "127.0.0.3", l.lobby).request(compact, joinRoom, 2, joinPayload(id)); r.typ != joinSuccess {
+		t.Fatalf("JOIN from 127.0.0.3 answered %#x", r.typ)
+	}
+	at := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
+	shut := func(when string) {
+		t.Helper()
+		if !teeAnswers(t, "127.0.0.3", at, 10) {
+			t.Fatalf("%s: the room does not answer 127.0.0.3, seated by its JOIN:\n%s", when, l.logs)
+		}
+		if teeAnswers(t, "127.0.0.2", at, 3) {
+			t.Fatalf("%s: the room answered 127.0.0.2, which holds no seat", when)
+		}
+	}
+	shut("at first")
+	tables := func() []any {
+		var names []any
+		for _, m := range l.logs.lines(doorShut) {
+			names = append(names, m["table"])
+		}
+		return names
+	}
+
+	l.upgrade()
+	shut("after an upgrade")
+	l.kill9()
+	shut("with no lobby")
+	l.start()
+	l.awaitLog(doorShut, map[string]any{"rooms": float64(1)})
+	shut("in the lobby started again")
+	if r := l.adminRooms(); len(r) != 1 || r[0].ID != id || !r[0].Adopted {
+		t.Fatalf("/rooms shows %+v", r)
+	}
+	names := tables()
+	if len(names) != 3 || names[0] != names[1] || names[1] != names[2] {
+		t.Fatalf("the door's table across the lobby's processes: %v", names)
+	}
+	for end := time.Now().Add(2*health + 500*time.Millisecond); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if len(l.logs.lines("room unhealthy, killing")) > 0 {
+			t.Fatalf("the room was killed as unhealthy: its keeper's probes were shut out:\n%s", l.logs)
+		}
+	}
+	l.stop()
+	name, _ := cutInet(names[0].(string))
+	if ok, err := nftdoor.Exists(name); ok || err != nil {
+		t.Fatalf("table inet %s still there after the lobby stopped (%v)", name, err)
+	}
+}
