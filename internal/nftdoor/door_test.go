@@ -282,28 +282,34 @@ func TestConcurrentSeats(t *testing.T) {
 	}
 }
 
-// BenchmarkSeats is one Seats of a room with 8 seats: one netlink batch.
+// BenchmarkSeats is one Seats of a room with 8 seats (one netlink
+// batch), in a table of 1 and of 64 rooms.
 func BenchmarkSeats(b *testing.B) {
-	n := newNetns(b)
-	var d *nftdoor.Door
-	var err error
-	n.do(func() { d, err = nftdoor.Open("foyer-bench") })
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Remove()
-	if err := d.Room(1, 40000); err != nil {
-		b.Fatal(err)
-	}
-	seats := make([]nftdoor.Seat, 8)
-	for i := range seats {
-		seats[i] = nftdoor.Seat{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), Expires: time.Now().Add(time.Minute)}
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if err := d.Seats(1, seats); err != nil {
-			b.Fatal(err)
-		}
+	for _, rooms := range []int{1, 64} {
+		b.Run(fmt.Sprintf("rooms=%d", rooms), func(b *testing.B) {
+			n := newNetns(b)
+			var d *nftdoor.Door
+			var err error
+			n.do(func() { d, err = nftdoor.Open("foyer-bench") })
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Remove()
+			for i := range rooms {
+				if err := d.Room(uint32(i+1), uint16(40000+i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			seats := make([]nftdoor.Seat, 8)
+			for i := range seats {
+				seats[i] = nftdoor.Seat{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), Expires: time.Now().Add(time.Minute)}
+			}
+			for b.Loop() {
+				if err := d.Seats(1, seats); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
