@@ -79,6 +79,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	if err := s.table.AwaitID(ctx, id); err != nil {
 		s.log.Warn().Uint32("id", id).Msg("room id not yet covered by the id file")
 	}
+	s.shutDoor(r)
 	return r, nil
 }
 
