@@ -7,7 +7,9 @@ import json
 import os
 import socket
 import struct
+import sys
 import threading
+import time
 import unittest
 import zlib
 
@@ -199,5 +201,26 @@ class LiveTest(unittest.TestCase):
         asyncio.run(run())
 
 
+def bench(lobby: str, n: int) -> None:
+    """Prints the mean round trip of n LISTs and of n JOINs (answered
+    JOIN_FAILED) against a real lobby."""
+    with foyer.Client(lobby) as c:
+        c.list()
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            c.list()
+        t1 = time.perf_counter_ns()
+        for _ in range(n):
+            try:
+                c.join(0xFFFFFFF0)
+            except foyer.Refused:
+                pass
+        t2 = time.perf_counter_ns()
+    print(f"list_ns={(t1 - t0) // n} join_ns={(t2 - t1) // n}")
+
+
 if __name__ == "__main__":
-    unittest.main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--bench":
+        bench(sys.argv[2], int(sys.argv[3]))
+    else:
+        unittest.main()

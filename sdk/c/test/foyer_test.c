@@ -1,7 +1,10 @@
 /* Tests of foyer.h: the shared golden packets, retries and replies on real
  * loopback sockets, and, given a lobby's host and port, a real lobby:
  *
- *     foyer_test GOLDEN_JSON [HOST PORT]
+ *     foyer_test GOLDEN_JSON [HOST PORT [N]]
+ *
+ * With N, it then prints the mean round trip of N LISTs and of N JOINs
+ * (answered JOIN_FAILED) against that lobby.
  */
 #define FOYER_IMPLEMENTATION
 #include "../foyer.h"
@@ -287,13 +290,35 @@ static void test_live(const char *host, const char *port) {
     }
 }
 
+static int64_t ns_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void bench(const char *host, const char *port, long n) {
+    foyer_seat seat;
+    size_t count;
+    int64_t t0, t1, t2;
+    long i;
+    foyer_open(&client, host, port, NULL);
+    foyer_list(&client, NULL, rooms, FOYER_MAX_ROOMS, &count);
+    t0 = ns_now();
+    for (i = 0; i < n; i++) CHECK(foyer_list(&client, NULL, rooms, FOYER_MAX_ROOMS, &count) == FOYER_OK, "bench list");
+    t1 = ns_now();
+    for (i = 0; i < n; i++) CHECK(foyer_join(&client, 0xFFFFFFF0u, &seat) == FOYER_EREFUSED, "bench join");
+    t2 = ns_now();
+    foyer_close(&client);
+    printf("list_ns=%lld join_ns=%lld\n", (long long)((t1 - t0) / n), (long long)((t2 - t1) / n));
+}
+
 int main(int argc, char **argv) {
     static char text[1 << 16];
     FILE *f;
     size_t n;
     json g;
-    if (argc != 2 && argc != 4) {
-        fprintf(stderr, "usage: %s GOLDEN_JSON [HOST PORT]\n", argv[0]);
+    if (argc != 2 && argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s GOLDEN_JSON [HOST PORT [N]]\n", argv[0]);
         return 2;
     }
     f = fopen(argv[1], "r");
@@ -308,7 +333,8 @@ int main(int argc, char **argv) {
     g = jvalue();
     test_golden(&g);
     test_scripted();
-    if (argc == 4) test_live(argv[2], argv[3]);
+    if (argc >= 4) test_live(argv[2], argv[3]);
+    if (argc == 5) bench(argv[2], argv[3], atol(argv[4]));
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;
 }

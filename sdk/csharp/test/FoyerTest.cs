@@ -1,7 +1,10 @@
 // Tests of Foyer.cs: the shared golden packets, a scripted lobby on a real
 // loopback socket, and, given a lobby's address, a real lobby:
 //
-//     mono FoyerTest.exe GOLDEN_JSON [HOST:PORT]
+//     mono FoyerTest.exe GOLDEN_JSON [HOST:PORT [N]]
+//
+// With N, it then prints the mean round trip of N LISTs and of N JOINs
+// (answered JOIN_FAILED) against that lobby.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -278,16 +281,36 @@ static class FoyerTest
         }
     }
 
+    static async Task Bench(string lobby, int n)
+    {
+        using (var c = await Client.ConnectAsync(lobby))
+        {
+            await c.ListAsync();
+            var clock = System.Diagnostics.Stopwatch.StartNew();
+            for (int i = 0; i < n; i++) await c.ListAsync();
+            long list = clock.ElapsedTicks;
+            for (int i = 0; i < n; i++)
+            {
+                try { await c.JoinAsync(0xFFFFFFF0u); }
+                catch (FoyerRefusedException) { }
+            }
+            long join = clock.ElapsedTicks - list;
+            double ns = 1e9 / System.Diagnostics.Stopwatch.Frequency;
+            Console.WriteLine("list_ns=" + (long)(list * ns / n) + " join_ns=" + (long)(join * ns / n));
+        }
+    }
+
     static int Main(string[] args)
     {
-        if (args.Length < 1 || args.Length > 2)
+        if (args.Length < 1 || args.Length > 3)
         {
-            Console.Error.WriteLine("usage: FoyerTest.exe GOLDEN_JSON [HOST:PORT]");
+            Console.Error.WriteLine("usage: FoyerTest.exe GOLDEN_JSON [HOST:PORT [N]]");
             return 2;
         }
         TestGolden(Json.Parse(File.ReadAllText(args[0])));
         TestScripted().GetAwaiter().GetResult();
-        if (args.Length == 2) TestLive(args[1]).GetAwaiter().GetResult();
+        if (args.Length >= 2) TestLive(args[1]).GetAwaiter().GetResult();
+        if (args.Length == 3) Bench(args[1], int.Parse(args[2])).GetAwaiter().GetResult();
         Console.WriteLine((checks - failures) + " passed, " + failures + " failed");
         return failures == 0 ? 0 : 1;
     }
