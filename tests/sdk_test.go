@@ -91,7 +91,11 @@ var jsRunner = sdkRunner{
 	name:  "js",
 	build: func(t testing.TB, _ string) { requiretest.Command(t, "node") },
 	run: func(t testing.TB, _ string, lobby netip.AddrPort, bench int) *exec.Cmd {
-		cmd := exec.Command(requiretest.Command(t, "node"), "--test", "test/")
+		files, _ := filepath.Glob("../sdk/js/test/*.test.js")
+		for i, f := range files {
+			files[i] = strings.TrimPrefix(f, "../sdk/js/")
+		}
+		cmd := exec.Command(requiretest.Command(t, "node"), append([]string{"--test"}, files...)...)
 		if bench > 0 {
 			cmd = exec.Command(requiretest.Command(t, "node"), "bench.js", lobby.String(), strconv.Itoa(bench))
 		}
