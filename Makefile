@@ -11,9 +11,9 @@ CONFIG      ?= config.toml
 # browser (run headless) for the admin board, a NATS server and nft(8)
 # for the cluster test's forwarder, and what builds and runs the client
 # SDKs of sdk/ against a real lobby: gcc and clang (the C header), Mono's
-# C# compiler, Node and Python.
+# C# compiler, Node, Python and a headless Godot 3 (GDScript).
 DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium nats-server nftables \
-	gcc clang mono-mcs nodejs python3
+	gcc clang mono-mcs nodejs python3 godot3-server
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

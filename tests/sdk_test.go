@@ -15,7 +15,8 @@ import (
 	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
-// The client SDKs of sdk/ against a real `foyer serve`: each runs its own
+// The client SDKs of sdk/ against a real `foyer serve` (the GDScript one
+// in Godot 3, headless): each runs its own
 // tests (the shared golden packets, a scripted lobby) and then its live
 // tests against the lobby: list, create, join, a refused JOIN as a typed
 // error, in both framings.
@@ -125,7 +126,42 @@ var pythonRunner = sdkRunner{
 	},
 }
 
-var sdkRunners = []sdkRunner{cRunner("gcc"), cRunner("clang"), csharpRunner, jsRunner, pythonRunner}
+var gdscriptRunner = sdkRunner{
+	name: "gdscript",
+	// Godot writes its logs where the script is, and its settings in
+	// HOME: both are a copy of the SDK in dir, not sdk/.
+	build: func(t testing.TB, dir string) {
+		requiretest.Command(t, "godot3-server")
+		for _, f := range []string{"foyer_client.gd", "test/foyer_test.gd"} {
+			b, err := os.ReadFile(filepath.Join("../sdk/gdscript", f))
+			if err == nil {
+				err = os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	},
+	run: func(t testing.TB, dir string, lobby netip.AddrPort, bench int) *exec.Cmd {
+		golden, err := filepath.Abs(sdkGolden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(requiretest.Command(t, "godot3-server"), "--no-window", "-s", "test/foyer_test.gd")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+dir, "FOYER_GOLDEN="+golden, "FOYER_LOBBY="+lobby.String())
+		if bench > 0 {
+			cmd.Env = append(cmd.Env, "FOYER_BENCH="+strconv.Itoa(bench))
+		}
+		return cmd
+	},
+	ran: passedNone.MatchString,
+}
+
+var sdkRunners = []sdkRunner{cRunner("gcc"), cRunner("clang"), csharpRunner, jsRunner, pythonRunner, gdscriptRunner}
 
 // sdkExec runs cmd and fails the test with its output if it fails.
 func sdkExec(t testing.TB, cmd *exec.Cmd) string {

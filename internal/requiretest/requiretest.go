@@ -55,6 +55,7 @@ var debian = map[string]string{
 	"dpkg-query":      "dpkg",
 	"gcc":             "gcc",
 	"getent":          "libc-bin",
+	"godot3-server":   "godot3-server",
 	"ip":              "iproute2",
 	"mcs":             "mono-mcs",
 	"mono":            "mono-runtime",
