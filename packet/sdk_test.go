@@ -58,7 +58,8 @@ func byName[T interface {
 // each packet decodes to the fields the file gives and those fields
 // encode back to it, every golden packet of this package is among them,
 // every message type has one in each framing and a compressed list too,
-// and each malformed packet is refused for the reason the file names.
+// and each malformed packet is refused for the reason the file names,
+// one at least for each rule a client's decoder checks.
 func TestSDKGoldens(t *testing.T) {
 	raw, err := os.ReadFile("../sdk/testdata/golden.json")
 	if err != nil {
@@ -126,6 +127,7 @@ func TestSDKGoldens(t *testing.T) {
 			t.Errorf("sdk/testdata/golden.json has no compressed ROOM_LIST in the %s framing", f)
 		}
 	}
+	refused := map[string]bool{}
 	for _, m := range g.Malformed {
 		b, err := hex.DecodeString(m.Hex)
 		if err != nil {
@@ -133,6 +135,14 @@ func TestSDKGoldens(t *testing.T) {
 		}
 		if _, err := Parse(b); Reason(err) != m.Reason {
 			t.Errorf("%s: Parse says %v (%q), the file says %q", m.Name, err, Reason(err), m.Reason)
+		}
+		refused[m.Reason] = true
+	}
+	// Every rule a client's decoder checks has a datagram that breaks it.
+	for _, e := range []*Error{ErrShort, ErrMagic, ErrLength, ErrCRC, ErrPacketType, ErrUnknownType,
+		ErrDirection, ErrCompression, ErrPayloadSize, ErrRoomCount, ErrRoomState} {
+		if !refused[e.reason] {
+			t.Errorf("sdk/testdata/golden.json has no malformed datagram refused as %q", e.reason)
 		}
 	}
 }
