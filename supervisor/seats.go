@@ -69,6 +69,7 @@ func (s *Supervisor) keep(r *record) {
 	if !ok {
 		return // reaped meanwhile
 	}
+	s.keepDoor(r, seats)
 	k := host.Kept{Listed: listed, Seats: seats}
 	ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)
 	defer cancel()
