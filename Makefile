@@ -18,7 +18,7 @@ FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run deb test deps vet bench fuzz lint proto clean
+.PHONY: all build run deb test deps vet bench fuzz mutate lint proto clean
 
 all: build
 
@@ -87,6 +87,12 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \
 	done
+
+# mutate puts each deliberate bug of tests/mutate.sh into a copy of the
+# tree, one at a time, and checks that the tests guarding it fail (and
+# pass without it). Not part of make test: it takes minutes.
+mutate: deps
+	FOYER_TEST_ALL=1 GO=$(GO) ./tests/mutate.sh
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

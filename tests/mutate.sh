@@ -1,0 +1,107 @@
+#!/bin/sh
+# mutate.sh puts each deliberate bug listed below into a copy of the tree,
+# one at a time, and runs the tests that guard it: each bug must make them
+# fail. First the same tests run on the copy as it is, and must pass. The
+# tree itself is never edited: the copy is removed when the script ends,
+# interrupted or not. `make mutate` runs it with FOYER_TEST_ALL=1, so that
+# a guard whose requirement is missing fails instead of skipping.
+set -eu
+
+GO=${GO:-go}
+root=$(cd "$(dirname "$0")/.." && pwd)
+copy=$(mktemp -d "${TMPDIR:-/tmp}/foyer-mutate.XXXXXX")
+trap 'rm -rf "$copy"' EXIT
+trap 'exit 130' INT TERM HUP
+
+# The files git knows, as they are in the work tree (uncommitted edits
+# included), and nothing else.
+(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+	tar --null --ignore-failed-read -T - -cf -) | tar -C "$copy" -xf -
+cd "$copy"
+
+# Each bug: the file, the line it changes (found exactly once), the line
+# as broken, the packages whose tests guard it, and those tests (-run).
+bugs() {
+	# A JOIN forwarded to the room's owner loses its seat proof.
+	bug cluster/place.go \
+		'req, _ := json.Marshal(joinRequest{ID: id, Player: player, Proof: proof})' \
+		'req, _ := json.Marshal(joinRequest{ID: id, Player: player, Proof: room.Unproven})' \
+		./cluster '^TestTableContract$'
+	# The handover's freeze does nothing: CREATE and JOIN reach the
+	# table the handover holds, and are refused.
+	bug lobby/lobby.go \
+		'func (l *Lobby) Freeze() { l.frozen.Store(true) }' \
+		'func (l *Lobby) Freeze() {}' \
+		'./lobby ./tests' '^(TestFreezeDropsCreateAndJoinUntilThaw|TestFreezeDropsTheRequestsItCaughtRunning|TestUpgradeUnderCreateAndJoinLoad)$'
+	# A CREATE or JOIN caught running by the freeze is refused, not
+	# dropped for its retry.
+	bug lobby/lobby.go \
+		'if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() {' \
+		'if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() || true {' \
+		./lobby '^TestFreezeDropsTheRequestsItCaughtRunning$'
+	# Answered probes no longer count as a server's signs of life.
+	bug supervisor/supervisor.go \
+		'if st.Details != nil || !r.probed {' \
+		'if !r.probed {' \
+		./supervisor '^TestExecDDNetAnsweredProbesKeepItAlive$'
+	# The source table grows past max_sources.
+	bug internal/limit/table.go \
+		'if len(t.slots) < t.max {' \
+		'if len(t.slots) < 2*t.max {' \
+		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# Replies to unverified sources are not charged to
+	# unverified_reply_limit.
+	bug internal/limit/guard.go \
+		'ok := g.unverified.AllowN(now, n)' \
+		'ok := g.unverified.AllowN(now, 0)' \
+		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# A room's door hands on a knock however long ago it came.
+	bug instance/door.go \
+		'if _, ok := held[k.from.Addr()]; ok && now.Sub(k.at) < knockTTL {' \
+		'if _, ok := held[k.from.Addr()]; ok {' \
+		./instance '^TestDoorHandsOnAKnockItsSeatCaughtUpWith$'
+}
+
+# gotest runs the tests $2 of the packages $1 in the copy.
+gotest() {
+	$GO test -count=1 -timeout 10m -run "$2" $1
+}
+
+# baseline: every guard passes on the real code (each set of guards once).
+seen=""
+baseline() {
+	case "$seen" in *"|$4 $5|"*) return ;; esac
+	seen="$seen|$4 $5|"
+	echo "== on the real code: $5 in $4"
+	gotest "$4" "$5" || { echo "FAIL: $5 fails on the real code"; exit 1; }
+}
+
+# mutant: the guards fail with the bug in, and the file is restored.
+mutant() {
+	found=$(OLD="$2" perl -ne '$n += () = /\Q$ENV{OLD}\E/g; END { print $n + 0 }' "$1")
+	if [ "$found" != 1 ]; then
+		echo "FAIL: $1 has the line to break $found times, not once: $2"
+		exit 1
+	fi
+	cp "$1" "$1.orig"
+	OLD="$2" NEW="$3" perl -pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$1"
+	echo "== $1: $3"
+	if ! $GO vet $4 >/dev/null; then
+		echo "FAIL: the bug in $1 does not build"
+		exit 1
+	fi
+	if gotest "$4" "$5" >"$copy/out" 2>&1; then
+		cat "$copy/out"
+		echo "FAIL: $5 passes with the bug in $1: $3"
+		exit 1
+	fi
+	# What the guards said, without the logs they print on failure.
+	grep -E '^(--- FAIL|FAIL)|^\s+\S+\.go:[0-9]+: [^{]' "$copy/out" || true
+	mv "$1.orig" "$1"
+}
+
+bug() { baseline "$@"; }
+bugs
+bug() { mutant "$@"; }
+bugs
+echo "== every bug made its guards fail"
