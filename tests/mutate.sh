@@ -55,6 +55,12 @@ bugs() {
 		'ok := g.unverified.AllowN(now, n)' \
 		'ok := g.unverified.AllowN(now, 0)' \
 		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# A denied network inside another, ending before it, shrinks the
+	# other.
+	bug internal/limit/guard.go \
+		'if compare16(r.hi, merged[n-1].hi) > 0 {' \
+		'if compare16(r.hi, merged[n-1].hi) <= 0 {' \
+		./internal/limit '^TestGuardDenyList$'
 	# A room's door hands on a knock however long ago it came.
 	bug instance/door.go \
 		'if _, ok := held[k.from.Addr()]; ok && now.Sub(k.at) < knockTTL {' \
