@@ -327,3 +327,58 @@ func TestRoomNobodyCameTo(t *testing.T) {
 		t.Fatalf("abandoned %v, want [%d]", got, empty.ID)
 	}
 }
+
+// The table's counters (what /metrics shows of it) count what happened:
+// rooms handed out, seats held and given way, rooms listed and
+// registered, and rooms removed by cause.
+func TestStatsCountWhatHappened(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r, err := rooms.Create(ctx, ep("192.0.2.9:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < r.MaxPlayers; i++ {
+		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 1), room.Unproven); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rooms.Join(ctx, r.ID, ep("203.0.113.1:1"), room.SawListing); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k", "j"} {
+		if _, err := rooms.Register(key, room.Listing{Addr: ep("192.0.2.1:4000"), MaxPlayers: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rooms.Unregister("j")
+	s := rooms.Stats()
+	want := roomtable.Stats{Version: s.Version, Rooms: 2, Registered: 1, Created: 1,
+		SeatsHeld: uint64(r.MaxPlayers), SeatsDisplaced: 1, Reaped: map[room.Cause]uint64{room.Unregistered: 1}}
+	if fmt.Sprint(s) != fmt.Sprint(want) {
+		t.Fatalf("stats %+v, want %+v", s, want)
+	}
+}
+
+// A listing's player counts are taken up to the wire's bound, 65535, and
+// from 0: a server that does not say its capacity lists 0.
+func TestRegisterTakesCountsToTheirBounds(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	for _, l := range []room.Listing{
+		{Addr: ep("192.0.2.1:4000"), Players: 65535, MaxPlayers: 65535},
+		{Addr: ep("192.0.2.1:4001")},
+	} {
+		if _, err := rooms.Register(l.Addr.String(), l); err != nil {
+			t.Errorf("%+v: %v", l, err)
+		}
+	}
+	for _, l := range []room.Listing{
+		{Addr: ep("192.0.2.1:4002"), Players: 65536},
+		{Addr: ep("192.0.2.1:4003"), MaxPlayers: 65536},
+		{Addr: ep("192.0.2.1:4004"), Players: -1},
+		{Addr: ep("192.0.2.1:4005"), MaxPlayers: -1},
+	} {
+		if _, err := rooms.Register(l.Addr.String(), l); !errors.Is(err, room.ErrListing) {
+			t.Errorf("%+v: %v, want ErrListing", l, err)
+		}
+	}
+}
