@@ -73,6 +73,37 @@ func TestBadIDRangesRefused(t *testing.T) {
 	}
 }
 
+// TestIDRangesAtTheirEdgesTaken: a range of one id, and ranges that
+// start at their first or last id, are ranges.
+func TestIDRangesAtTheirEdgesTaken(t *testing.T) {
+	for _, r := range []roomtable.IDRange{{First: 10, Last: 10, Next: 10}, {First: 10, Last: 20, Next: 10}, {First: 10, Last: 20, Next: 20}} {
+		cfg := roomtable.DefaultConfig()
+		cfg.IDs = r
+		table, err := roomtable.New(cfg, nil, zerolog.Nop())
+		if err != nil {
+			t.Errorf("the id range %+v refused: %v", r, err)
+			continue
+		}
+		table.Close()
+	}
+}
+
+// TestAdoptedIDsNeverHandedOutAgain: the ids after an adopted room's come
+// after it; an adopted id outside the host's range leaves the range be.
+func TestAdoptedIDsNeverHandedOutAgain(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	adopted := rooms.NewID() + 10
+	rooms.Enter(room.Room{ID: adopted, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil)
+	if id := rooms.NewID(); id != adopted+1 {
+		t.Errorf("id %d after adopting %d, want %d", id, adopted, adopted+1)
+	}
+	ranged := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: 100, Last: 103, Next: 100}})
+	ranged.Enter(room.Room{ID: 50, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil)
+	if id := ranged.NewID(); id != 100 {
+		t.Errorf("id %d after adopting 50 outside the range 100-103, want 100", id)
+	}
+}
+
 // TestIDsStayInTheirRange: ids wrap within the range and skip those of
 // rooms still in the table, entered or adopted.
 func TestIDsStayInTheirRange(t *testing.T) {
