@@ -3,6 +3,7 @@ package roomtable
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,6 +77,30 @@ func TestRoomIDsFileSurvivesFastRestarts(t *testing.T) {
 				t.Fatalf("run %d: id %d repeated or zero", run, id)
 			}
 			seen[id] = true
+		}
+	}
+}
+
+// The ids after a restart start right after the mark read, or at the
+// clock where it is ahead of the mark, and the mark written at the start
+// covers a block ahead of them.
+func TestRoomIDsStartRightAfterTheMark(t *testing.T) {
+	const now = 1_800_000_000
+	for hwm, want := range map[uint32]uint32{now - 1: now, now: now + 1, now + 1000: now + 1001} {
+		file := filepath.Join(t.TempDir(), "ids")
+		if err := os.WriteFile(file, []byte(strconv.FormatUint(uint64(hwm), 10)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ids := newIDs(t, time.Unix(now, 0), file, zerolog.Nop())
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mark := strings.TrimSpace(string(b)); mark != strconv.FormatUint(uint64(want+idBlock-1), 10) {
+			t.Errorf("mark %d read: the mark written at the start is %s, want %d", hwm, mark, want+idBlock-1)
+		}
+		if id := ids.take(); id != want {
+			t.Errorf("mark %d read at the clock's %d: first id %d, want %d", hwm, now, id, want)
 		}
 	}
 }

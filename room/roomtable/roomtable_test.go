@@ -89,11 +89,13 @@ func TestIDRangesAtTheirEdgesTaken(t *testing.T) {
 }
 
 // TestAdoptedIDsNeverHandedOutAgain: the ids after an adopted room's come
-// after it; an adopted id outside the host's range leaves the range be.
+// after it, even once it is gone; an adopted id outside the host's range
+// leaves the range be.
 func TestAdoptedIDsNeverHandedOutAgain(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
-	adopted := rooms.NewID() + 10
+	adopted := rooms.NewID() + 1 // the id the table would hand out next
 	rooms.Enter(room.Room{ID: adopted, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil)
+	rooms.Remove(adopted, room.Exited, 0, "")
 	if id := rooms.NewID(); id != adopted+1 {
 		t.Errorf("id %d after adopting %d, want %d", id, adopted, adopted+1)
 	}
@@ -347,6 +349,7 @@ func TestRoomNobodyCameTo(t *testing.T) {
 	came, _ := rooms.Create(ctx, ep("192.0.2.2:1"))
 	joined, _ := rooms.Create(ctx, ep("192.0.2.3:1"))
 	rooms.Report(came.ID, roomtable.Report{State: packet.Waiting, Players: 1, Connected: netip.MustParseAddr("192.0.2.2")})
+	rooms.Report(empty.ID, roomtable.Report{State: packet.Waiting}) // a status without players is no arrival
 	if _, err := rooms.Join(ctx, joined.ID, ep("192.0.2.4:1"), room.Unproven); err != nil {
 		t.Fatal(err)
 	}
