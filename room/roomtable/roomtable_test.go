@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,5 +415,27 @@ func TestRegisterTakesCountsToTheirBounds(t *testing.T) {
 		if _, err := rooms.Register(l.Addr.String(), l); !errors.Is(err, room.ErrListing) {
 			t.Errorf("%+v: %v, want ErrListing", l, err)
 		}
+	}
+}
+
+// A room's report changes the table only when it says something new: a
+// changed row is a new version, a seat its player took up is told to the
+// SeatsChanged hook, and the same report again is neither.
+func TestReportTellsWhatChanged(t *testing.T) {
+	var told atomic.Int32
+	rooms := roomtabletest.New(t, roomtable.Config{SeatsChanged: func(uint32) { told.Add(1) }})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.4:1"), room.Unproven); err != nil {
+		t.Fatal(err)
+	}
+	v, n := rooms.Stats().Version, told.Load()
+	came := roomtable.Report{State: packet.Waiting, Players: 1, Connected: netip.MustParseAddr("192.0.2.4")}
+	rooms.Report(r.ID, came)
+	if got := rooms.Stats().Version; got != v+1 || told.Load() != n+1 {
+		t.Fatalf("a player came: version %d, want %d; SeatsChanged told %d times, want 1", got, v+1, told.Load()-n)
+	}
+	rooms.Report(r.ID, roomtable.Report{State: packet.Waiting, Players: 1})
+	if got := rooms.Stats().Version; got != v+1 || told.Load() != n+1 {
+		t.Fatalf("the same report again: version %d, want %d; SeatsChanged told %d times, want 1", got, v+1, told.Load()-n)
 	}
 }
