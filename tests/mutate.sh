@@ -61,6 +61,12 @@ bugs() {
 		'if compare16(r.hi, merged[n-1].hi) > 0 {' \
 		'if compare16(r.hi, merged[n-1].hi) <= 0 {' \
 		./internal/limit '^TestGuardDenyList$'
+	# The room table keeps a count for every network that ever created
+	# a room.
+	bug room/roomtable/roomtable.go \
+		'if t.nets[net]--; t.nets[net] <= 0 {' \
+		'if t.nets[net]--; t.nets[net] < 0 {' \
+		./room/roomtable '^TestNetworkForgottenWithItsLastRoom$'
 	# A room's door hands on a knock however long ago it came.
 	bug instance/door.go \
 		'if _, ok := held[k.from.Addr()]; ok && now.Sub(k.at) < knockTTL {' \
