@@ -476,6 +476,31 @@ func TestCreateBusyAndDraining(t *testing.T) {
 	}
 }
 
+// A CREATE's slot comes back when it is answered, and so does the one a
+// CREATE dropped as busy tried: with one slot, CREATEs one after another
+// are all answered.
+func TestCreateSlotsComeBack(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxCreates = 1
+	cfg.CreateBurst = 10
+	rooms := newMemRooms(t, 8)
+	rooms.gate = make(chan struct{})
+	_, addr := start(t, cfg, rooms)
+	c := dial(t, "127.0.0.1", addr)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
+	c.send(hdr(packet.Compact, packet.CreateRoom, 2), 0) // no slot left
+	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0)
+	close(rooms.gate)
+	if m, ok := c.recv(5 * time.Second); !ok || m.Seq != 1 || m.Type != packet.RoomCreated {
+		t.Fatalf("first CREATE answered %+v %v", m, ok)
+	}
+	for seq := uint16(4); seq < 7; seq++ {
+		if m := c.roundTrip(hdr(packet.Compact, packet.CreateRoom, seq), 0); m.Type != packet.RoomCreated {
+			t.Fatalf("CREATE %d after the first was answered: %+v", seq, m)
+		}
+	}
+}
+
 // A frozen lobby (handing over to its new process) answers LIST and
 // drops CREATE and JOIN, counted, without running them; thawed (the
 // handover failed), it answers their retries.
