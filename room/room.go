@@ -268,13 +268,17 @@ var reasons = []struct {
 	{ErrClosed, "closed"},
 	{ErrListing, "listing"},
 	{ErrUnreachable, "unreachable"},
+	{ErrWrongPassword, "wrong_password"},
+	{ErrRateLimited, "rate_limited"},
+	{ErrDenied, "denied"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "canceled"},
 }
 
 // Reason is a short, fixed label for err, for counters and metrics:
 // "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
-// "closed", "listing", "unreachable", "canceled", or "other".
+// "closed", "listing", "unreachable", "wrong_password", "rate_limited",
+// "denied", "canceled", or "other".
 func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
