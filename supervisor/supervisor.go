@@ -146,7 +146,8 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		keepWake: make(chan struct{}, 1),
 	}
 	tc := roomtable.Config{SeatTTL: cfg.SeatTTL, IDFile: cfg.IDFile, IDs: cfg.IDs,
-		SeatsPerAddress: cfg.SeatsPerAddress, RoomsPerNetwork: cfg.RoomsPerNetwork}
+		SeatsPerAddress: cfg.SeatsPerAddress, RoomsPerNetwork: cfg.RoomsPerNetwork,
+		ReconnectGrace: cfg.ReconnectGrace, CodeTaken: cfg.CodeTaken}
 	if tc.IDFile == "" && cfg.StateDir != "" {
 		// Rooms that ended while no lobby ran cannot be adopted and
 		// counted: only a mark says which ids they had.
@@ -184,7 +185,7 @@ func (s *Supervisor) Table() *roomtable.Table { return s.table }
 // Spawn hands out a room for creator, from the warm pool when one is
 // ready, for the table's Create. Errors wrap room.ErrClosed,
 // room.ErrCapacity, room.ErrNoPorts or room.ErrSpawn.
-func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
+func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomtable.Handout) (room.Room, error) {
 	for {
 		s.mu.Lock()
 		if s.closed || s.released {
@@ -198,7 +199,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 		r := s.warm[i] // the ones before it are on their way out
 		s.warm = slices.Delete(s.warm, i, i+1)
 		s.mu.Unlock()
-		row, ok := s.table.Hand(r.row.ID, creator)
+		row, ok := s.table.Hand(r.row.ID, creator, h)
 		if !ok {
 			continue // it ended meanwhile
 		}
@@ -224,7 +225,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 	if err != nil {
 		return room.Room{}, err
 	}
-	row, ok := s.table.Hand(r.row.ID, creator)
+	row, ok := s.table.Hand(r.row.ID, creator, h)
 	if !ok {
 		return room.Room{}, room.ErrClosed // the table closed, or the room ended, meanwhile
 	}
@@ -548,6 +549,10 @@ func (s *Supervisor) reserveWarm() bool {
 	s.wg.Add(1)
 	return true
 }
+
+// RoomSize is the places of the rooms Spawn starts: max_players (a
+// foreign server may say otherwise once it runs).
+func (s *Supervisor) RoomSize() int { return s.cfg.MaxPlayers }
 
 // Capacity is how many rooms Spawn could hand out now: the warm rooms
 // ready, plus the instances MaxInstances still allows for which a port is

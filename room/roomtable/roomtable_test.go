@@ -103,11 +103,11 @@ func TestHandListsAWarmRoomOnce(t *testing.T) {
 	if _, err := rooms.Join(ctx, id, ep("192.0.2.1:1"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 		t.Fatalf("JOIN of a warm room: %v, want room.ErrNoRoom", err)
 	}
-	r, ok := rooms.Hand(id, ep("192.0.2.9:9"))
+	r, ok := rooms.Hand(id, ep("192.0.2.9:9"), roomtable.Handout{})
 	if !ok || r.Seats != 1 || len(rooms.List().Rooms) != 1 {
 		t.Fatalf("handed %+v %v", r, ok)
 	}
-	if _, ok := rooms.Hand(id, ep("192.0.2.8:8")); ok {
+	if _, ok := rooms.Hand(id, ep("192.0.2.8:8"), roomtable.Handout{}); ok {
 		t.Fatal("a room was handed out twice")
 	}
 }
