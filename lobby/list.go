@@ -24,6 +24,26 @@ type roomList struct {
 	version uint64
 	built   time.Time
 	rooms   []room.Room // shared with the snapshot: read only
+	// codes indexes rooms by join code, built on first use.
+	codesOnce sync.Once
+	codes     map[string]int
+}
+
+// findCode returns the room whose join code is code.
+func (rl *roomList) findCode(code string) (room.Room, bool) {
+	rl.codesOnce.Do(func() {
+		rl.codes = make(map[string]int, len(rl.rooms))
+		for i, r := range rl.rooms {
+			if r.Code != "" {
+				rl.codes[r.Code] = i
+			}
+		}
+	})
+	i, ok := rl.codes[code]
+	if !ok {
+		return room.Room{}, false
+	}
+	return rl.rooms[i], true
 }
 
 // find returns the room with id, by binary search.
@@ -61,10 +81,9 @@ func (ls *lists) get(now time.Time) *roomList {
 		// change that did not happen): take the hint back, or every
 		// request would ask the table again.
 		ls.seen.CompareAndSwap(cur.version+1, cur.version)
-		next := *cur
-		next.built = now
-		ls.current.Store(&next)
-		return &next
+		next := &roomList{version: cur.version, built: now, rooms: cur.rooms}
+		ls.current.Store(next)
+		return next
 	}
 	next := &roomList{version: snap.Version, built: now, rooms: snap.Rooms}
 	ls.current.Store(next)

@@ -1,6 +1,8 @@
 package ext
 
 import (
+	"net/netip"
+
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -156,6 +158,9 @@ type Message struct {
 	RoomID uint32 // EXT_JOIN (0 with a Code), EXT_SEAT, EXT_ADMITTED
 	Code   string // EXT_JOIN (or ""), EXT_SEAT
 	Port   uint16 // EXT_SEAT
+	// Addr is where the room of an EXT_SEAT runs when that is not the
+	// lobby's address (another host of a cluster); zero: the lobby's.
+	Addr netip.Addr
 	// SeatToken is the seat's token (EXT_SEAT), as the player presents it
 	// to the room (EXT_PRESENT).
 	SeatToken []byte

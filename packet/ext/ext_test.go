@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/crc32"
+	"net/netip"
 	"os"
 	"reflect"
 	"regexp"
@@ -41,8 +42,10 @@ var golden = []struct {
 	{"01820003001c001c0102aabb01020304050607080105416e6e277303637466000002707741478326",
 		Message{Header: packet.Header{Type: Create, Seq: 3}, Token: []byte{0xaa, 0xbb}, Client: goldenClient, Private: true,
 			Meta: Meta{Name: "Ann's", Mode: "ctf"}, Password: "pw"}},
-	{"0283000300370037010000000775304b584d505254290100000001000000070000000201020304050607086b49d200975a4e385b906c475da22fd2588b6cc9519380cf",
+	{"0283000300380038010000000775304b584d50525400290100000001000000070000000201020304050607086b49d200975a4e385b906c475da22fd2588b6cc9c0fbf0b3",
 		Message{Header: packet.Header{Type: Seat, Seq: 3}, RoomID: 7, Port: 30000, Code: "KXMPRT", SeatToken: goldenToken}},
+	{"02830006003c003c010000000775304b584d50525404c6336407290100000001000000070000000201020304050607086b49d200975a4e385b906c475da22fd2588b6cc9d37372ba",
+		Message{Header: packet.Header{Type: Seat, Seq: 6}, RoomID: 7, Port: 30000, Code: "KXMPRT", Addr: netip.MustParseAddr("198.51.100.7"), SeatToken: goldenToken}},
 	{"01840004001a001a0102aabb010203040506070800000000064b584d5052540270773d7e4446",
 		Message{Header: packet.Header{Type: Join, Seq: 4}, Token: []byte{0xaa, 0xbb}, Client: goldenClient, Code: "KXMPRT", Password: "pw"}},
 	{"0285000400020002010458c0ab0e", Message{Header: packet.Header{Type: Refused, Seq: 4}, Reason: 4}},

@@ -2,6 +2,7 @@ package ext
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"unicode/utf8"
 
 	"github.com/foyerlobby/foyer/packet"
@@ -133,6 +134,7 @@ func (m *Message) decode(r *reader) {
 		m.RoomID = r.u32()
 		m.Port = r.u16()
 		m.Code = r.code(CodeLen)
+		m.Addr = r.addr()
 		m.SeatToken = r.blob(MaxToken)
 	case Refused:
 		m.Reason = r.u8()
@@ -196,6 +198,25 @@ func (r *reader) u32() uint32 {
 		return binary.BigEndian.Uint32(b)
 	}
 	return 0
+}
+
+// addr reads len u8 (0, 4 or 16) and an IP address of that many bytes;
+// the zero Addr for 0. An IPv4-mapped IPv6 address is refused: it is sent
+// as IPv4.
+func (r *reader) addr() netip.Addr {
+	n := int(r.u8())
+	b := r.take(n)
+	var a netip.Addr
+	switch {
+	case r.err != nil, n == 0:
+	case n == 4:
+		a = netip.AddrFrom4([4]byte(b))
+	case n == 16 && !netip.AddrFrom16([16]byte(b)).Is4In6():
+		a = netip.AddrFrom16([16]byte(b))
+	default:
+		r.fail(ErrField)
+	}
+	return a
 }
 
 func (r *reader) client() (c [8]byte) {
@@ -425,6 +446,7 @@ func (m *Message) encode(w *writer) {
 		w.u32(m.RoomID)
 		w.u16(m.Port)
 		w.code(m.Code)
+		w.addr(m.Addr)
 		w.blob(m.SeatToken)
 	case Refused:
 		w.u8(m.Reason)
@@ -480,6 +502,23 @@ func (w *writer) fail(err error) {
 func (w *writer) u8(v uint8)   { w.p = append(w.p, v) }
 func (w *writer) u16(v uint16) { w.p = binary.BigEndian.AppendUint16(w.p, v) }
 func (w *writer) u32(v uint32) { w.p = binary.BigEndian.AppendUint32(w.p, v) }
+
+func (w *writer) addr(a netip.Addr) {
+	switch {
+	case !a.IsValid():
+		w.u8(0)
+	case a.Is4() || a.Is4In6():
+		v := a.Unmap().As4()
+		w.u8(4)
+		w.p = append(w.p, v[:]...)
+	case a.Zone() != "":
+		w.fail(ErrField)
+	default:
+		v := a.As16()
+		w.u8(16)
+		w.p = append(w.p, v[:]...)
+	}
+}
 
 func (w *writer) blob(b []byte) {
 	if len(b) > MaxToken {

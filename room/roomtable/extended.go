@@ -190,8 +190,12 @@ func (t *Table) JoinWith(ctx context.Context, req room.JoinRequest) (room.Grant,
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, err = t.named(e.row.ID, ""); err != nil {
+	again, err := t.named(req.ID, req.Code)
+	if err != nil {
 		return room.Grant{}, err
+	}
+	if again != e {
+		return room.Grant{}, room.ErrNoRoom // gone, and the code went to another
 	}
 	return t.holdGrant(e, req)
 }
