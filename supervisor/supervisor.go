@@ -254,7 +254,7 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 		return nil, err
 	}
 	s.stats.SpawnLatency.observe(r.spawnTime)
-	s.table.Enter(r.row, false, nil)
+	s.table.Enter(r.row, false, nil, nil)
 	if s.closed {
 		err = room.ErrClosed
 		s.stop(r, room.Stopped, true) // Shutdown did not see it; it must not outlive the wait
@@ -310,9 +310,12 @@ func (s *Supervisor) track(r *record) {
 // says it ends otherwise than cleanly has crashed, whatever state it
 // reports with it.
 func (s *Supervisor) applyStatus(r *record, st host.Status) {
-	rep := roomtable.Report{State: st.State, Players: st.Players}
-	if st.Event == host.PlayerConnected {
-		rep.Connected = st.IP
+	rep := roomtable.Report{State: st.State, Players: st.Players, Meta: st.Meta}
+	switch st.Event {
+	case host.PlayerConnected:
+		rep.Connected, rep.ConnectedSeat = st.IP, st.Seat
+	case host.PlayerDisconnected:
+		rep.Away, rep.AwayFrom = st.Seat, st.Addr
 	}
 	if d := st.Details; d != nil {
 		rep.Details = &roomtable.Details{MaxPlayers: d.MaxPlayers, Name: d.Name, Game: d.Game, Map: d.Map, Password: d.Password}

@@ -34,6 +34,16 @@ const (
 	KeyLen = 32
 )
 
+// RoomKey is the key the tokens of room id are signed with: derived from
+// the host's key, so that each room gets its own and can check tokens of
+// its own seats only, never make one for another room.
+func RoomKey(hostKey []byte, id uint32) []byte {
+	m := hmac.New(sha256.New, hostKey)
+	m.Write([]byte("foyer seat key"))
+	m.Write(binary.BigEndian.AppendUint32(nil, id))
+	return m.Sum(nil)
+}
+
 // SeatToken is what a seat token says.
 type SeatToken struct {
 	Epoch   uint32 // the key that signed it

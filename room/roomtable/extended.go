@@ -53,13 +53,14 @@ func NewKeys() (*Keys, error) {
 	return k, nil
 }
 
-// SeatKeys returns the key this table signs seat tokens with.
+// SeatKeys returns the key this table signs seat tokens with; a room gets
+// the key derived from it for its id alone (ext.RoomKey).
 func (t *Table) SeatKeys() Keys { return *t.keys }
 
 // sign makes the seat token of seat serial in room id for client. It
 // allocates a signer: HMAC state is not safe to share.
 func (t *Table) sign(id, serial uint32, client [8]byte) []byte {
-	return ext.NewSigner(t.keys.Key).Sign(make([]byte, 0, ext.TokenLen), ext.SeatToken{
+	return ext.NewSigner(ext.RoomKey(t.keys.Key, id)).Sign(make([]byte, 0, ext.TokenLen), ext.SeatToken{
 		Epoch: t.keys.Epoch, Room: id, Seat: serial, Client: client,
 		Expires: uint32(time.Now().Add(TokenTTL).Unix()),
 	})

@@ -57,7 +57,7 @@ func checkToken(t *testing.T, rooms *roomtabletest.Rooms, g room.Grant, client [
 	t.Helper()
 	k := rooms.SeatKeys()
 	tok, ok := ext.ReadToken(g.Token)
-	if !ok || !ext.NewSigner(k.Key).Verify(g.Token) || tok.Room != g.Room.ID || tok.Epoch != k.Epoch || tok.Client != client || tok.Seat == 0 {
+	if !ok || !ext.NewSigner(ext.RoomKey(k.Key, g.Room.ID)).Verify(g.Token) || tok.Room != g.Room.ID || tok.Epoch != k.Epoch || tok.Client != client || tok.Seat == 0 {
 		t.Fatalf("token %x of room %d: %+v, %v", g.Token, g.Room.ID, tok, ok)
 	}
 	seats, _, _ := rooms.Seats(g.Room.ID)

@@ -56,10 +56,12 @@ func (t *Table) AwaitID(ctx context.Context, id uint32) error {
 // Enter puts a room into the table under row.ID: listed at once (a room
 // adopted as it was handed out), or kept ready until Hand lists it. seats
 // are those the room held before (an adopted room's), as Seats gave them;
-// expired ones are dropped. The id is never handed out again. An id comes
+// expired ones are dropped; password is the salted hash of its password,
+// as Keeping gave it (nil: none). An adopted room keeps its code, unless
+// another room has it. The id is never handed out again. An id comes
 // from NewID or from an adopted room, which no other room has: Enter
 // panics on an id of 0 or one the table has.
-func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
+func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat, password []byte) {
 	t.ids.above(row.ID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -68,7 +70,11 @@ func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
 	}
 	e := &entry{row: row, listed: listed}
 	e.row.Seats = 0
-	if e.row.Code == "" {
+	if len(password) == saltLen+hashLen {
+		e.password = password
+	}
+	e.row.Password = e.password != nil
+	if _, taken := t.codes[e.row.Code]; e.row.Code == "" || taken {
 		e.row.Code = t.newCode()
 	}
 	t.codes[e.row.Code] = row.ID
@@ -248,6 +254,27 @@ func (t *Table) Expire(now time.Time) (abandoned []uint32) {
 		}
 	}
 	return abandoned
+}
+
+// Keeping is what the process of a room keeps of it: its seats, whether
+// it is listed, its row, and its password's salted hash.
+type Keeping struct {
+	Seats    []room.Seat // oldest first
+	Listed   bool
+	Row      room.Room
+	Password []byte
+}
+
+// Keeping returns what room id's process keeps of it; false if it is not
+// in the table.
+func (t *Table) Keeping(id uint32) (Keeping, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.rooms[id]
+	if e == nil {
+		return Keeping{}, false
+	}
+	return Keeping{Seats: e.seats.list(), Listed: e.listed, Row: e.view(), Password: e.password}, true
 }
 
 // Seats returns the seats held in room id, oldest first, and whether it

@@ -77,7 +77,7 @@ func TestBadIDRangesRefused(t *testing.T) {
 // rooms still in the table, entered or adopted.
 func TestIDsStayInTheirRange(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: 100, Last: 103, Next: 102}})
-	rooms.Enter(room.Room{ID: 103, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil) // adopted
+	rooms.Enter(room.Room{ID: 103, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil, nil) // adopted
 	var got []uint32
 	for range 3 {
 		got = append(got, rooms.NewID())
@@ -96,7 +96,7 @@ func TestIDsStayInTheirRange(t *testing.T) {
 func TestHandListsAWarmRoomOnce(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
 	id := rooms.NewID()
-	rooms.Enter(room.Room{ID: id, Port: 30000, State: packet.Waiting, MaxPlayers: 2}, false, nil)
+	rooms.Enter(room.Room{ID: id, Port: 30000, State: packet.Waiting, MaxPlayers: 2}, false, nil, nil)
 	if n := len(rooms.List().Rooms); n != 0 {
 		t.Fatalf("%d rooms listed before the hand-out", n)
 	}

@@ -105,7 +105,7 @@ func (r *Rooms) Spawn(_ context.Context, creator netip.AddrPort, h roomtable.Han
 	r.mu.Unlock()
 	id := r.NewID()
 	r.Enter(room.Room{ID: id, Port: port(id), State: packet.Waiting, MaxPlayers: MaxPlayers,
-		StartedAt: time.Now(), Source: room.Instance}, false, nil)
+		StartedAt: time.Now(), Source: room.Instance}, false, nil, nil)
 	row, ok := r.Hand(id, creator, h)
 	if !ok {
 		return room.Room{}, room.ErrClosed
@@ -135,7 +135,7 @@ func (r *Rooms) Add(row room.Room) room.Room {
 	// listed, without a List per room, which would make a table of
 	// thousands of rooms take seconds to fill.
 	row.Seats = 0
-	r.Enter(row, true, nil)
+	r.Enter(row, true, nil, nil)
 	return row
 }
 
