@@ -359,6 +359,7 @@ type exchangeSpec struct {
 	awaiting string      // the replies that answer it, for messages
 	attempts int
 	timeout  time.Duration
+	quiet    bool // not shown to WithAttemptFunc
 }
 
 // exchange registers cl, sends what encode makes of its sequence id until
@@ -387,7 +388,7 @@ func exchange[M any](c *Client, ctx context.Context, cl *call, replies <-chan M,
 				return none, err
 			}
 		}
-		if f := c.cfg.onAttempt; f != nil {
+		if f := c.cfg.onAttempt; f != nil && !e.quiet {
 			f(Attempt{Request: e.typ, Lobby: c.addr, N: attempt + 1, Of: e.attempts,
 				Timeout: e.timeout, Refused: refused, Awaiting: e.awaiting})
 		}

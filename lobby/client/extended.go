@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,8 +30,14 @@ import (
 // answers a source it has not validated with more bytes than it sent).
 
 // probeTimeout bounds the wait for a lobby's first answer in the
-// extension, after which it is taken for one that does not speak it.
-const probeTimeout = time.Second
+// extension, after which it is taken for one that does not speak it. The
+// first request also lists the seed way meanwhile: a lobby that answers
+// that and not the extension within probeGrace of it is one without the
+// extension, found in a round trip.
+const (
+	probeTimeout = time.Second
+	probeGrace   = 200 * time.Millisecond
+)
 
 // padTo is the length a request without a token is padded to: enough for
 // the EXT_RETRY it draws, in either framing.
@@ -149,14 +156,23 @@ func (c *Client) askExt(ctx context.Context, m ext.Message, op string) (ext.Mess
 		if state == extNone {
 			return ext.Message{}, fmt.Errorf("%s: %w", op, ErrNoExtension)
 		}
-		spec := exchangeSpec{op: op, typ: m.Type, awaiting: ext.Name(m.Type+1) + " or EXT_REFUSED",
+		spec := exchangeSpec{op: op, typ: m.Type, awaiting: "EXT_SEAT or EXT_REFUSED",
 			attempts: c.cfg.attempts, timeout: c.cfg.timeout}
+		if m.Type == ext.List {
+			spec.awaiting = "EXT_ROOMS or EXT_REFUSED"
+		}
 		if state == extUnknown {
-			spec.attempts, spec.timeout = 1, min(c.cfg.timeout, probeTimeout)
+			// A probe: a lobby that does not answer it is one without
+			// the extension, nothing a person waits for.
+			spec.attempts, spec.timeout, spec.quiet = 1, min(c.cfg.timeout, probeTimeout), true
 		}
 		m.Token, m.Pad = token, 0
 		cl := &call{extReq: m.Type, extReply: make(chan ext.Message, 1), refused: make(chan struct{}, 1)}
-		r, err := exchange(c, ctx, cl, cl.extReply, spec, func(seq uint16) ([]byte, error) {
+		askCtx, seedAnswered, endProbe := ctx, func() bool { return false }, func() {}
+		if state == extUnknown {
+			askCtx, seedAnswered, endProbe = c.probeSeed(ctx)
+		}
+		r, err := exchange(c, askCtx, cl, cl.extReply, spec, func(seq uint16) ([]byte, error) {
 			m.Framing, m.Seq = c.cfg.framing, seq
 			if m.Token == nil {
 				b, err := m.Append(nil)
@@ -167,8 +183,9 @@ func (c *Client) askExt(ctx context.Context, m ext.Message, op string) (ext.Mess
 			}
 			return m.Append(nil)
 		})
+		endProbe()
 		switch {
-		case state == extUnknown && errors.Is(err, ErrTimeout) && ctx.Err() == nil:
+		case state == extUnknown && (errors.Is(err, ErrTimeout) || seedAnswered()) && ctx.Err() == nil:
 			c.mu.Lock()
 			c.ext = extNone
 			c.mu.Unlock()
@@ -190,6 +207,28 @@ func (c *Client) askExt(ctx context.Context, m ext.Message, op string) (ext.Mess
 		}
 	}
 	return ext.Message{}, fmt.Errorf("%s: %w: the lobby asks for a retry token again and again", op, ErrTimeout)
+}
+
+// probeSeed lists the rooms the seed way while the first extension
+// request waits: the returned context ends probeGrace after the lobby
+// answered that (and with ctx, or end), and answered says whether it did.
+func (c *Client) probeSeed(ctx context.Context) (pctx context.Context, answered func() bool, end func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	var seen atomic.Bool
+	go func() {
+		seed := exchangeSpec{op: fmt.Sprintf("list %s", c.addr), typ: packet.ListRooms, awaiting: "ROOM_LIST",
+			attempts: 1, timeout: min(c.cfg.timeout, probeTimeout), quiet: true}
+		req := packet.Message{Header: packet.Header{Type: packet.ListRooms}}
+		cl := &call{req: req, reply: make(chan packet.Message, 1), refused: make(chan struct{}, 1)}
+		if _, err := exchange(c, pctx, cl, cl.reply, seed, func(seq uint16) ([]byte, error) {
+			req.Framing, req.Seq = c.cfg.framing, seq
+			return req.Append(nil)
+		}); err == nil {
+			seen.Store(true)
+			time.AfterFunc(probeGrace, cancel)
+		}
+	}()
+	return pctx, seen.Load, cancel
 }
 
 // Page lists one page of the rooms f matches, after cursor (0 from the
