@@ -185,7 +185,7 @@ func (c *Client) askExt(ctx context.Context, m ext.Message, op string) (ext.Mess
 		})
 		endProbe()
 		switch {
-		case state == extUnknown && (errors.Is(err, ErrTimeout) || seedAnswered()) && ctx.Err() == nil:
+		case state == extUnknown && err != nil && (errors.Is(err, ErrTimeout) || seedAnswered()) && ctx.Err() == nil:
 			c.mu.Lock()
 			c.ext = extNone
 			c.mu.Unlock()

@@ -155,7 +155,9 @@ func TestPlayLeaveSendsDisconnect(t *testing.T) {
 	c := New("play", playHelp, &out, &errOut)
 	room := uint32(1)
 	code := make(chan int, 1)
-	go func() { code <- c.play(ctx, l.Addr.String(), roomTarget{id: &room}, testPlayConfig(), strings.NewReader("")) }()
+	go func() {
+		code <- c.play(ctx, l.Addr.String(), roomTarget{id: &room}, testPlayConfig(), strings.NewReader(""))
+	}()
 
 	expect := func(want string) {
 		t.Helper()
