@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -149,74 +148,73 @@ func extAnswers(req, got packet.Type) bool {
 // token, which it echoes), and returns the answer; ErrNoExtension when
 // the lobby is taken not to speak the extension.
 func (c *Client) askExt(ctx context.Context, m ext.Message, op string) (ext.Message, error) {
+	if err := c.probe(ctx, op); err != nil {
+		return ext.Message{}, err
+	}
 	for range 3 {
 		c.mu.Lock()
-		state, token := c.ext, c.token
+		token := c.token
 		c.mu.Unlock()
-		if state == extNone {
-			return ext.Message{}, fmt.Errorf("%s: %w", op, ErrNoExtension)
-		}
 		spec := exchangeSpec{op: op, typ: m.Type, awaiting: "EXT_SEAT or EXT_REFUSED",
 			attempts: c.cfg.attempts, timeout: c.cfg.timeout}
 		if m.Type == ext.List {
 			spec.awaiting = "EXT_ROOMS or EXT_REFUSED"
 		}
-		if state == extUnknown {
-			// A probe: a lobby that does not answer it is one without
-			// the extension, nothing a person waits for.
-			spec.attempts, spec.timeout, spec.quiet = 1, min(c.cfg.timeout, probeTimeout), true
-		}
-		m.Token, m.Pad = token, 0
-		cl := &call{extReq: m.Type, extReply: make(chan ext.Message, 1), refused: make(chan struct{}, 1)}
-		askCtx, seedAnswered, endProbe := ctx, func() bool { return false }, func() {}
-		if state == extUnknown {
-			askCtx, seedAnswered, endProbe = c.probeSeed(ctx)
-		}
-		r, err := exchange(c, askCtx, cl, cl.extReply, spec, func(seq uint16) ([]byte, error) {
-			m.Framing, m.Seq = c.cfg.framing, seq
-			if m.Token == nil {
-				b, err := m.Append(nil)
-				if err != nil {
-					return nil, err
-				}
-				m.Pad = max(padTo-len(b), 0)
-			}
-			return m.Append(nil)
-		})
-		endProbe()
-		switch {
-		case state == extUnknown && err != nil && (errors.Is(err, ErrTimeout) || seedAnswered()) && ctx.Err() == nil:
-			c.mu.Lock()
-			c.ext = extNone
-			c.mu.Unlock()
-			return ext.Message{}, fmt.Errorf("%s: %w", op, ErrNoExtension)
-		case err != nil:
+		r, err := c.sendExt(ctx, m, token, spec)
+		if err != nil {
 			return ext.Message{}, err
 		}
-		c.mu.Lock()
-		c.ext = extSpoken
 		if r.Type == ext.Retry {
+			c.mu.Lock()
 			c.token = r.Token
+			c.mu.Unlock()
+			continue
 		}
-		c.mu.Unlock()
-		if r.Type != ext.Retry {
-			if r.Type == ext.Refused {
-				return r, &RefusedError{Op: op, Reason: room.Code(r.Reason)}
-			}
-			return r, nil
+		if r.Type == ext.Refused {
+			return r, &RefusedError{Op: op, Reason: room.Code(r.Reason)}
 		}
+		return r, nil
 	}
 	return ext.Message{}, fmt.Errorf("%s: %w: the lobby asks for a retry token again and again", op, ErrTimeout)
 }
 
-// probeSeed lists the rooms the seed way while the first extension
-// request waits: the returned context ends probeGrace after the lobby
-// answered that (and with ctx, or end), and answered says whether it did.
-func (c *Client) probeSeed(ctx context.Context) (pctx context.Context, answered func() bool, end func()) {
+// sendExt sends m with token (padded without one) as spec says and
+// returns the first answer.
+func (c *Client) sendExt(ctx context.Context, m ext.Message, token []byte, spec exchangeSpec) (ext.Message, error) {
+	m.Token, m.Pad = token, 0
+	cl := &call{extReq: m.Type, extReply: make(chan ext.Message, 1), refused: make(chan struct{}, 1)}
+	return exchange(c, ctx, cl, cl.extReply, spec, func(seq uint16) ([]byte, error) {
+		m.Framing, m.Seq = c.cfg.framing, seq
+		if m.Token == nil {
+			b, err := m.Append(nil)
+			if err != nil {
+				return nil, err
+			}
+			m.Pad = max(padTo-len(b), 0)
+		}
+		return m.Append(nil)
+	})
+}
+
+// probe finds out, once, whether the lobby speaks the extension: it asks
+// for a page of one room the extension's way, and lists the seed way
+// meanwhile. An extension answer (a page, or a retry token, which it
+// keeps) says it does; a seed answer with none within probeGrace of it,
+// or no answer within probeTimeout, says it does not: ErrNoExtension.
+func (c *Client) probe(ctx context.Context, op string) error {
+	c.mu.Lock()
+	state := c.ext
+	c.mu.Unlock()
+	switch state {
+	case extSpoken:
+		return nil
+	case extNone:
+		return fmt.Errorf("%s: %w", op, ErrNoExtension)
+	}
 	pctx, cancel := context.WithCancel(ctx)
-	var seen atomic.Bool
+	defer cancel()
 	go func() {
-		seed := exchangeSpec{op: fmt.Sprintf("list %s", c.addr), typ: packet.ListRooms, awaiting: "ROOM_LIST",
+		seed := exchangeSpec{op: op, typ: packet.ListRooms, awaiting: "ROOM_LIST",
 			attempts: 1, timeout: min(c.cfg.timeout, probeTimeout), quiet: true}
 		req := packet.Message{Header: packet.Header{Type: packet.ListRooms}}
 		cl := &call{req: req, reply: make(chan packet.Message, 1), refused: make(chan struct{}, 1)}
@@ -224,11 +222,26 @@ func (c *Client) probeSeed(ctx context.Context) (pctx context.Context, answered 
 			req.Framing, req.Seq = c.cfg.framing, seq
 			return req.Append(nil)
 		}); err == nil {
-			seen.Store(true)
 			time.AfterFunc(probeGrace, cancel)
 		}
 	}()
-	return pctx, seen.Load, cancel
+	spec := exchangeSpec{op: op, typ: ext.List, awaiting: "EXT_ROOMS", attempts: 1,
+		timeout: min(c.cfg.timeout, probeTimeout), quiet: true}
+	r, err := c.sendExt(pctx, ext.Message{Header: packet.Header{Type: ext.List}, Limit: 1}, nil, spec)
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.ext = extNone
+		return fmt.Errorf("%s: %w", op, ErrNoExtension)
+	}
+	c.ext = extSpoken
+	if r.Type == ext.Retry {
+		c.token = r.Token
+	}
+	return nil
 }
 
 // Page lists one page of the rooms f matches, after cursor (0 from the
