@@ -3,7 +3,7 @@ package lobby
 import (
 	"encoding/binary"
 	"net/netip"
-	"slices"
+	"sort"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -368,14 +368,24 @@ func (os *offers) appendPage(b []byte, rl *roomList, m *ext.Message, local netip
 	}
 	page := ext.Message{Header: packet.Header{Framing: m.Framing, Type: ext.Rooms, Seq: m.Seq, Tick: m.Tick}}
 	os.page = os.page[:0]
-	start, _ := slices.BinarySearchFunc(rl.rooms, m.Cursor+1, func(r room.Room, id uint32) int {
-		return int(int64(r.ID) - int64(id))
-	})
-	if m.Cursor == 0xFFFFFFFF {
-		start = len(rl.rooms)
+	// The rooms to look at, in id order: those of the filter's mode only
+	// when it names one (an index, built once per table version), else
+	// all; from the first after the cursor.
+	var at []int
+	n := len(rl.rooms)
+	if f.Mode != "" {
+		at = rl.ofMode(f.Mode)
+		n = len(at)
 	}
-	for i := start; i < len(rl.rooms); i++ {
-		r := &rl.rooms[i]
+	room := func(i int) *room.Room {
+		if at != nil {
+			return &rl.rooms[at[i]]
+		}
+		return &rl.rooms[i]
+	}
+	start := sort.Search(n, func(i int) bool { return room(i).ID > m.Cursor })
+	for i := start; i < n; i++ {
+		r := room(i)
 		if r.Private || r.Code == "" || !offered(*r, local) || !f.Match(r) {
 			continue
 		}

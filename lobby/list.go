@@ -24,9 +24,24 @@ type roomList struct {
 	version uint64
 	built   time.Time
 	rooms   []room.Room // shared with the snapshot: read only
-	// codes indexes rooms by join code, built on first use.
+	// codes indexes rooms by join code, and modes the rooms (their
+	// places in rooms, in order) by mode, each built on first use.
 	codesOnce sync.Once
 	codes     map[string]int
+	modesOnce sync.Once
+	modes     map[string][]int
+}
+
+// ofMode returns the places in rl.rooms of the rooms of mode, in id
+// order.
+func (rl *roomList) ofMode(mode string) []int {
+	rl.modesOnce.Do(func() {
+		rl.modes = make(map[string][]int)
+		for i, r := range rl.rooms {
+			rl.modes[r.Mode] = append(rl.modes[r.Mode], i)
+		}
+	})
+	return rl.modes[mode]
 }
 
 // findCode returns the room whose join code is code.

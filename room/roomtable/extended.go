@@ -267,7 +267,7 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 		if sameFilter(&p.filter, &f) && len(p.waiters)+1 < p.max {
 			p.waiters = append(p.waiters, player)
 			t.mu.Unlock()
-			return t.awaitQuick(ctx, p, player, client)
+			return t.awaitQuick(ctx, p, player, client, mayCreate)
 		}
 	}
 	p := &pending{filter: f, max: t.spawn.RoomSize(), done: make(chan struct{})}
@@ -299,7 +299,7 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 
 // awaitQuick waits for p's room and returns the seat held in it for
 // player.
-func (t *Table) awaitQuick(ctx context.Context, p *pending, player netip.AddrPort, client [8]byte) (room.Grant, error) {
+func (t *Table) awaitQuick(ctx context.Context, p *pending, player netip.AddrPort, client [8]byte, mayCreate func() error) (room.Grant, error) {
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -312,7 +312,7 @@ func (t *Table) awaitQuick(ctx context.Context, p *pending, player netip.AddrPor
 	if !ok {
 		// Others took the room's places first: look again, as if the
 		// quick join had just come.
-		return t.QuickJoin(ctx, p.filter, player, client, func() error { return room.ErrFull })
+		return t.QuickJoin(ctx, p.filter, player, client, mayCreate)
 	}
 	return room.Grant{Room: p.row, Token: t.sign(p.row.ID, serial, client)}, nil
 }
