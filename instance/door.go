@@ -106,6 +106,7 @@ type guest struct {
 	last    time.Time // last heard from
 	playing bool      // the game reported a player from ip since it came
 	serial  uint32    // the seat it took; 0 if unknown (a host that numbers none)
+	token   bool      // it showed the seat's token: its seat is kept when it goes
 }
 
 // knock is a refused datagram, kept for a moment.
@@ -176,6 +177,7 @@ func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission,
 	}
 	a := admission{To: from, room: d.room}
 	if g := d.bySeat[tok.Seat]; g != nil {
+		g.token = true
 		for at, h := range d.guests {
 			if h == g && at != from {
 				a.From = at
@@ -194,7 +196,7 @@ func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission,
 		return admission{}, false
 	}
 	d.dropHeld(tok.Seat)
-	d.seatGuest(from, tok.Seat, now)
+	d.seatGuest(from, tok.Seat, now).token = true
 	return a, true
 }
 
@@ -234,9 +236,9 @@ func (d *door) dropHeld(serial uint32) {
 	}
 }
 
-// seatGuest makes from a guest in seat serial (0: unnumbered). d.mu is
-// held.
-func (d *door) seatGuest(from netip.AddrPort, serial uint32, now time.Time) {
+// seatGuest makes from a guest in seat serial (0: unnumbered) and
+// returns it. d.mu is held.
+func (d *door) seatGuest(from netip.AddrPort, serial uint32, now time.Time) *guest {
 	d.expireGuests(now)
 	g := &guest{ip: from.Addr(), since: now, last: now, serial: serial}
 	d.guests[from] = g
@@ -245,6 +247,7 @@ func (d *door) seatGuest(from netip.AddrPort, serial uint32, now time.Time) {
 		d.used[serial] = struct{}{}
 	}
 	d.admitted++
+	return g
 }
 
 // admit reports whether a datagram from from may reach the game at now:
@@ -406,10 +409,15 @@ func (d *door) player(ip netip.Addr, delta int, now time.Time) (uint32, netip.Ad
 		pick.playing = true
 	default:
 		delete(d.guests, at)
-		if pick.serial != 0 && d.bySeat[pick.serial] == pick {
+		if d.bySeat[pick.serial] == pick {
 			delete(d.bySeat, pick.serial)
-			d.away[pick.serial] = awaySeat{last: at, until: now.Add(d.grace)}
 		}
+		if !pick.token {
+			// Admitted by its address: gone, as a seed client's seat
+			// goes; nothing is kept for it.
+			return 0, at
+		}
+		d.away[pick.serial] = awaySeat{last: at, until: now.Add(d.grace)}
 	}
 	return pick.serial, at
 }

@@ -160,6 +160,27 @@ func TestDoorSeatTokens(t *testing.T) {
 	}
 }
 
+// A player admitted by its address alone (a seed client, no token) that
+// the game lets go is gone: its seat is not kept for the grace, neither in
+// the door nor, since the door names no seat, in the host's table.
+func TestDoorKeepsNoSeatWithoutAToken(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	d := newDoor()
+	d.setRoom(7, 30*time.Second)
+	d.seat([]*instancepb.Seat{{Player: "192.0.2.50:5", ExpiresUnixMs: t0.Add(time.Hour).UnixMilli(), Serial: 3}}, t0)
+	seed := netip.MustParseAddrPort("192.0.2.50:5555")
+	if !d.admit(seed, nil, t0) {
+		t.Fatal("the address's seat")
+	}
+	d.player(seed.Addr(), 1, t0)
+	if seat, at := d.player(seed.Addr(), -1, t0.Add(time.Second)); seat != 0 || at != seed {
+		t.Fatalf("the game let go of a seed client: seat %d kept at %v", seat, at)
+	}
+	if len(d.away) != 0 {
+		t.Fatalf("seats kept away: %v", d.away)
+	}
+}
+
 // BenchmarkSeatTokenCheck is what the room's door spends on a seat token:
 // an EXT_PRESENT parsed and its token checked (the HMAC of the room's
 // key), and the holder seated again at its address; beside it, the HMAC
