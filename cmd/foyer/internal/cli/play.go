@@ -137,14 +137,13 @@ func (c *Command) play(ctx context.Context, addr string, target roomTarget, cfg 
 	if err != nil {
 		return c.Fail(err)
 	}
-	switch {
-	case target.id != nil || target.code != "":
+	if target.id != nil || target.code != "" {
 		fmt.Fprintf(c.stdout, "joined room %d, port %d\n", seat.Room, seat.Port)
-	case seat.Code != "":
-		fmt.Fprintf(c.stdout, "created room %d, port %d, code %s: others join with 'foyer play %s %s'\n",
-			seat.Room, seat.Port, seat.Code, lobby, seat.Code)
-	default:
+	} else {
 		fmt.Fprintf(c.stdout, "created room %d, port %d: others join with 'foyer play %s %d'\n", seat.Room, seat.Port, lobby, seat.Room)
+		if seat.Code != "" {
+			fmt.Fprintf(c.stdout, "its join code is %s: 'foyer play %s %s' joins it too\n", seat.Code, lobby, seat.Code)
+		}
 	}
 
 	framing := packet.Compact
