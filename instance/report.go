@@ -42,6 +42,8 @@ type reporter struct {
 	// nothing.
 	onPlayer func(ip netip.Addr, delta int, now time.Time) (uint32, netip.AddrPort)
 	refused  func() uint64
+	// seated is the door's answer to Seated; nil: no seat is held.
+	seated func(ip netip.Addr, now time.Time) (time.Time, bool)
 	// kept is the room's description as its host keeps it (Keep); own
 	// is what the game made of it (Labeler), nil while it said nothing.
 	kept, own *instancepb.Metadata
@@ -233,6 +235,15 @@ func (r *reporter) Exited(code int, signal string) {
 		return
 	}
 	r.finishLocked(&instancepb.Exit{Code: int32(max(min(code, math.MaxInt32), -1)), Signal: clip(signal)})
+}
+
+// Seated reports whether ip holds a seat the host keeps now, and until
+// when.
+func (r *reporter) Seated(ip netip.Addr) (time.Time, bool) {
+	if r.seated == nil {
+		return time.Time{}, false
+	}
+	return r.seated(ip, time.Now())
 }
 
 // exitCode is what the process exits with: 0, or 1 when a kept program

@@ -149,6 +149,7 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 	// A port outside the pool (the range changed) is the room's until it
 	// ends and never joins the pool.
 	r.pooled = s.ports.claim(a.Port)
+	s.adoptDoor(r)
 	s.live[a.RoomID] = r
 	r.row.SetMeta(d.Kept.Meta)
 	r.row.Code, r.row.Private = d.Kept.Code, d.Kept.Private

@@ -79,6 +79,7 @@ func (s *Supervisor) keep(r *record) {
 	if !ok {
 		return // reaped meanwhile
 	}
+	s.keepDoor(r, kp.Seats)
 	k := host.Kept{Listed: kp.Listed, Seats: kp.Seats, Keys: s.seatKeys(r.row.ID), Meta: kp.Row.Meta(),
 		Code: kp.Row.Code, Private: kp.Row.Private, Password: kp.Password}
 	ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)

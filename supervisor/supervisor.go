@@ -45,6 +45,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/nftdoor"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/room/roomtable"
@@ -60,6 +61,8 @@ type Supervisor struct {
 	tree  *cgroup.Tree // the rooms' cgroups; nil without
 	usage usageCache   // guarded by its own lock
 	table *roomtable.Table
+
+	door *nftdoor.Door // the exec rooms' door (door.go); nil without
 
 	ctx    context.Context // cancelled by Shutdown
 	cancel context.CancelFunc
@@ -162,9 +165,11 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		dirs.close()
 		return nil, err
 	}
+	s.openDoor()
 	if cfg.StateDir != "" {
 		s.adoptAll()
 	}
+	s.reconcileDoor()
 	s.wg.Add(1)
 	go s.keepSeats()
 	s.endUnadopted()
@@ -376,6 +381,7 @@ func (s *Supervisor) stop(r *record, cause room.Cause, kill bool) {
 func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
 	ooms := s.end(r.row.ID, r.cgroup)
+	s.closeDoor(r)
 	s.mu.Lock()
 	delete(s.live, r.row.ID)
 	if i := slices.Index(s.warm, r); i >= 0 {
@@ -610,6 +616,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.closeTree()
+	s.removeDoor()
 	s.dirs.close()
 	return err
 }
