@@ -268,7 +268,11 @@ func TestTableContract(t *testing.T) {
 // signs the seat's token; a quick join from another host takes it.
 func TestCodesJoinAcrossHosts(t *testing.T) {
 	_, _, url := natsServer(t)
-	a, _ := join(t, testConfig(url, "a", public), 0)
+	// A password is checked by a slow hash on purpose: a loaded machine
+	// gets more than the default JoinTimeout for it.
+	ca := testConfig(url, "a", public)
+	ca.JoinTimeout = 20 * time.Second
+	a, _ := join(t, ca, 0)
 	b, bLocal := join(t, testConfig(url, "b", public), 2)
 	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
 	meta := room.Meta{Name: "Ann's", Mode: "ctf", Tags: room.TagsOf([]room.Tag{{Key: "region", Value: "eu"}})}
