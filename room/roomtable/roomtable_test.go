@@ -95,13 +95,13 @@ func TestIDRangesAtTheirEdgesTaken(t *testing.T) {
 func TestAdoptedIDsNeverHandedOutAgain(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
 	adopted := rooms.NewID() + 1 // the id the table would hand out next
-	rooms.Enter(room.Room{ID: adopted, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil)
+	rooms.Enter(room.Room{ID: adopted, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil, nil)
 	rooms.Remove(adopted, room.Exited, 0, "")
 	if id := rooms.NewID(); id != adopted+1 {
 		t.Errorf("id %d after adopting %d, want %d", id, adopted, adopted+1)
 	}
 	ranged := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: 100, Last: 103, Next: 100}})
-	ranged.Enter(room.Room{ID: 50, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil)
+	ranged.Enter(room.Room{ID: 50, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil, nil)
 	if id := ranged.NewID(); id != 100 {
 		t.Errorf("id %d after adopting 50 outside the range 100-103, want 100", id)
 	}
