@@ -24,8 +24,8 @@ cd "$copy"
 bugs() {
 	# A JOIN forwarded to the room's owner loses its seat proof.
 	bug cluster/place.go \
-		'req, _ := json.Marshal(joinRequest{ID: id, Player: player, Proof: proof})' \
-		'req, _ := json.Marshal(joinRequest{ID: id, Player: player, Proof: room.Unproven})' \
+		'req, _ := json.Marshal(jr) // plain values: cannot fail' \
+		'jr.Proof = room.Unproven; req, _ := json.Marshal(jr)' \
 		./cluster '^TestTableContract$'
 	# The handover's freeze does nothing: CREATE and JOIN reach the
 	# table the handover holds, and are refused.
