@@ -413,8 +413,17 @@ func freeUDPPort(t testing.TB) int {
 // startServer writes a config (the lobby and instance sections are filled
 // in, extra is appended inside [lobby] ... as given; the admin pages are on
 // a free loopback port) and runs foyer serve
-// until the test ends, then checks that SIGTERM makes it exit 0.
+// until the test ends, then checks that SIGTERM makes it exit 0. It logs
+// at debug level, for the test to read.
 func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
+	t.Helper()
+	return startServerLogging(t, "debug", lobbyExtra, supervisorExtra)
+}
+
+// startServerLogging is startServer logging at level: a benchmark logs
+// at info, as a host does, so that the lines debug writes per request do
+// not weigh on what it measures.
+func startServerLogging(t testing.TB, level, lobbyExtra, supervisorExtra string) *server {
 	t.Helper()
 	port := freeUDPPort(t)
 	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
@@ -435,9 +444,9 @@ bind = "127.0.0.1"
 [admin]
 listen = "127.0.0.1:0"
 [log]
-level = "debug"
+level = %q
 format = "json"
-`, port, lobbyExtra, first, first+19, supervisorExtra)
+`, port, lobbyExtra, first, first+19, supervisorExtra, level)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,338 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/udptest"
+)
+
+// The edge benchmarks measure the real binary from outside: `foyer serve`
+// with 10 rooms and its per-source limits raised, driven by a load
+// generator of its own process (lobby/internal/loadtest/loadbench), and
+// the same generator against two echo servers, each a process of its own
+// too: one that reads and writes a datagram per system call, and one that
+// batches with recvmmsg/sendmmsg as the lobby does, the limit of the
+// lobby's I/O pattern whatever its work per datagram. The runs of one
+// benchmark are interleaved, the order rotating, so that a load that comes
+// and goes on the machine weighs on every server alike.
+//
+// Every server's CPU time is its own process's (utime + stime in
+// /proc/PID/stat), read before and after each run: CPU per answered
+// request compares what each spends, whoever else runs on the machine.
+
+// edgeRun is how long each run lasts, edgeWindow and edgeSockets the
+// generator's shape: 8 sockets, each keeping 16 requests outstanding.
+const (
+	edgeRun     = time.Second
+	edgeSockets = 8
+	edgeWindow  = 16
+)
+
+var loadbench struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// loadbenchBinary builds the load generator once per test process.
+func loadbenchBinary(b *testing.B) string {
+	b.Helper()
+	loadbench.once.Do(func() {
+		dir, err := os.MkdirTemp("", "foyer-loadbench-")
+		if err != nil {
+			loadbench.err = err
+			return
+		}
+		loadbench.path = filepath.Join(dir, "loadbench")
+		cmd := exec.Command("go", "build", "-o", loadbench.path, "../lobby/internal/loadtest/loadbench")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			loadbench.err = fmt.Errorf("building loadbench: %v\n%s", err, out)
+		}
+	})
+	if loadbench.err != nil {
+		b.Fatal(loadbench.err)
+	}
+	return loadbench.path
+}
+
+// target is a server under load: where it listens and the process whose
+// CPU time it spends.
+type target struct {
+	name string
+	addr netip.AddrPort
+	pid  int
+}
+
+// startEchoServer runs `loadbench echo` until the benchmark ends.
+func startEchoServer(b *testing.B, batched bool) target {
+	b.Helper()
+	t := target{name: "echo"}
+	args := []string{"echo"}
+	if batched {
+		t.name = "batched_echo"
+		args = append(args, "-batched")
+	}
+	cmd := exec.Command(loadbenchBinary(b), args...)
+	stdin, err := cmd.StdinPipe() // closing it ends the server
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("%s: %v", t.name, err)
+	}
+	if t.addr, err = netip.ParseAddrPort(strings.TrimSpace(line)); err != nil {
+		b.Fatalf("%s said %q: %v", t.name, line, err)
+	}
+	t.pid = cmd.Process.Pid
+	return t
+}
+
+// loadResult is what loadbench prints of a run (loadtest.WindowResult).
+type loadResult struct {
+	Answered, Lost int
+	Elapsed        time.Duration
+	P50, P99       time.Duration
+	Types          map[uint8]int
+}
+
+// loadRun is what one run of the generator against one server measured.
+type loadRun struct {
+	res loadResult
+	cpu time.Duration // the server's
+}
+
+// load runs the generator against t once, for edgeRun: from one socket
+// per source, each keeping window requests of mix outstanding.
+func load(b *testing.B, t target, sources []netip.AddrPort, window int, mix [][]byte) loadRun {
+	b.Helper()
+	args := []string{"load", "-target", t.addr.String(), "-window", fmt.Sprint(window),
+		"-duration", edgeRun.String(), "-sources", joinAddrs(sources)}
+	for _, m := range mix {
+		args = append(args, "-request", hex.EncodeToString(m))
+	}
+	cmd := exec.Command(loadbenchBinary(b), args...)
+	cmd.Stderr = os.Stderr
+	before := cpuTime(b, t.pid)
+	out, err := cmd.Output()
+	after := cpuTime(b, t.pid)
+	if err != nil {
+		b.Fatalf("loadbench against %s: %v", t.name, err)
+	}
+	var r loadRun
+	if err := json.Unmarshal(out, &r.res); err != nil {
+		b.Fatalf("loadbench said %q: %v", out, err)
+	}
+	r.cpu = after - before
+	return r
+}
+
+func joinAddrs(as []netip.AddrPort) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time process pid has spent so far.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(st.UTime+st.STime) * clockTick
+}
+
+// loadTotal is the runs against one server, summed.
+type loadTotal struct {
+	answered, lost int
+	elapsed, cpu   time.Duration
+	p50s, p99s     []time.Duration
+	types          map[uint8]int
+}
+
+func (t *loadTotal) add(r loadRun) {
+	t.answered += r.res.Answered
+	t.lost += r.res.Lost
+	t.elapsed += r.res.Elapsed
+	t.cpu += r.cpu
+	t.p50s = append(t.p50s, r.res.P50)
+	t.p99s = append(t.p99s, r.res.P99)
+	if t.types == nil {
+		t.types = map[uint8]int{}
+	}
+	for k, n := range r.res.Types {
+		t.types[k] += n
+	}
+}
+
+func (t *loadTotal) rate() float64 { return float64(t.answered) / t.elapsed.Seconds() }
+
+// cpuPerRequest is the server's CPU time per answered request, in µs.
+func (t *loadTotal) cpuPerRequest() float64 {
+	return float64(t.cpu) / float64(time.Microsecond) / float64(max(t.answered, 1))
+}
+
+func (t *loadTotal) p(ds []time.Duration) float64 {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2]) / float64(time.Microsecond)
+}
+
+// interleave runs the generator against each target once per b.Loop
+// iteration, the order rotating, and returns the totals by target.
+func interleave(b *testing.B, targets []target, sources []netip.AddrPort, window int, mix [][]byte) []loadTotal {
+	b.Helper()
+	for _, t := range targets { // warm up: seats, caches, tables
+		load(b, t, sources, window, mix)
+	}
+	totals := make([]loadTotal, len(targets))
+	for i := 0; b.Loop(); i++ {
+		for j := range targets {
+			k := (i + j) % len(targets)
+			totals[k].add(load(b, targets[k], sources, window, mix))
+		}
+	}
+	for i, t := range targets {
+		b.Logf("%s: %.0f req/s, %.2f µs CPU/req, p50 %.0f µs, p99 %.0f µs, %d lost, replies by type %v",
+			t.name, totals[i].rate(), totals[i].cpuPerRequest(), totals[i].p(totals[i].p50s), totals[i].p(totals[i].p99s),
+			totals[i].lost, totals[i].types)
+	}
+	return totals
+}
+
+// edgeLobby starts `foyer serve` at info level with limits that let the
+// generator through, and rooms rooms its players need not come to.
+func edgeLobby(b *testing.B, lobbyExtra string, rooms int) (*server, []uint32) {
+	b.Helper()
+	s := startServerLogging(b, "info", `rate = 100000000
+burst = 1000000
+create_rate = 1000
+create_burst = 1000
+create_network_rate = 1000
+create_network_burst = 1000
+admit_rate = 100000000
+admit_burst = 16000000
+reflection_limit = "1GiB"
+`+lobbyExtra, `max_players = 32
+seat_ttl = "1h"
+max_waiting = "1h"
+[room]
+idle_timeout = "1h"
+`)
+	c := newClient(b, "127.0.0.1", s.lobby)
+	ids := make([]uint32, rooms)
+	for i := range ids {
+		ids[i], _ = c.request(compact, createRoom, uint16(i+1), nil).roomPort(b)
+	}
+	return s, ids
+}
+
+// BenchmarkEdgeVsEcho is the native edge at the socket's limit, measured
+// from outside: the real binary with 10 rooms against the two echo
+// servers, on the same sockets and window, in the same run.
+//
+// Rows:
+//   - list: LIST from 8 sockets on 127.0.0.1, 16 outstanding on each
+//     (target: 0.95 of the batched echo's rate);
+//   - join: JOIN of the 10 rooms in turn from 16 sockets on 16 source
+//     addresses, 8 outstanding on each, every one answered JOIN_SUCCESS
+//     from the seat its source holds (target: 0.9).
+//
+// Metrics: each server's req/s, the ratios of the lobby's rate to each
+// echo's, each one's CPU per answered request and the ratio of the
+// lobby's to the batched echo's (target: at most 1.1).
+func BenchmarkEdgeVsEcho(b *testing.B) {
+	s, ids := edgeLobby(b, "", 10)
+	lobby := target{name: "lobby", addr: s.lobby, pid: s.cmd.Process.Pid}
+	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
+	list := encode(compact, listRooms, 0, 0, nil)
+	var joins [][]byte
+	for _, id := range ids {
+		joins = append(joins, encode(compact, joinRoom, 0, 0, joinPayload(id)))
+	}
+	for _, row := range []struct {
+		name    string
+		sources []netip.AddrPort
+		window  int
+		mix     [][]byte
+		reply   uint8
+	}{
+		{"list", loopbackSockets(edgeSockets), edgeWindow, [][]byte{list}, roomList},
+		{"join", loopbackSources(b, 16), edgeSockets * edgeWindow / 16, joins, joinSuccess},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			tot := interleave(b, targets, row.sources, row.window, row.mix)
+			if n := tot[0].types[row.reply]; n != tot[0].answered {
+				b.Fatalf("%d of the lobby's %d answers are %#x: %v", n, tot[0].answered, row.reply, tot[0].types)
+			}
+			reportEdge(b, tot)
+		})
+	}
+}
+
+// loopbackSources returns n addresses of 127.1.0.0/24, each with a port
+// free a moment ago: the same endpoints for every run, so that a JOIN
+// refreshes the seat its endpoint holds rather than taking a new one.
+func loopbackSources(b *testing.B, n int) []netip.AddrPort {
+	out := make([]netip.AddrPort, n)
+	for i := range out {
+		c := udptest.Listen(b, netip.AddrFrom4([4]byte{127, 1, 0, byte(i + 1)}).String())
+		out[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
+		c.Close()
+	}
+	return out
+}
+
+// loopbackSockets returns n sockets' sources on 127.0.0.1, ports picked
+// by each run.
+func loopbackSockets(n int) []netip.AddrPort {
+	return slices.Repeat([]netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, n)
+}
+
+// reportEdge reports the lobby's (tot[0]) rate and CPU against the echo's
+// (tot[1]) and the batched echo's (tot[2]).
+func reportEdge(b *testing.B, tot []loadTotal) {
+	l, e, eb := &tot[0], &tot[1], &tot[2]
+	b.ReportMetric(l.rate(), "lobby_req/s")
+	b.ReportMetric(e.rate(), "echo_req/s")
+	b.ReportMetric(eb.rate(), "batched_req/s")
+	b.ReportMetric(l.rate()/e.rate(), "ratio_echo")
+	b.ReportMetric(l.rate()/eb.rate(), "ratio_batched")
+	b.ReportMetric(l.cpuPerRequest(), "lobby_cpu_µs/req")
+	b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
+	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), "cpu_ratio")
+	b.ReportMetric(l.p(l.p99s), "lobby_p99_µs")
+}
