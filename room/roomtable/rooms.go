@@ -97,7 +97,7 @@ func (t *Table) Hand(id uint32, creator netip.AddrPort) (room.Room, bool) {
 	e.net = limit.PrefixOf(creator.Addr())
 	t.nets[e.net]++
 	e.seats.hold(creator, time.Now().Add(t.cfg.SeatTTL), seatKind{creator: true})
-	t.seatsChanged(e)
+	t.seatsChanged(e, time.Time{})
 	t.stats.Created++
 	row := e.view()
 	t.emit(room.Event{Kind: room.Created, Room: row})
@@ -148,7 +148,7 @@ func (t *Table) Report(id uint32, r Report) (from packet.RoomState, row room.Roo
 	from = e.row.State
 	e.row.State = r.State
 	if e.seats.len() != seats {
-		t.seatsChanged(e)
+		t.seatsChanged(e, time.Time{})
 	}
 	row = e.view()
 	if row != old && e.listed {

@@ -74,9 +74,13 @@ type Config struct {
 	// network, forged or real, takes every room of the host.
 	RoomsPerNetwork int
 	// SeatsChanged, when set, is called with a room's id whenever the
-	// seats held in it change (held, refreshed, taken, expired), with the
-	// table's lock held: it must only take note.
-	SeatsChanged func(id uint32)
+	// seats held in it change (held, refreshed, taken), with the table's
+	// lock held: it must only take note. by is when the room's process
+	// must have the change at the latest: the zero time (at once) for a
+	// change that admits or turns away someone, and for a seat merely
+	// refreshed, the moment it would have expired, so that a flood of
+	// repeated JOINs need not reach the room one by one.
+	SeatsChanged func(id uint32, by time.Time)
 }
 
 // DefaultConfig returns the defaults: seats wait 10s, an address holds 2
@@ -287,7 +291,7 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 		}
 		t.stats.SeatsDisplaced++
 	}
-	t.seatsChanged(e)
+	t.seatsChanged(e, e.seats.refreshBy(player, proven))
 	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
 		return e.view(), nil
 	}
@@ -351,10 +355,11 @@ func (t *Table) emit(ev room.Event) {
 	t.watchers.Send(ev)
 }
 
-// seatsChanged tells the hook that e's seats change. t.mu is held.
-func (t *Table) seatsChanged(e *entry) {
+// seatsChanged tells the hook that e's seats change, for its process to
+// know by by (see Config.SeatsChanged). t.mu is held.
+func (t *Table) seatsChanged(e *entry, by time.Time) {
 	if t.cfg.SeatsChanged != nil && e.key == "" {
-		t.cfg.SeatsChanged(e.row.ID)
+		t.cfg.SeatsChanged(e.row.ID, by)
 	}
 }
 

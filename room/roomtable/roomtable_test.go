@@ -156,7 +156,7 @@ func TestReportTakesUpSeats(t *testing.T) {
 // SeatTTL, and the hook hears of every other change of seats.
 func TestSeatsExpire(t *testing.T) {
 	var changed []uint32
-	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsChanged: func(id uint32) { changed = append(changed, id) }}
+	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsChanged: func(id uint32, _ time.Time) { changed = append(changed, id) }}
 	rooms := roomtabletest.New(t, cfg)
 	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
 	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); err != nil {
@@ -172,6 +172,28 @@ func TestSeatsExpire(t *testing.T) {
 	}
 	if len(changed) != 1 || changed[0] != r.ID {
 		t.Fatalf("hook heard %v, want the JOIN of room %d", changed, r.ID)
+	}
+}
+
+// TestSeatRefreshCanWait: the hook says a new seat, and a seat proven,
+// must reach the room's process at once, and a seat merely refreshed by
+// the moment it would have expired.
+func TestSeatRefreshCanWait(t *testing.T) {
+	var by []time.Time
+	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsPerAddress: 2,
+		SeatsChanged: func(_ uint32, b time.Time) { by = append(by, b) }}
+	rooms := roomtabletest.New(t, cfg)
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	p := ep("192.0.2.1:1")
+	for _, proof := range []room.Proof{room.Unproven, room.Unproven, room.SawListing, room.SawListing, room.Unproven} {
+		if _, err := rooms.Join(ctx, r.ID, p, proof); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seats, _, _ := rooms.Seats(r.ID)
+	if len(by) != 5 || !by[0].IsZero() || by[1].IsZero() || !by[2].IsZero() || by[3].IsZero() || by[4].IsZero() ||
+		by[4].After(seats[0].Expires) || by[4].Before(by[3]) || by[3].Before(by[1]) {
+		t.Fatalf("hook heard %v for a seat taken, refreshed, proven, refreshed proven, refreshed unproven (expires %v)", by, seats[0].Expires)
 	}
 }
 

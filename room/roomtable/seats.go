@@ -81,6 +81,17 @@ func (ss *seats) holdsFor(player netip.AddrPort) bool {
 	return ok
 }
 
+// refreshBy is when the room's process must know of a JOIN of player
+// (proven or not) at the latest: the expiry of the seat it holds, if the
+// JOIN only refreshes it, and the zero time (at once) if it takes a seat
+// or proves one.
+func (ss *seats) refreshBy(player netip.AddrPort, proven bool) time.Time {
+	if s, ok := ss.byPlayer[player]; ok && (s.proven || !proven) {
+		return s.expires
+	}
+	return time.Time{}
+}
+
 // ofIP is how many seats ip holds.
 func (ss *seats) ofIP(ip netip.Addr) int { return ss.byIP[ip.Unmap()].n }
 
