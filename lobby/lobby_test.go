@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash/crc32"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -545,8 +546,8 @@ func TestRetriesBounded(t *testing.T) {
 	if _, found := r.begin(k(2), now.Add(2*time.Minute), nil); found {
 		t.Error("an entry outlived the window")
 	}
-	if len(r.m) > 2 {
-		t.Errorf("%d entries, bound is 2", len(r.m))
+	if r.len() > 2 {
+		t.Errorf("%d entries, bound is 2", r.len())
 	}
 	r.abandon(k(2)) // running again since it expired: forgotten
 	if _, found := r.begin(k(2), now.Add(2*time.Minute), nil); found {
@@ -746,4 +747,71 @@ func sumReports(log string) report {
 		}
 	}
 	return r
+}
+
+// The retry cache answers as a plain map of its entries would, through
+// any sequence of begins, finishes, abandons, expiries and evictions: its
+// index never loses an entry nor keeps a recycled one.
+func TestRetriesMatchAModel(t *testing.T) {
+	const max, window = 40, 100
+	r := newRetries(max, window)
+	type entry struct {
+		key   retryKey
+		at    int
+		reply []byte
+		live  bool
+	}
+	var ring []*entry // the model: entries in the order they began
+	byKey := map[retryKey]*entry{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	k := func(n int) retryKey {
+		return newRetryKey(netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(n)}), 9), packet.Header{Type: packet.JoinRoom}, 5)
+	}
+	now := 0
+	for step := range 200000 {
+		now += rng.IntN(3)
+		key := k(rng.IntN(120))
+		at := r.epoch.Add(time.Duration(now))
+		switch rng.IntN(4) {
+		case 0, 1:
+			got, found := r.begin(key, at, nil)
+			e := byKey[key]
+			if e != nil && now-e.at < window {
+				if !found || !slices.Equal(got, e.reply) {
+					t.Fatalf("step %d: begin found %v %v, want %v", step, found, got, e.reply)
+				}
+				continue
+			}
+			if found {
+				t.Fatalf("step %d: begin found an expired or unknown key", step)
+			}
+			if e != nil {
+				e.live = false
+			}
+			if len(ring) == max {
+				if old := ring[0]; old.live {
+					delete(byKey, old.key)
+				}
+				ring = ring[1:]
+			}
+			e = &entry{key: key, at: now, live: true}
+			ring = append(ring, e)
+			byKey[key] = e
+		case 2:
+			reply := []byte{byte(step), 1}
+			r.finish(key, reply)
+			if e := byKey[key]; e != nil && e.reply == nil {
+				e.reply = reply
+			}
+		case 3:
+			r.abandon(key)
+			if e := byKey[key]; e != nil && e.reply == nil {
+				e.live = false
+				delete(byKey, key)
+			}
+		}
+		if r.len() != len(byKey) {
+			t.Fatalf("step %d: %d entries indexed, want %d", step, r.len(), len(byKey))
+		}
+	}
 }
