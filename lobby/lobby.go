@@ -2,10 +2,14 @@
 // CREATE_ROOM and JOIN_ROOM (messages 0x40-0x46, see package packet) in
 // front of a room.Table.
 //
-// Each listen address has one socket and one goroutine reading it, a
-// batch of datagrams per system call into reused buffers (see batch);
-// the replies the loop makes to a batch leave together. A datagram goes
-// through, in order:
+// Each listen address has Readers sockets sharing its port
+// (SO_REUSEPORT, see sockets.ListenUDPGroup), each read by a goroutine of
+// its own, a batch of datagrams per system call into reused buffers (see
+// batch); the replies a loop makes to a batch leave together. The kernel
+// sends each sender's datagrams to one socket of the group, so the loops
+// share the work without sharing a receive queue; everything a request
+// draws on (the guard's budgets, the retry cache, the room table) is one
+// for all of them. A datagram goes through, in order:
 //
 //	packet.Parse        malformed: dropped, counted by packet.Reason
 //	request type?       replies and unknown types: dropped
@@ -38,6 +42,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +63,9 @@ type Config struct {
 	// Listen are the UDP addresses to serve; port 0 picks a free port
 	// (see Lobby.Addrs).
 	Listen []netip.AddrPort
+	// Readers is how many sockets, each with a goroutine reading it,
+	// serve each listen address.
+	Readers int
 	// RetryWindow is how long a CREATE or JOIN reply is replayed to a
 	// retry; RetryCache bounds how many are kept.
 	RetryWindow time.Duration
@@ -72,6 +81,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:         []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7777")},
+		Readers:        runtime.GOMAXPROCS(0),
 		RetryWindow:    10 * time.Second,
 		RetryCache:     65536,
 		MaxCreates:     64,
@@ -85,7 +95,8 @@ func DefaultConfig() Config {
 const (
 	joinWorkers = 4
 	joinQueue   = 1024
-	readBuffer  = 4 << 20 // socket receive buffer asked for
+	readBuffer  = 4 << 20 // socket receive buffer asked for, per socket
+	maxReaders  = 1024
 )
 
 // Lobby serves the native protocol on its sockets.
@@ -93,7 +104,8 @@ type Lobby struct {
 	cfg     Config
 	rooms   room.Table
 	log     zerolog.Logger
-	conns   []*net.UDPConn
+	conns   []*net.UDPConn   // Readers per listen address
+	addrs   []netip.AddrPort // one per listen address
 	guard   *limit.Guard
 	cookies *cookies
 	retries *retries
@@ -147,20 +159,24 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
 			network = "udp6"
 		}
-		// Through sockets, so that an upgrade hands the very socket on.
-		c, err := sockets.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
+		// Through sockets, so that an upgrade hands the very sockets on.
+		group, err := sockets.ListenUDPGroup(network, net.UDPAddrFromAddrPort(ap), cfg.Readers)
 		if err != nil {
 			l.closeConns()
 			l.stop()
 			return nil, fmt.Errorf("lobby: listen %v: %w", ap, err)
 		}
-		_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
-		if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
-			// Without it the lobby sees no flood, and a wildcard socket
-			// offers only the host's own rooms: degraded, not broken.
-			l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
+		for _, c := range group {
+			_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
+			if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
+				// Without it the lobby sees no flood, and a wildcard
+				// socket offers only the host's own rooms: degraded,
+				// not broken.
+				l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
+			}
 		}
-		l.conns = append(l.conns, c)
+		l.conns = append(l.conns, group...)
+		l.addrs = append(l.addrs, group[0].LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	return l, nil
 }
@@ -195,6 +211,8 @@ func (c Config) check() error {
 	switch {
 	case len(c.Listen) == 0:
 		return errors.New("lobby: no listen address")
+	case c.Readers < 1 || c.Readers > maxReaders:
+		return fmt.Errorf("lobby: readers must be 1-%d", maxReaders)
 	case c.RetryCache < 1 || c.MaxCreates < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
 		return errors.New("lobby: retry cache, max creates, retry window and report interval must be positive")
 	}
@@ -202,13 +220,7 @@ func (c Config) check() error {
 }
 
 // Addrs returns the bound addresses, in the order of Config.Listen.
-func (l *Lobby) Addrs() []netip.AddrPort {
-	out := make([]netip.AddrPort, len(l.conns))
-	for i, c := range l.conns {
-		out[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
-	}
-	return out
-}
+func (l *Lobby) Addrs() []netip.AddrPort { return slices.Clone(l.addrs) }
 
 // Drain stops answering CREATE (they are dropped and counted), ahead of a
 // shutdown; LIST and JOIN are still answered.

@@ -349,8 +349,8 @@ func TestRateLimitPerSource(t *testing.T) {
 	for seq := range uint16(sent) {
 		noisy.send(hdr(packet.Compact, packet.ListRooms, seq), 0)
 	}
-	// The loop reads its socket in order: once another source's LIST is
-	// answered, every datagram of the burst that arrived has been handled.
+	// Another source's LIST answered, the counts are awaited until every
+	// LIST that arrived is accounted for, whichever reader has it.
 	calm := dial(t, "127.0.0.2", addr)
 	calm.roundTrip(hdr(packet.Compact, packet.ListRooms, 1), 0)
 	s := statsOnce(t, l, func(s Stats) bool {
