@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/foyerlobby/foyer/internal/replyaddr"
 )
 
 // batchSize is how many datagrams a read loop takes from its socket per
@@ -47,7 +49,7 @@ func (s stdConn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 }
 
 func (s stdConn) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
-	if _, err := s.c.WriteToUDP(ms[0].Buffers[0], ms[0].Addr.(*net.UDPAddr)); err != nil {
+	if _, _, err := s.c.WriteMsgUDP(ms[0].Buffers[0], ms[0].OOB, ms[0].Addr.(*net.UDPAddr)); err != nil {
 		return 0, err
 	}
 	return 1, nil
@@ -61,8 +63,9 @@ type batch struct {
 	bc  batchConn
 	in  []ipv4.Message
 	out []ipv4.Message // out[:queued] wait for flush
-	// bound is the socket's own address: where every datagram arrived,
-	// unless it is a wildcard, when the datagram's control message says.
+	// bound is the socket's own address: where every datagram arrived
+	// and its replies leave from, unless it is a wildcard, when the
+	// datagram's control message says (and a reply carries one back).
 	bound netip.Addr
 	// drops is the socket's drop counter as the last datagram read said.
 	drops uint32
@@ -92,6 +95,7 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 		q.in[i].Buffers = [][]byte{make([]byte, 1<<16)}
 		q.in[i].OOB = make([]byte, controlSpace)
 		q.out[i].Buffers = [][]byte{make([]byte, 0, 64)} // grows to the longest reply
+		q.out[i].OOB = make([]byte, 0, replyaddr.Space)
 		q.to[i].IP = make(net.IP, 0, net.IPv6len)
 		q.out[i].Addr = &q.to[i]
 	}
@@ -113,19 +117,19 @@ func (q *batch) read() (n int, dropped bool, err error) {
 	return n, dropped, nil
 }
 
-// datagram returns the i-th datagram read, its sender and the local
-// address it was sent to (invalid when a wildcard socket could not tell).
-func (q *batch) datagram(i int) ([]byte, netip.AddrPort, netip.Addr) {
+// datagram returns the i-th datagram read, its sender and where it
+// arrived (invalid when a wildcard socket could not tell).
+func (q *batch) datagram(i int) ([]byte, netip.AddrPort, arrival) {
 	m := &q.in[i]
 	var from netip.AddrPort
 	if a, ok := m.Addr.(*net.UDPAddr); ok {
 		from = a.AddrPort()
 	}
-	local := q.bound
-	if local.IsUnspecified() {
-		local, _, _ = parseControl(m.OOB[:m.NN])
+	at := arrival{to: q.bound}
+	if q.bound.IsUnspecified() {
+		at, _, _ = parseControl(m.OOB[:m.NN])
 	}
-	return m.Buffers[0][:m.N], from, local
+	return m.Buffers[0][:m.N], from, at
 }
 
 // answer runs handle on each datagram read with the buffer of the next
@@ -133,20 +137,22 @@ func (q *batch) datagram(i int) ([]byte, netip.AddrPort, netip.Addr) {
 // nothing; a buffer handle grew but did not queue (its reply was dropped)
 // is kept for the next one, so that even a flood of dropped replies
 // allocates nothing.
-func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte) {
+func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte) {
 	for i := range n {
 		slot := q.queued
-		b, from, local := q.datagram(i)
-		if out := handle(b, from, local, q.out[slot].Buffers[0][:0]); q.queued == slot {
+		b, from, at := q.datagram(i)
+		if out := handle(b, from, at, q.out[slot].Buffers[0][:0]); q.queued == slot {
 			q.out[slot].Buffers[0] = out[:0]
 		}
 	}
 }
 
-// WriteToUDPAddrPort queues b, the scratch space answer handed out (grown
-// or not), for the next flush. handle queues at most one reply per
-// datagram, so a batch has room for every reply.
-func (q *batch) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
+// WriteFrom queues b, the scratch space answer handed out (grown or not),
+// for the next flush, to leave from src (see arrival.replyFrom). handle
+// queues at most one reply per datagram, so a batch has room for every
+// reply.
+func (q *batch) WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error) {
+	q.out[q.queued].OOB = replyaddr.Append(q.out[q.queued].OOB[:0], src)
 	a := &q.to[q.queued]
 	ip := to.Addr()
 	if ip.Is4() {

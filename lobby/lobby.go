@@ -51,6 +51,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/replyaddr"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
@@ -123,16 +124,37 @@ type Lobby struct {
 	stop       context.CancelFunc
 }
 
-// sender is where replies go out: a socket, or a read loop's batch, which
-// queues them until the loop has answered the whole batch.
+// sender is where replies go out: a socket (direct), or a read loop's
+// batch, which queues them until the loop has answered the whole batch.
+// src is the address a reply leaves from: invalid for the socket's own.
 type sender interface {
-	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
+	WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error)
 }
+
+// direct sends straight to its socket.
+type direct struct{ c *net.UDPConn }
+
+func (d direct) WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error) {
+	if !src.IsValid() {
+		return d.c.WriteToUDPAddrPort(b, to)
+	}
+	var space [64]byte
+	n, _, err := d.c.WriteMsgUDPAddrPort(b, replyaddr.Append(space[:0], src), to)
+	return n, err
+}
+
+// arrival is where a datagram arrived: the address it was sent to, which
+// decides what a client there is offered, and the address its replies
+// leave from, the same but for a broadcast (see replyaddr.Read). Both are
+// invalid when a wildcard socket could not tell; replyFrom is invalid on
+// a socket bound to one address, whose replies leave from it anyway.
+type arrival struct{ to, replyFrom netip.Addr }
 
 // request is one well-formed CREATE or JOIN on its way through the lobby.
 type request struct {
 	h       packet.Header
 	from    netip.AddrPort
+	src     netip.Addr    // where the answer leaves from (arrival.replyFrom)
 	verdict limit.Verdict // the guard's, which the reply is charged by
 	key     retryKey
 	// JOIN only: the room id as sent (echoed in the answer), the room it
@@ -322,8 +344,8 @@ func isTimeout(err error) bool {
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO)
 	var os offers
-	handle := func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
-		return l.handle(q, c, &os, b, from, local, out)
+	handle := func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
+		return l.handle(q, direct{c}, &os, b, from, at, out)
 	}
 	err := tally.ReadLoop(l.stats.readErrors, func() error {
 		n, dropped, err := q.read()
@@ -346,11 +368,11 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	return nil
 }
 
-// handle answers one datagram that came from from to the local address
-// local: what it answers at once goes to c, what it answers later
-// (CREATE, JOIN on a worker) to later. os are the loop's lists. out is
-// scratch space it returns for reuse.
-func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
+// handle answers one datagram that came from from and arrived at at:
+// what it answers at once goes to c, what it answers later (CREATE, JOIN
+// on a worker) to later, each from the address the datagram was sent to.
+// os are the loop's lists. out is scratch space it returns for reuse.
+func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
 	if l.guard.Denied(from.Addr()) {
 		l.stats.drop("denied")
 		return out
@@ -388,14 +410,14 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		if l.cookies.on(now) {
 			mask = l.cookies.mask(from.Addr())
 		}
-		out = os.appendReply(out, os.get(rl, local), m.Header, mask)
-		l.send(c, out, from, v, now)
+		out = os.appendReply(out, os.get(rl, at.to), m.Header, mask)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
-	req := request{h: m.Header, from: from, verdict: v, asked: m.RoomID, conn: later,
+	req := request{h: m.Header, from: from, src: at.replyFrom, verdict: v, asked: m.RoomID, conn: later,
 		key: newRetryKey(from, m.Header, m.RoomID)}
 	if !create {
-		r, proof, ok := l.cookies.resolve(rl, m.RoomID, from.Addr(), local)
+		r, proof, ok := l.cookies.resolve(rl, m.RoomID, from.Addr(), at.to)
 		if !ok { // no such room, or not one this client can reach
 			err := errNoRoomZero
 			if m.RoomID != 0 {
@@ -403,7 +425,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			}
 			l.failed("join", from, m.RoomID, err)
 			out = l.appendAnswer(out, req, room.Room{}, err)
-			l.send(c, out, from, v, now)
+			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
 		req.room, req.proof = r, proof
@@ -419,7 +441,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			return out
 		}
 		l.stats.retries.Add(1)
-		l.send(c, out, from, v, now)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
 	if create {
@@ -513,7 +535,7 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 func (l *Lobby) answer(req request, r room.Room, err error, now time.Time, buf []byte) []byte {
 	buf = l.appendAnswer(buf, req, r, err)
 	l.retries.finish(req.key, buf)
-	l.send(req.conn, buf, req.from, req.verdict, now)
+	l.send(req.conn, buf, req.from, req.src, req.verdict, now)
 	return buf
 }
 
@@ -557,15 +579,16 @@ func failureReason(err error) string {
 	return room.Reason(err)
 }
 
-// send writes one reply if the guard's reply budgets let it through (v
-// is the request's verdict). A reply queued in a read loop's batch is
-// counted when the batch is flushed, once it is known to have gone out.
-func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, v limit.Verdict, now time.Time) {
+// send writes one reply from src (see arrival.replyFrom) if the guard's
+// reply budgets let it through (v is the request's verdict). A reply
+// queued in a read loop's batch is counted when the batch is flushed, once
+// it is known to have gone out.
+func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time) {
 	if !l.guard.AllowReply(to.Addr(), len(b), v, now) {
 		l.stats.drop("reflection")
 		return
 	}
-	_, err := c.WriteToUDPAddrPort(b, to)
+	_, err := c.WriteFrom(b, to, src)
 	if _, queued := c.(*batch); !queued {
 		l.sent(b, err == nil)
 	}

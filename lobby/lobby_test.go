@@ -79,6 +79,12 @@ func dial(t testing.TB, ip string, to netip.AddrPort) *client {
 
 func (c *client) sendRaw(b []byte) {
 	c.t.Helper()
+	if c.conn.RemoteAddr() != nil { // connected: to its peer, as most clients send
+		if _, err := c.conn.Write(b); err != nil {
+			c.t.Fatal(err)
+		}
+		return
+	}
 	udptest.Send(c.t, c.conn, c.to, b)
 }
 

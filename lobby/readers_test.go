@@ -153,7 +153,7 @@ func TestRetryAnsweredByAnotherReader(t *testing.T) {
 	for reader := range replies {
 		var os offers // each loop's own
 		w := &recording{}
-		l.handle(w, w, &os, join, from, local, nil)
+		l.handle(w, w, &os, join, from, arrival{to: local}, nil)
 		replies[reader] = w.last
 	}
 	if s := l.Stats(); s.Granted["join"] != 1 || s.Retries != 1 || !bytes.Equal(replies[0], replies[1]) || len(replies[0]) == 0 {
@@ -165,7 +165,7 @@ func TestRetryAnsweredByAnotherReader(t *testing.T) {
 // recording is a sender that keeps the last datagram sent.
 type recording struct{ last []byte }
 
-func (r *recording) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) {
+func (r *recording) WriteFrom(b []byte, _ netip.AddrPort, _ netip.Addr) (int, error) {
 	r.last = append([]byte(nil), b...)
 	return len(b), nil
 }
