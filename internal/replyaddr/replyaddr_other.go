@@ -12,7 +12,9 @@ import (
 var Space = 0
 
 // Enable says that only Linux tells a datagram's destination here.
-func Enable(syscall.Conn, bool) error { return errors.New("replyaddr: datagram destinations are read on Linux only") }
+func Enable(syscall.Conn, bool) error {
+	return errors.New("replyaddr: datagram destinations are read on Linux only")
+}
 
 // Walk calls f for no control message.
 func Walk([]byte, func(level, typ int32, data []byte)) {}
