@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -129,16 +130,25 @@ type loadRun struct {
 	cpu time.Duration // the server's
 }
 
-// load runs the generator against t once, for edgeRun: from one socket
-// per source, each keeping window requests of mix outstanding.
-func load(b *testing.B, t target, sources []netip.AddrPort, window int, mix [][]byte) loadRun {
+// shape is what the generator sends: from one socket per source, each
+// keeping window requests of mix outstanding, run under wrap (e.g.
+// taskset) when it is set.
+type shape struct {
+	sources []netip.AddrPort
+	window  int
+	mix     [][]byte
+	wrap    []string
+}
+
+// load runs the generator against t once, for edgeRun.
+func load(b *testing.B, t target, sh shape) loadRun {
 	b.Helper()
-	args := []string{"load", "-target", t.addr.String(), "-window", fmt.Sprint(window),
-		"-duration", edgeRun.String(), "-sources", joinAddrs(sources)}
-	for _, m := range mix {
+	args := append(slices.Clone(sh.wrap), loadbenchBinary(b), "load", "-target", t.addr.String(),
+		"-window", fmt.Sprint(sh.window), "-duration", edgeRun.String(), "-sources", joinAddrs(sh.sources))
+	for _, m := range sh.mix {
 		args = append(args, "-request", hex.EncodeToString(m))
 	}
-	cmd := exec.Command(loadbenchBinary(b), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
 	before := cpuTime(b, t.pid)
 	out, err := cmd.Output()
@@ -212,17 +222,21 @@ func (t *loadTotal) p(ds []time.Duration) float64 {
 }
 
 // interleave runs the generator against each target once per b.Loop
-// iteration, the order rotating, and returns the totals by target.
-func interleave(b *testing.B, targets []target, sources []netip.AddrPort, window int, mix [][]byte) []loadTotal {
+// iteration, the order rotating, each with its shape (shapes[i], or the
+// one shape for all), and returns the totals by target.
+func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	b.Helper()
-	for _, t := range targets { // warm up: seats, caches, tables
-		load(b, t, sources, window, mix)
+	if len(shapes) == 1 {
+		shapes = slices.Repeat(shapes, len(targets))
+	}
+	for i, t := range targets { // warm up: seats, caches, tables
+		load(b, t, shapes[i])
 	}
 	totals := make([]loadTotal, len(targets))
 	for i := 0; b.Loop(); i++ {
 		for j := range targets {
 			k := (i + j) % len(targets)
-			totals[k].add(load(b, targets[k], sources, window, mix))
+			totals[k].add(load(b, targets[k], shapes[k]))
 		}
 	}
 	for i, t := range targets {
@@ -233,9 +247,10 @@ func interleave(b *testing.B, targets []target, sources []netip.AddrPort, window
 	return totals
 }
 
-// edgeLobby starts `foyer serve` at info level with limits that let the
-// generator through, and rooms rooms its players need not come to.
-func edgeLobby(b *testing.B, lobbyExtra string, rooms int) (*server, []uint32) {
+// edgeLobby starts `foyer serve` at info level (under wrap, when set)
+// with limits that let the generator through, and rooms rooms its players
+// need not come to; it returns the lobby as a target and its rooms' ids.
+func edgeLobby(b *testing.B, name, lobbyExtra string, rooms int, wrap ...string) (target, []uint32) {
 	b.Helper()
 	s := startServerLogging(b, "info", `rate = 100000000
 burst = 1000000
@@ -251,13 +266,44 @@ seat_ttl = "1h"
 max_waiting = "1h"
 [room]
 idle_timeout = "1h"
-`)
+`, wrap...)
 	c := newClient(b, "127.0.0.1", s.lobby)
 	ids := make([]uint32, rooms)
 	for i := range ids {
 		ids[i], _ = c.request(compact, createRoom, uint16(i+1), nil).roomPort(b)
 	}
-	return s, ids
+	return target{name: name, addr: s.lobby, pid: s.cmd.Process.Pid}, ids
+}
+
+// edgeRows are the two loads of the edge benchmarks: LIST from 8
+// sockets on 127.0.0.1, 16 outstanding on each; JOIN of the rooms ids in
+// turn from 16 sockets on 16 source addresses, 8 outstanding on each,
+// every one answered JOIN_SUCCESS from the seat its source holds. The
+// JOINs' sources keep their ports from run to run.
+func edgeRows(b *testing.B, ids []uint32) []edgeRow {
+	var joins [][]byte
+	for _, id := range ids {
+		joins = append(joins, encode(compact, joinRoom, 0, 0, joinPayload(id)))
+	}
+	return []edgeRow{
+		{"list", shape{sources: loopbackSockets(edgeSockets), window: edgeWindow, mix: [][]byte{encode(compact, listRooms, 0, 0, nil)}}, roomList},
+		{"join", shape{sources: loopbackSources(b, 16), window: edgeSockets * edgeWindow / 16, mix: joins}, joinSuccess},
+	}
+}
+
+// edgeRow is one load and the reply every request of it gets.
+type edgeRow struct {
+	name  string
+	shape shape
+	reply uint8
+}
+
+// check fails the benchmark unless every answer of the lobby's totals
+// (tot) is the row's reply.
+func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
+	if n := tot.types[row.reply]; n != tot.answered || n == 0 {
+		b.Fatalf("%d of %s's %d answers are %#x: %v", n, name, tot.answered, row.reply, tot.types)
+	}
 }
 
 // BenchmarkEdgeVsEcho is the native edge at the socket's limit, measured
@@ -275,29 +321,12 @@ idle_timeout = "1h"
 // echo's, each one's CPU per answered request and the ratio of the
 // lobby's to the batched echo's (target: at most 1.1).
 func BenchmarkEdgeVsEcho(b *testing.B) {
-	s, ids := edgeLobby(b, "", 10)
-	lobby := target{name: "lobby", addr: s.lobby, pid: s.cmd.Process.Pid}
+	lobby, ids := edgeLobby(b, "lobby", "", 10)
 	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
-	list := encode(compact, listRooms, 0, 0, nil)
-	var joins [][]byte
-	for _, id := range ids {
-		joins = append(joins, encode(compact, joinRoom, 0, 0, joinPayload(id)))
-	}
-	for _, row := range []struct {
-		name    string
-		sources []netip.AddrPort
-		window  int
-		mix     [][]byte
-		reply   uint8
-	}{
-		{"list", loopbackSockets(edgeSockets), edgeWindow, [][]byte{list}, roomList},
-		{"join", loopbackSources(b, 16), edgeSockets * edgeWindow / 16, joins, joinSuccess},
-	} {
+	for _, row := range edgeRows(b, ids) {
 		b.Run(row.name, func(b *testing.B) {
-			tot := interleave(b, targets, row.sources, row.window, row.mix)
-			if n := tot[0].types[row.reply]; n != tot[0].answered {
-				b.Fatalf("%d of the lobby's %d answers are %#x: %v", n, tot[0].answered, row.reply, tot[0].types)
-			}
+			tot := interleave(b, targets, row.shape)
+			row.check(b, lobby.name, tot[0])
 			reportEdge(b, tot)
 		})
 	}
@@ -335,4 +364,53 @@ func reportEdge(b *testing.B, tot []loadTotal) {
 	b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
 	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), "cpu_ratio")
 	b.ReportMetric(l.p(l.p99s), "lobby_p99_µs")
+}
+
+// BenchmarkReaders is the native edge with one reader and with one per
+// core, interleaved in one run: two lobbies of the real binary, 10 rooms
+// each, `readers = 1` and `readers = N`, N the machine's cores (at least
+// 2), under the edge benchmarks' loads.
+//
+// Rows: unpinned, every process free to run on any core; and pinned
+// (machines of 2 cores or more), the generator on core 0 and the lobbies
+// on the others, so that N readers run on N-1 cores: on a 2-core machine
+// two readers share the one core, where they must cost nothing.
+//
+// Metrics: each lobby's req/s and CPU per request, and the ratio of N
+// readers' rate to one's.
+func BenchmarkReaders(b *testing.B) {
+	cpus := runtime.NumCPU()
+	n := max(cpus, 2)
+	for _, pinned := range []bool{false, true} {
+		if pinned && cpus < 2 {
+			continue
+		}
+		name := "unpinned"
+		var lobbyWrap, genWrap []string
+		if pinned {
+			name = "pinned"
+			lobbyWrap = []string{"taskset", "-c", fmt.Sprintf("1-%d", cpus-1)}
+			genWrap = []string{"taskset", "-c", "0"}
+		}
+		b.Run(name, func(b *testing.B) {
+			one, ids := edgeLobby(b, "1 reader", "readers = 1\n", 10, lobbyWrap...)
+			many, manyIDs := edgeLobby(b, fmt.Sprintf("%d readers", n), fmt.Sprintf("readers = %d\n", n), 10, lobbyWrap...)
+			rows, manyRows := edgeRows(b, ids), edgeRows(b, manyIDs)
+			for i, row := range rows {
+				b.Run(row.name, func(b *testing.B) {
+					// Each lobby is asked for its own rooms.
+					sh, manySh := row.shape, manyRows[i].shape
+					sh.wrap, manySh.wrap = genWrap, genWrap
+					tot := interleave(b, []target{one, many}, sh, manySh)
+					row.check(b, one.name, tot[0])
+					row.check(b, many.name, tot[1])
+					b.ReportMetric(tot[0].rate(), "1reader_req/s")
+					b.ReportMetric(tot[1].rate(), "Nreaders_req/s")
+					b.ReportMetric(tot[1].rate()/tot[0].rate(), "ratio")
+					b.ReportMetric(tot[0].cpuPerRequest(), "1reader_cpu_µs/req")
+					b.ReportMetric(tot[1].cpuPerRequest(), "Nreaders_cpu_µs/req")
+				})
+			}
+		})
+	}
 }

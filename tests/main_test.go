@@ -422,8 +422,9 @@ func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 
 // startServerLogging is startServer logging at level: a benchmark logs
 // at info, as a host does, so that the lines debug writes per request do
-// not weigh on what it measures.
-func startServerLogging(t testing.TB, level, lobbyExtra, supervisorExtra string) *server {
+// not weigh on what it measures. With wrap, the command runs under it
+// (e.g. taskset).
+func startServerLogging(t testing.TB, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
 	t.Helper()
 	port := freeUDPPort(t)
 	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
@@ -453,7 +454,8 @@ format = "json"
 	}
 	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
 		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + 19}}
-	s.cmd = exec.Command(bin, "serve", "--config", path)
+	argv := append(wrap, bin, "serve", "--config", path)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
