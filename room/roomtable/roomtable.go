@@ -257,7 +257,8 @@ func (t *Table) JoinNeverWaits() bool { return true }
 // Join holds a seat in room id for player. It succeeds only for a listed
 // room that is joinable (room.Room.JoinError); a player already holding a
 // seat there keeps it, refreshed, and takes no second one, even in a room
-// that is full.
+// that is full. A seat taken or refreshed less than a second ago (a tenth
+// of SeatTTL, if that is less) keeps its time.
 func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -279,7 +280,8 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 	// that is full: its seat is one of those that fill it. A proven player
 	// may take the place of a seat held for a sender that may be forged.
 	proven := proof == room.SawListing
-	seated := e.seats.holdsFor(player)
+	held := e.seats.find(player)
+	seated := held != nil
 	if !seated && e.seats.ofIP(player.Addr()) >= t.cfg.SeatsPerAddress {
 		// Proven or not: a proof shows only that an IP read a list.
 		t.stats.SeatsOverQuota++
@@ -291,8 +293,12 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 		}
 		t.stats.SeatsDisplaced++
 	}
-	t.seatsChanged(e, e.seats.refreshBy(player, proven))
-	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
+	now := time.Now()
+	if seated && held.current(now, t.cfg.SeatTTL, proven) {
+		return e.view(), nil
+	}
+	t.seatsChanged(e, refreshBy(held, proven))
+	if !e.seats.hold(player, now.Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
 		return e.view(), nil
 	}
 	t.stats.SeatsHeld++
