@@ -252,7 +252,13 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 // need not come to; it returns the lobby as a target and its rooms' ids.
 func edgeLobby(b *testing.B, name, lobbyExtra string, rooms int, wrap ...string) (target, []uint32) {
 	b.Helper()
-	s := startServerLogging(b, "info", `rate = 100000000
+	return edgeLobbyOf(b, bin, name, lobbyExtra, rooms, wrap...)
+}
+
+// edgeLobbyOf is edgeLobby running binary.
+func edgeLobbyOf(b *testing.B, binary, name, lobbyExtra string, rooms int, wrap ...string) (target, []uint32) {
+	b.Helper()
+	s := startServerBinary(b, binary, "info", `rate = 100000000
 burst = 1000000
 create_rate = 1000
 create_burst = 1000
@@ -307,7 +313,8 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 }
 
 // BenchmarkEdgeVsEcho is the native edge at the socket's limit, measured
-// from outside: the real binary with 10 rooms against the two echo
+// from outside: the real binary with 10 rooms and one reader, as the echo
+// servers have (BenchmarkReaders measures more), against the two echo
 // servers, on the same sockets and window, in the same run.
 //
 // Rows:
@@ -320,14 +327,34 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 // Metrics: each server's req/s, the ratios of the lobby's rate to each
 // echo's, each one's CPU per answered request and the ratio of the
 // lobby's to the batched echo's (target: at most 1.1).
+//
+// With FOYER_BENCH_BASELINE set to the path of another build's foyer
+// binary, that build (with its defaults: no key it may not know) runs
+// too, as a fourth server, and its ratios are reported next to these:
+// before and after a change, in one run.
 func BenchmarkEdgeVsEcho(b *testing.B) {
-	lobby, ids := edgeLobby(b, "lobby", "", 10)
+	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10)
 	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
-	for _, row := range edgeRows(b, ids) {
+	rows := edgeRows(b, ids)
+	var baseRows []edgeRow
+	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
+		base, baseIDs := edgeLobbyOf(b, path, "baseline", "", 10)
+		targets = append(targets, base)
+		baseRows = edgeRows(b, baseIDs)
+	}
+	for i, row := range rows {
 		b.Run(row.name, func(b *testing.B) {
-			tot := interleave(b, targets, row.shape)
+			shapes := []shape{row.shape, row.shape, row.shape}
+			if baseRows != nil {
+				shapes = append(shapes, baseRows[i].shape)
+			}
+			tot := interleave(b, targets, shapes...)
 			row.check(b, lobby.name, tot[0])
-			reportEdge(b, tot)
+			reportEdge(b, "", tot[0], tot[1], tot[2])
+			if baseRows != nil {
+				row.check(b, "the baseline", tot[3])
+				reportEdge(b, "baseline_", tot[3], tot[1], tot[2])
+			}
 		})
 	}
 }
@@ -351,19 +378,20 @@ func loopbackSockets(n int) []netip.AddrPort {
 	return slices.Repeat([]netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, n)
 }
 
-// reportEdge reports the lobby's (tot[0]) rate and CPU against the echo's
-// (tot[1]) and the batched echo's (tot[2]).
-func reportEdge(b *testing.B, tot []loadTotal) {
-	l, e, eb := &tot[0], &tot[1], &tot[2]
-	b.ReportMetric(l.rate(), "lobby_req/s")
-	b.ReportMetric(e.rate(), "echo_req/s")
-	b.ReportMetric(eb.rate(), "batched_req/s")
-	b.ReportMetric(l.rate()/e.rate(), "ratio_echo")
-	b.ReportMetric(l.rate()/eb.rate(), "ratio_batched")
-	b.ReportMetric(l.cpuPerRequest(), "lobby_cpu_µs/req")
-	b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
-	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), "cpu_ratio")
-	b.ReportMetric(l.p(l.p99s), "lobby_p99_µs")
+// reportEdge reports a lobby's (l) rate and CPU against the echo's (e)
+// and the batched echo's (eb), its metrics' names prefixed with prefix.
+func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
+	b.ReportMetric(l.rate(), prefix+"lobby_req/s")
+	b.ReportMetric(l.rate()/e.rate(), prefix+"ratio_echo")
+	b.ReportMetric(l.rate()/eb.rate(), prefix+"ratio_batched")
+	b.ReportMetric(l.cpuPerRequest(), prefix+"lobby_cpu_µs/req")
+	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), prefix+"cpu_ratio")
+	b.ReportMetric(l.p(l.p99s), prefix+"lobby_p99_µs")
+	if prefix == "" {
+		b.ReportMetric(e.rate(), "echo_req/s")
+		b.ReportMetric(eb.rate(), "batched_req/s")
+		b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
+	}
 }
 
 // BenchmarkReaders is the native edge with one reader and with one per

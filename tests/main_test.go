@@ -426,6 +426,13 @@ func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
 // (e.g. taskset).
 func startServerLogging(t testing.TB, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
 	t.Helper()
+	return startServerBinary(t, bin, level, lobbyExtra, supervisorExtra, wrap...)
+}
+
+// startServerBinary is startServerLogging running binary, the foyer of
+// another build, for a benchmark to compare with.
+func startServerBinary(t testing.TB, binary, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
+	t.Helper()
 	port := freeUDPPort(t)
 	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
 	// (client sockets) and away from the other packages' test pools.
@@ -454,7 +461,7 @@ format = "json"
 	}
 	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
 		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + 19}}
-	argv := append(wrap, bin, "serve", "--config", path)
+	argv := append(wrap, binary, "serve", "--config", path)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
