@@ -421,6 +421,9 @@ func TestCreateRetriesAndDoesNotBlock(t *testing.T) {
 	if m := other.roundTrip(hdr(packet.Compact, packet.JoinRoom, 2), 50); m.Type != packet.JoinSuccess {
 		t.Fatalf("JOIN answered %+v", m)
 	}
+	// With a reader per core, the other client's requests may be read
+	// before this one's copies: the CREATE ends once all are in.
+	statsOnce(t, l, func(s Stats) bool { return s.Requests["create"] == 5 })
 	close(rooms.gate)
 	first, ok := c.recv(5 * time.Second)
 	if !ok || first.Type != packet.RoomCreated || first.Seq != 77 {
