@@ -120,4 +120,8 @@ type KeptReporter interface {
 	// signal's name ("SIGKILL"). The instance then ends as after
 	// Finished, and the host reports the room's end with this status.
 	Exited(code int, signal string)
+	// Seated reports whether ip holds a seat the host keeps for the room
+	// now, and until when: the door's answer, for a program that keeps
+	// its own door (the keeper's endpoint asks it for its server).
+	Seated(ip netip.Addr) (expires time.Time, ok bool)
 }

@@ -188,6 +188,18 @@ func (d *door) seat(seats []*instancepb.Seat, now time.Time) bool {
 	return false
 }
 
+// held reports whether ip holds an unexpired seat not taken up at now, and
+// until when (its latest seat).
+func (d *door) held(ip netip.Addr, now time.Time) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	held := d.seats[ip.Unmap()]
+	if len(held) == 0 || held[len(held)-1].expires <= now.UnixMilli() {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(held[len(held)-1].expires), true
+}
+
 // knocked returns a kept knock whose sender holds a seat now, admitting
 // it: its bytes copied into p, their length and its sender.
 func (d *door) knocked(p []byte, now time.Time) (int, netip.AddrPort, bool) {

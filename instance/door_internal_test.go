@@ -78,3 +78,32 @@ func TestDoorMemoryIsBounded(t *testing.T) {
 		t.Fatalf("a knock of %d bytes was taken without a seat", n)
 	}
 }
+
+// BenchmarkDoor is what the door costs each datagram a room reads: an
+// admitted player's (the path of every game message), and a stranger's
+// (refused and kept as a knock).
+func BenchmarkDoor(b *testing.B) {
+	d := newDoor()
+	now := time.Unix(1000, 0)
+	d.seat(seatsFor(now.Add(time.Hour), "192.0.2.1:1"), now)
+	player := netip.MustParseAddrPort("192.0.2.1:4000")
+	d.admit(player, nil, now)
+	msg := make([]byte, 17)
+	b.Run("admitted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !d.admit(player, msg, now) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	stranger := netip.MustParseAddrPort("198.51.100.7:4000")
+	b.Run("refused", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if d.admit(stranger, msg, now) {
+				b.Fatal("admitted")
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -37,6 +38,8 @@ type reporter struct {
 	// turned away; nil: nothing.
 	onPlayer func(ip netip.Addr, delta int)
 	refused  func() uint64
+	// seated is the door's answer to Seated; nil: no seat is held.
+	seated func(ip netip.Addr, now time.Time) (time.Time, bool)
 }
 
 var _ KeptReporter = (*reporter)(nil)
@@ -125,6 +128,15 @@ func (r *reporter) Exited(code int, signal string) {
 		return
 	}
 	r.finishLocked(&instancepb.Exit{Code: int32(max(min(code, math.MaxInt32), -1)), Signal: clip(signal)})
+}
+
+// Seated reports whether ip holds a seat the host keeps now, and until
+// when.
+func (r *reporter) Seated(ip netip.Addr) (time.Time, bool) {
+	if r.seated == nil {
+		return time.Time{}, false
+	}
+	return r.seated(ip, time.Now())
 }
 
 // exitCode is what the process exits with: 0, or 1 when a kept program

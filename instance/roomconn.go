@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +22,7 @@ type roomConn struct {
 	deadline time.Time // the game's read deadline
 	// woken is set when a knock's sender got a seat: the next read takes
 	// the knock first, and a read the wake-up cut short reads on.
-	woken atomic.Bool
+	woken bool
 }
 
 // ReadFrom reads the next datagram for the game: one from an address the
@@ -33,8 +32,7 @@ type roomConn struct {
 // the whole call.
 func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	for {
-		if c.woken.Swap(false) {
-			c.restoreDeadline()
+		if c.takeWake() {
 			if n, from, ok := c.door.knocked(p, time.Now()); ok {
 				return n, net.UDPAddrFromAddrPort(from), nil
 			}
@@ -56,11 +54,16 @@ func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	}
 }
 
-// SetReadDeadline sets the game's read deadline.
+// SetReadDeadline sets the game's read deadline. A wake-up not taken yet
+// keeps the socket's deadline in the past, so that the read it cuts short
+// is not put back to sleep.
 func (c *roomConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deadline = t
+	if c.woken {
+		return c.PacketConn.SetReadDeadline(time.Unix(1, 0))
+	}
 	return c.PacketConn.SetReadDeadline(t)
 }
 
@@ -72,20 +75,29 @@ func (c *roomConn) SetDeadline(t time.Time) error {
 	return c.PacketConn.SetWriteDeadline(t)
 }
 
-// wake cuts a blocked read short so that it takes a knock. The read
-// deadline is moved first and the flag set after: a read that sees the
-// flag puts the game's deadline back, and one that times out before the
-// game's deadline reads on, whichever comes first.
+// wake cuts a blocked read short so that it takes a knock. The flag and
+// the socket's deadline change together under c.mu, so a read cut short
+// always finds the flag when it loops. (Moved apart, a read could time out,
+// put the game's deadline back and block again before the flag was set:
+// the knock would wait for the next datagram, past its time.)
 func (c *roomConn) wake() {
-	_ = c.PacketConn.SetReadDeadline(time.Unix(1, 0))
-	c.woken.Store(true)
-}
-
-// restoreDeadline puts the game's read deadline back on the socket.
-func (c *roomConn) restoreDeadline() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.woken = true
+	_ = c.PacketConn.SetReadDeadline(time.Unix(1, 0))
+}
+
+// takeWake reports whether a wake-up came since the last read took one,
+// and if so puts the game's read deadline back on the socket.
+func (c *roomConn) takeWake() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.woken {
+		return false
+	}
+	c.woken = false
 	_ = c.PacketConn.SetReadDeadline(c.deadline)
+	return true
 }
 
 // deadlinePassed reports whether the game's read deadline has passed; if

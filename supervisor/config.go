@@ -26,8 +26,11 @@ type Config struct {
 	// instances; for the exec driver, which runs Command under a keeper
 	// (see Keeper) in a private directory that is also its HOME,
 	// "teeworlds" (its extended server info, asked every second on its
-	// port; HealthTimeout without an answer reaps it) or "none" (no
-	// status: Waiting while it runs, seats from reservations only).
+	// port; HealthTimeout without an answer reaps it), "endpoint" (the
+	// server reports to a local HTTP endpoint the keeper serves it, see
+	// keeper.EnvEndpoint; HealthTimeout without a request reaps it) or
+	// "none" (no status: Waiting while it runs, seats from reservations
+	// only).
 	Probe string
 	// Keeper is the command of the per-room keeper that runs a foreign
 	// server (Probe set), before its own arguments (keeper.Args); empty

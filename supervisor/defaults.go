@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/instance/keeper"
 )
 
 // DefaultConfig returns the configuration documented in config.toml:
@@ -69,8 +71,8 @@ func (c Config) check() error {
 		errs = append(errs, fmt.Errorf("warm %d is not within 0..max_instances (%d)", c.Warm, c.MaxInstances))
 	}
 	switch {
-	case c.Probe != "" && c.Probe != "teeworlds" && c.Probe != "none":
-		errs = append(errs, fmt.Errorf("probe %q is not \"teeworlds\" or \"none\"", c.Probe))
+	case c.Probe != "" && c.Probe != keeper.ProbeTeeworlds && c.Probe != keeper.ProbeEndpoint && c.Probe != keeper.ProbeNone:
+		errs = append(errs, fmt.Errorf("probe %q is not \"teeworlds\", \"endpoint\" or \"none\"", c.Probe))
 	case c.Probe != "" && len(c.Command) == 0:
 		errs = append(errs, fmt.Errorf("probe %q needs a command (the built-in room reports over go-plugin)", c.Probe))
 	}

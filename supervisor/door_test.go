@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/nftdoor"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -45,9 +46,7 @@ func teeAnswers(t *testing.T, from netip.Addr, port uint16, tries int) bool {
 // leaves the door when it is reaped, and the door goes with the
 // supervisor.
 func TestExecRoomsDoorFollowsTheirSeats(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatalf("the door of exec rooms needs root (nf_tables); running as uid %d", os.Geteuid())
-	}
+	requiretest.Root(t)
 	var table string
 	t.Cleanup(func() { // after the supervisor's Shutdown
 		if table == "" {

@@ -174,7 +174,9 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 	}
 	if s.cfg.Probe != "" {
 		r.row.Source = room.Exec
-		r.probed = s.cfg.Probe == keeper.ProbeTeeworlds
+		// A probed server, or one that reports to its endpoint, is alive
+		// while it says so (details), not while its keeper runs.
+		r.probed = s.cfg.Probe == keeper.ProbeTeeworlds || s.cfg.Probe == keeper.ProbeEndpoint
 		// A server without a probe has no status, hence no health to
 		// miss: it lives until it exits.
 		r.watched = s.cfg.Probe != keeper.ProbeNone

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/nftdoor"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
@@ -55,9 +55,7 @@ func teeAnswers(t *testing.T, from string, to netip.AddrPort, tries int) bool {
 // once it stops. The creator is not on 127.0.0.1: its seat would let the
 // probes in, and the test would not show that they pass by themselves.
 func TestDDNetRoomsDoorAdmitsOnlySeats(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatalf("the door of exec rooms is an nftables table: this test runs the lobby as root; running as uid %d", os.Geteuid())
-	}
+	requiretest.Root(t)
 	ddnet := ddnetBinary(t)
 	const health = 3 * time.Second
 	s := startServer(t, "", fmt.Sprintf(`command = [%q, "sv_port {port}; sv_name Room {room_id}; sv_register 0; sv_max_clients {max_players}; sv_map Tutorial"]
@@ -152,9 +150,7 @@ func removeDoors(t testing.TB, logs *logBuffer) {
 // again adopts it with the room's seats; the room stays healthy
 // throughout, and the door goes when the lobby stops.
 func TestDDNetRoomsDoorOutlivesTheLobby(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatalf("the door of exec rooms is an nftables table: this test runs the lobby as root; running as uid %d", os.Geteuid())
-	}
+	requiretest.Root(t)
 	ddnet := ddnetBinary(t)
 	const health = 3 * time.Second
 	l := newKeptLobby(t, keptSettings{grace: 30 * time.Second, match: 60 * time.Second, ports: 4,

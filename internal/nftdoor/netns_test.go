@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // netns is a network namespace of the test's own, where the door's table
@@ -32,9 +33,7 @@ type netns struct {
 // root.
 func newNetns(t testing.TB) *netns {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatalf("the door's tests need root, for nf_tables in a network namespace of their own; running as uid %d", os.Geteuid())
-	}
+	requiretest.Root(t)
 	n := &netns{t: t, jobs: make(chan func())}
 	ready := make(chan error)
 	go func() {

@@ -256,7 +256,7 @@ func TestRefusals(t *testing.T) {
 		{"warm above max", "[supervisor]\nmax_instances = 2\nwarm = 3\n", `bad.toml:3: [supervisor] warm 3: must be at most 2`},
 		{"probe without command", "[supervisor]\nprobe = \"teeworlds\"\n", `bad.toml:2: [supervisor] probe "teeworlds": needs a command`},
 		{"bind not an IP", "[supervisor]\nbind = \"localhost\"\n", `bad.toml:2: [supervisor] bind "localhost": not an IP address`},
-		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "none"]`},
+		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "endpoint", "none"]`},
 		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
 		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
 		{"gg2 enabled string", "[gg2]\nenabled = \"yes\"\n", `bad.toml:2: [gg2] enabled "yes": want true or false`},

@@ -229,7 +229,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.MaxPlayers, count(&sc.MaxPlayers, 1, 1<<16-1))
 	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
 	r.get(k.Command, command(&sc.Command))
-	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "none"))
+	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "endpoint", "none"))
 	// The supervisor refuses a zero duration (it means nothing); it is
 	// refused here, with its line.
 	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))
