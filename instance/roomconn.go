@@ -6,6 +6,9 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // roomConn is the socket a game gets. Before the game sees a datagram it
@@ -17,6 +20,8 @@ type roomConn struct {
 	udp            *net.UDPConn
 	info           *infoAnswerer
 	door           *door
+	// reconnected is the game's Reconnecter; nil when it is none.
+	reconnected Reconnecter
 
 	mu       sync.Mutex
 	deadline time.Time // the game's read deadline
@@ -48,9 +53,36 @@ func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
 			c.info.answer(c.udp, p[:n], addr, time.Now())
 			continue
 		}
+		if packet.TypeOf(p[:n]) == ext.Present {
+			c.presented(p[:n], addr)
+			continue
+		}
 		if u, ok := addr.(*net.UDPAddr); ok && c.door.admit(u.AddrPort(), p[:n], time.Now()) {
 			return n, addr, nil
 		}
+	}
+}
+
+// presented seats the sender of a seat token, answers EXT_ADMITTED and,
+// when the token's holder moved, tells the game (on the goroutine that
+// reads, before any datagram from the new address reaches it). An
+// EXT_PRESENT the door refuses gets nothing.
+func (c *roomConn) presented(b []byte, addr net.Addr) {
+	u, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return
+	}
+	a, ok := c.door.present(u.AddrPort(), b, time.Now())
+	if !ok {
+		return
+	}
+	req, _ := ext.ParseRequest(b) // the door parsed it already
+	ack := ext.Message{Header: packet.Header{Framing: req.Framing, Type: ext.Admitted, Seq: req.Seq, Tick: req.Tick}, RoomID: a.room}
+	if out, err := ack.Append(nil); err == nil {
+		_, _ = c.udp.WriteToUDPAddrPort(out, u.AddrPort())
+	}
+	if a.From.IsValid() && c.reconnected != nil {
+		c.reconnected.PlayerReconnected(a.From, a.To)
 	}
 }
 

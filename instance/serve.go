@@ -286,6 +286,8 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	if s.started {
 		return nil, status.Error(codes.FailedPrecondition, "instance: already started")
 	}
+	s.door.setRoom(a.RoomID, time.Duration(req.GetReconnectGraceMs())*time.Millisecond)
+	s.door.addKeys(req.GetSeatKeys())
 	if s.runner != nil {
 		err = s.runner.Run(s.life, a, s.rep)
 	} else {
@@ -316,6 +318,7 @@ func (s *server) startGame(a Assignment) error {
 	// the same port and keeps out the unseated before the game sees
 	// anything.
 	rc := &roomConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game), door: s.door}
+	rc.reconnected, _ = s.game.(Reconnecter)
 	wake := rc.wake
 	s.wake.Store(&wake)
 	if err := s.game.Start(s.life, a, rc, s.rep); err != nil {
@@ -465,6 +468,8 @@ func (s *server) Keep(_ context.Context, st *instancepb.HostState) (*instancepb.
 	s.mu.Lock()
 	s.kept = st
 	s.mu.Unlock()
+	s.door.addKeys(st.GetSeatKeys())
+	s.rep.keep(st.GetMeta())
 	if s.door.seat(st.GetSeats(), time.Now()) {
 		if wake := s.wake.Load(); wake != nil {
 			(*wake)()

@@ -85,6 +85,10 @@ type Seat struct {
 	// Creator is set for the seat of the CREATE that made the room,
 	// which no JOIN displaces.
 	Creator bool
+	// Serial is the seat's number in its room, which the seat's token
+	// names: a player that shows the token takes this seat, wherever it
+	// comes from.
+	Serial uint32
 }
 
 // Source says where a room comes from.
@@ -116,8 +120,18 @@ type Room struct {
 	PID        int
 	StartedAt  time.Time
 	Source     Source
-	// Name, Game and Map describe the room to browsers that show them.
+	// Name, Game and Map describe the room to browsers that show them;
+	// Mode is its game mode and Tags its labels (an extended CREATE's,
+	// or what the room says of itself).
 	Name, Game, Map string
+	Mode            string
+	Tags            Tags
+	// Code is the room's join code (package ext's alphabet), unique
+	// among the rooms of a host and of a cluster.
+	Code string
+	// Private rooms are listed nowhere (but on the host's admin pages)
+	// and joined only by their code.
+	Private bool
 	// Host is where a room runs when players cannot reach it at the
 	// address they reached the lobby at: a registered room's server, or a
 	// room of another cluster host with another public address. It is zero
@@ -127,7 +141,8 @@ type Room struct {
 	// Node names the cluster host that runs the room; empty outside a
 	// cluster.
 	Node string
-	// Password is set for registered rooms that ask for one.
+	// Password is set for rooms that ask for one: registered ones that
+	// say so, and rooms created with a password.
 	Password bool
 	// Unchecked is set for a registered room whose address nothing
 	// proved (a GG2 registration for UDP, which an operator let in): the
@@ -268,13 +283,17 @@ var reasons = []struct {
 	{ErrClosed, "closed"},
 	{ErrListing, "listing"},
 	{ErrUnreachable, "unreachable"},
+	{ErrWrongPassword, "wrong_password"},
+	{ErrRateLimited, "rate_limited"},
+	{ErrDenied, "denied"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "canceled"},
 }
 
 // Reason is a short, fixed label for err, for counters and metrics:
 // "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
-// "closed", "listing", "unreachable", "canceled", or "other".
+// "closed", "listing", "unreachable", "wrong_password", "rate_limited",
+// "denied", "canceled", or "other".
 func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {

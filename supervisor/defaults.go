@@ -31,6 +31,7 @@ func DefaultConfig() Config {
 		PortCooldown:    2 * time.Second,
 		PortQuarantine:  30 * time.Second,
 		SeatTTL:         10 * time.Second,
+		ReconnectGrace:  30 * time.Second,
 		SeatsPerAddress: 2,
 		RoomsPerNetwork: 16,
 		MaxWaiting:      5 * time.Minute,
@@ -49,6 +50,7 @@ func (c Config) check() error {
 	}{
 		{"spawn_timeout", c.SpawnTimeout}, {"health_timeout", c.HealthTimeout}, {"stop_grace", c.StopGrace},
 		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
+		{"reconnect_grace", c.ReconnectGrace},
 		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace}, {"max_waiting", c.MaxWaiting},
 	} {
 		if d.v <= 0 {

@@ -122,7 +122,8 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 			<-p.Exited()
 			return nil, s.spawnFailed(id, 0, attempt, err)
 		}
-		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind}
+		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind,
+			SeatKeys: s.seatKeys(id), ReconnectGrace: s.cfg.ReconnectGrace}
 		err = p.Start(ctx, a)
 		if err == nil {
 			return s.started(ctx, p, a, t0)

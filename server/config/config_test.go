@@ -46,6 +46,7 @@ probe = "none"
 warm = 2
 state_dir = "/var/lib/foyer"
 reattach_grace = "3s"
+reconnect_grace = "45s"
 memory_max = "256MiB"
 cpu_max = 0.5
 pids_max = 64
@@ -66,8 +67,9 @@ format = "json"
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
-	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second {
-		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace)
+	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
+		s.ReconnectGrace != 45*time.Second {
+		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v, reconnect_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace, s.ReconnectGrace)
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
@@ -250,6 +252,7 @@ func TestRefusals(t *testing.T) {
 		{"duration number", "[room]\ncountdown = 3\n", `bad.toml:2: [room] countdown 3: want a duration string`},
 		{"max_instances zero", "[supervisor]\nmax_instances = 0\n", `bad.toml:2: [supervisor] max_instances 0: must be at least 1`},
 		{"seats per address zero", "[supervisor]\nseats_per_address = 0\n", `bad.toml:2: [supervisor] seats_per_address 0: must be at least 1`},
+		{"reconnect_grace zero", "[supervisor]\nreconnect_grace = \"0s\"\n", `bad.toml:2: [supervisor] reconnect_grace "0s": must be at least 1ms`},
 		{"rooms per network zero", "[supervisor]\nrooms_per_network = 0\n", `bad.toml:2: [supervisor] rooms_per_network 0: must be at least 1`},
 		{"max waiting short", "[supervisor]\nmax_waiting = \"10ms\"\n", `bad.toml:2: [supervisor] max_waiting "10ms": must be at least 1s`},
 		{"max_players too big", "[supervisor]\nmax_players = 70000\n", `bad.toml:2: [supervisor] max_players 70000: must be at most 65535`},

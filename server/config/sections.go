@@ -200,6 +200,7 @@ type supervisorKeys struct {
 	PortCooldown   toml.Primitive `toml:"port_cooldown"`
 	PortQuarantine toml.Primitive `toml:"port_quarantine"`
 	SeatTTL        toml.Primitive `toml:"seat_ttl"`
+	ReconnectGrace toml.Primitive `toml:"reconnect_grace"`
 	SeatsPerAddr   toml.Primitive `toml:"seats_per_address"`
 	RoomsPerNet    toml.Primitive `toml:"rooms_per_network"`
 	MaxWaiting     toml.Primitive `toml:"max_waiting"`
@@ -238,6 +239,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.PortCooldown, duration(&sc.PortCooldown, time.Millisecond))
 	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))
 	r.get(k.SeatTTL, duration(&sc.SeatTTL, time.Millisecond))
+	r.get(k.ReconnectGrace, duration(&sc.ReconnectGrace, time.Millisecond))
 	r.get(k.SeatsPerAddr, count(&sc.SeatsPerAddress, 1, 1<<16-1))
 	// A file that sizes max_instances sizes the networks' share with it.
 	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)

@@ -33,7 +33,7 @@ var testRooms = []packet.Room{
 }
 
 func TestClientCommandsHelp(t *testing.T) {
-	for _, name := range []string{"rooms", "create", "join", "watch", "play"} {
+	for _, name := range []string{"rooms", "create", "join", "quick", "watch", "play"} {
 		for _, flag := range []string{"--help", "-h"} {
 			code, out, errOut := run(t, name, flag)
 			if code != 0 || errOut != "" {
