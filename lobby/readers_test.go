@@ -90,7 +90,10 @@ func TestReadersShareASourcesBudget(t *testing.T) {
 		clients[i] = dial(t, "127.6.0.1", addr)
 		clients[i].send(hdr(packet.Compact, packet.ListRooms, uint16(i)), 0)
 	}
-	s := statsOnce(t, l, func(s Stats) bool { return s.Replies["room_list"]+s.Drops["rate_limited"] == 40 })
+	// Requests too: a snapshot reads one counter after another.
+	s := statsOnce(t, l, func(s Stats) bool {
+		return s.Requests["list"] == 40 && s.Replies["room_list"]+s.Drops["rate_limited"] == 40
+	})
 	answered := 0
 	for _, c := range clients {
 		if _, ok := c.recv(delivered); ok {
