@@ -43,7 +43,7 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 			if mode.root {
 				requiretest.Root(b) // rooms run as users of their own only under root
 			}
-			s := startServerOf(b, rooms,
+			s := startServerOf(b, rooms, bin, "info",
 				"create_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"+
 					"unverified_create_rate = 1000\nunverified_create_burst = 1000\n",
 				fmt.Sprintf("max_instances = %d\nseat_ttl = \"1h\"\nmax_waiting = \"1h\"\n%s\n[room]\nidle_timeout = \"1h\"\n", rooms, mode.keys))
