@@ -32,11 +32,11 @@ func TestParseControlReadsEveryMessage(t *testing.T) {
 	copy(info[8:12], []byte{192, 0, 2, 5})
 	oob := cmsg(nil, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, drops, false)
 	oob = cmsg(oob, unix.IPPROTO_IP, unix.IP_PKTINFO, info[:], true)
-	dst, n, ok := parseControl(oob)
-	if dst != netip.MustParseAddr("192.0.2.5") || n != 7 || !ok {
-		t.Fatalf("parsed %v, %d drops, %v; want 192.0.2.5, 7, true", dst, n, ok)
+	at, n, ok := parseControl(oob)
+	if at.to != netip.MustParseAddr("192.0.2.5") || n != 7 || !ok {
+		t.Fatalf("parsed %v, %d drops, %v; want 192.0.2.5, 7, true", at.to, n, ok)
 	}
-	if dst, _, ok := parseControl(oob[:len(oob)-1]); dst.IsValid() || !ok {
-		t.Fatalf("a message cut short: parsed %v, %v; want only the drops", dst, ok)
+	if at, _, ok := parseControl(oob[:len(oob)-1]); at.to.IsValid() || !ok {
+		t.Fatalf("a message cut short: parsed %v, %v; want only the drops", at.to, ok)
 	}
 }

@@ -472,7 +472,7 @@ func TestRegisterTakesCountsToTheirBounds(t *testing.T) {
 // SeatsChanged hook, and the same report again is neither.
 func TestReportTellsWhatChanged(t *testing.T) {
 	var told atomic.Int32
-	rooms := roomtabletest.New(t, roomtable.Config{SeatsChanged: func(uint32) { told.Add(1) }})
+	rooms := roomtabletest.New(t, roomtable.Config{SeatsChanged: func(uint32, time.Time) { told.Add(1) }})
 	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
 	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.4:1"), room.Unproven); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func TestRunRefusesEmptyConfig(t *testing.T) {
 // own type.
 func TestWindowAgainstEcho(t *testing.T) {
 	c, addr := listen(t)
-	go EchoBatched(c)
+	go EchoBatched(c, func(req []byte) int { return len(req) })
 	sources := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("127.0.0.2:0")}
 	res, err := Window(context.Background(), WindowConfig{Target: addr, Sources: sources, Window: 4,
 		Duration: 200 * time.Millisecond, Mix: mix(t), Timeout: 5 * time.Second})
