@@ -19,7 +19,10 @@ import (
 // in Godot 3, headless): each runs its own
 // tests (the shared golden packets, a scripted lobby) and then its live
 // tests against the lobby: list, create, join, a refused JOIN as a typed
-// error, in both framings.
+// error, in both framings; and, but for GDScript, the extension: a room
+// created with a name, a password and tags (and so a code), listed by a
+// filter on its mode and name, refused with a wrong password for that
+// reason, joined by its code, and a quick join by mode.
 
 // sdkGolden is the golden packets every SDK's tests read.
 const sdkGolden = "../sdk/testdata/golden.json"
@@ -175,9 +178,11 @@ func sdkExec(t testing.TB, cmd *exec.Cmd) string {
 
 // TestSDKsAgainstTheLobby builds every client SDK (the C header with gcc
 // and clang, warnings as errors) and runs its tests against one real
-// lobby: the shared golden packets, then list, create, join, a refused
-// JOIN as the SDK's typed error, in both framings. Each must say that its
-// live tests ran, not that they were skipped.
+// lobby: the shared golden packets (the extension's too), then list,
+// create, join, a refused JOIN as the SDK's typed error, and the
+// extension's names, filters, codes, passwords, reasons and quick join,
+// in both framings. Each must say that its live tests ran, not that they
+// were skipped.
 func TestSDKsAgainstTheLobby(t *testing.T) {
 	s := startServer(t, sdkLobby, "")
 	for _, r := range sdkRunners {
@@ -194,10 +199,12 @@ func TestSDKsAgainstTheLobby(t *testing.T) {
 	}
 }
 
-// BenchmarkSDKRoundTrips measures a LIST and a JOIN (answered JOIN_FAILED)
-// round trip from each SDK against the same lobby in one run: list-ns and
-// join-ns are the mean of b.N of each, as the SDK's own clock measured
-// them (ns/op counts its process's start and tests too).
+// BenchmarkSDKRoundTrips measures a LIST and a JOIN round trip from each
+// SDK against the same lobby in one run: the extension's EXT_LIST and
+// EXT_JOIN (answered EXT_REFUSED, not found), but for GDScript's seed LIST
+// and JOIN (answered JOIN_FAILED). list-ns and join-ns are the mean of b.N
+// of each, as the SDK's own clock measured them (ns/op counts its
+// process's start and tests too).
 func BenchmarkSDKRoundTrips(b *testing.B) {
 	s := startServer(b, sdkLobby, "")
 	for _, r := range sdkRunners {
