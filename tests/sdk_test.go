@@ -19,7 +19,7 @@ import (
 // in Godot 3, headless): each runs its own
 // tests (the shared golden packets, a scripted lobby) and then its live
 // tests against the lobby: list, create, join, a refused JOIN as a typed
-// error, in both framings; and, but for GDScript, the extension: a room
+// error, in both framings; and the extension: a room
 // created with a name, a password and tags (and so a code), listed by a
 // filter on its mode and name, refused with a wrong password for that
 // reason, joined by its code, and a quick join by mode.
@@ -201,10 +201,9 @@ func TestSDKsAgainstTheLobby(t *testing.T) {
 
 // BenchmarkSDKRoundTrips measures a LIST and a JOIN round trip from each
 // SDK against the same lobby in one run: the extension's EXT_LIST and
-// EXT_JOIN (answered EXT_REFUSED, not found), but for GDScript's seed LIST
-// and JOIN (answered JOIN_FAILED). list-ns and join-ns are the mean of b.N
-// of each, as the SDK's own clock measured them (ns/op counts its
-// process's start and tests too).
+// EXT_JOIN (answered EXT_REFUSED, not found). list-ns and join-ns are the
+// mean of b.N of each, as the SDK's own clock measured them (ns/op counts
+// its process's start and tests too).
 func BenchmarkSDKRoundTrips(b *testing.B) {
 	s := startServer(b, sdkLobby, "")
 	for _, r := range sdkRunners {

@@ -363,7 +363,7 @@ class LiveTest(unittest.TestCase):
 
 def bench(lobby: str, n: int) -> None:
     """Prints the mean round trip of n LISTs and of n JOINs (answered
-    JOIN_FAILED) against a real lobby."""
+    EXT_REFUSED) against a real lobby."""
     with foyer.Client(lobby) as c:
         c.list()
         t0 = time.perf_counter_ns()

@@ -4,7 +4,7 @@
  *     foyer_test GOLDEN_JSON [HOST PORT [N]]
  *
  * With N, it then prints the mean round trip of N LISTs and of N JOINs
- * (answered JOIN_FAILED) against that lobby.
+ * (the extension's, answered EXT_REFUSED) against that lobby.
  */
 #define FOYER_IMPLEMENTATION
 #include "../foyer.h"

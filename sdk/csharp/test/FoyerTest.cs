@@ -4,7 +4,7 @@
 //     mono FoyerTest.exe GOLDEN_JSON [HOST:PORT [N]]
 //
 // With N, it then prints the mean round trip of N LISTs and of N JOINs
-// (answered JOIN_FAILED) against that lobby.
+// (the extension's, answered EXT_REFUSED) against that lobby.
 using System;
 using System.Collections.Generic;
 using System.IO;
