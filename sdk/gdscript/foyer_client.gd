@@ -99,7 +99,7 @@ func list(filter := {}):
 			return r
 		if r.error != Result.OK:
 			return r
-		rooms.append_array(r.rooms)
+		rooms += r.rooms
 		if r.reply.next == 0 or r.reply.next <= cursor:
 			break
 		cursor = r.reply.next

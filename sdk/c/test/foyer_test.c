@@ -3,8 +3,8 @@
  *
  *     foyer_test GOLDEN_JSON [HOST PORT [N]]
  *
- * With N, it then prints the mean round trip of N LISTs and of N JOINs
- * (the extension's, answered EXT_REFUSED) against that lobby.
+ * With N, it prints instead of the live tests the mean round trip of N
+ * LISTs and of N JOINs (the extension's, answered EXT_REFUSED) there.
  */
 #define FOYER_IMPLEMENTATION
 #include "../foyer.h"
@@ -540,7 +540,7 @@ int main(int argc, char **argv) {
     g = jvalue();
     test_golden(&g);
     test_scripted();
-    if (argc >= 4) test_live(argv[2], argv[3]);
+    if (argc == 4) test_live(argv[2], argv[3]);
     if (argc == 5) bench(argv[2], argv[3], atol(argv[4]));
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;
