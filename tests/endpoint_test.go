@@ -166,15 +166,16 @@ func TestPythonRoomThroughTheEndpoint(t *testing.T) {
 
 	pid := s.instancePID(id)
 	say(t, alice, port, "END", 1)
-	for deadline := time.Now().Add(10 * time.Second); listed() || proc.Alive(pid); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("room %d still listed (%v) or its keeper %d alive (%v) after END:\n%s", id, listed(), pid, proc.Alive(pid), s.logs)
-		}
+	reaped := func() bool { // the line comes once the keeper is gone
+		return slices.ContainsFunc(s.logs.lines("room reaped"), func(m map[string]any) bool {
+			return m["id"] == float64(id) && m["cause"] == "finished"
+		})
 	}
-	if !slices.ContainsFunc(s.logs.lines("room reaped"), func(m map[string]any) bool {
-		return m["id"] == float64(id) && m["cause"] == "finished"
-	}) {
-		t.Fatalf("room %d not reaped as finished:\n%s", id, s.logs)
+	for deadline := time.Now().Add(10 * time.Second); listed() || proc.Alive(pid) || !reaped(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("room %d still listed (%v), its keeper %d alive (%v) or not reaped as finished (%v) after END:\n%s",
+				id, listed(), pid, proc.Alive(pid), reaped(), s.logs)
+		}
 	}
 
 	id2, port2 := creator.request(compact, createRoom, 5, nil).roomPort(t)

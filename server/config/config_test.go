@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,7 @@ func TestParseOverrides(t *testing.T) {
 	c, err := Parse("x.toml", `
 [lobby]
 listen = ["127.0.0.1:7001", "[::1]:7002"]
+readers = 3
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
@@ -61,7 +63,7 @@ format = "json"
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
-	if c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
+	if c.Lobby.Readers != 3 || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
@@ -239,6 +241,8 @@ func TestRefusals(t *testing.T) {
 		{"rate negative", "[lobby]\ncreate_rate = -1.5\n", `bad.toml:2: [lobby] create_rate -1.5: must be above 0`},
 		{"rate string", "[lobby]\nrate = \"fast\"\n", `bad.toml:2: [lobby] rate "fast": want a number`},
 		{"burst zero", "[lobby]\nburst = 0\n", `bad.toml:2: [lobby] burst 0: must be at least 1`},
+		{"readers zero", "[lobby]\nreaders = 0\n", `bad.toml:2: [lobby] readers 0: must be at least 1`},
+		{"readers neither auto nor a count", "[lobby]\nreaders = \"all\"\n", `bad.toml:2: [lobby] readers "all": want "auto" or an integer`},
 		{"burst float", "[lobby]\nburst = 1.5\n", `bad.toml:2: [lobby] burst 1.5: want an integer`},
 		{"reflection small", "[lobby]\nreflection_limit = \"1B\"\n", `bad.toml:2: [lobby] reflection_limit "1B": must be between 1024`},
 		{"reflection garbage", "[lobby]\nreflection_limit = \"lots\"\n", `bad.toml:2: [lobby] reflection_limit "lots": not a size`},
@@ -466,6 +470,17 @@ func TestRoomSettings(t *testing.T) {
 	}
 	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
 		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
+	}
+}
+
+// TestReadersAuto: "auto", the default, is one reader per core the
+// process may use.
+func TestReadersAuto(t *testing.T) {
+	for _, text := range []string{"", "[lobby]\nreaders = \"auto\"\n"} {
+		c, err := Parse("x.toml", text)
+		if err != nil || c.Lobby.Readers != runtime.GOMAXPROCS(0) {
+			t.Errorf("%q: readers %d, %v; want %d", text, c.Lobby.Readers, err, runtime.GOMAXPROCS(0))
+		}
 	}
 }
 
