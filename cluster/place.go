@@ -73,7 +73,7 @@ func (c *Cluster) Create(ctx context.Context, creator netip.AddrPort) (room.Room
 // placeElsewhere reports whether a CREATE refused with err may succeed on
 // another host.
 func placeElsewhere(err error) bool {
-	for _, e := range []error{room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn, room.ErrUnreachable, room.ErrClosed} {
+	for _, e := range []error{room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn, room.ErrUnreachable, room.ErrClosed, room.ErrDraining} {
 		if errors.Is(err, e) {
 			return true
 		}

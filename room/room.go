@@ -218,6 +218,9 @@ const (
 	Lost         Cause = "lost"         // its cluster host left or was cut off
 	Abandoned    Cause = "abandoned"    // its creator did not come, nor anyone else
 	WaitedOut    Cause = "waited_out"   // its match did not begin within max_waiting
+	Idle         Cause = "idle"         // nobody was in it for empty_timeout
+	Lifetime     Cause = "lifetime"     // it reached max_lifetime
+	Operator     Cause = "operator"     // an operator stopped it (foyer stop, the admin listener)
 )
 
 // Event is one change of the room table.
@@ -251,38 +254,106 @@ var (
 	// ErrUnreachable is returned by a Table that forwards a request to
 	// another host when that host did not answer.
 	ErrUnreachable = errors.New("the room's host did not answer")
+	// ErrDraining refuses a CREATE on a host that an operator is
+	// draining: its rooms play on, it starts no new one.
+	ErrDraining = errors.New("the host is draining: it starts no new room")
 )
 
-// reasons names the errors above for counters, in matching order.
+// ReasonCode is why a CREATE or JOIN was refused, as a number that keeps
+// its meaning from one version of Foyer to the next, for a wire that
+// carries it to the client; its String is the name counters and logs use
+// (Reason). Codes are never reused: a new reason gets a new code, and a
+// receiver takes a code it does not know as ReasonOther.
+type ReasonCode uint8
+
+// The reason codes. ReasonNone is no refusal.
+const (
+	ReasonNone        ReasonCode = 0
+	ReasonNoRoom      ReasonCode = 1  // no listed room has that id
+	ReasonFull        ReasonCode = 2  // every place is taken or held
+	ReasonNotJoinable ReasonCode = 3  // its match has begun, or it is ending
+	ReasonCapacity    ReasonCode = 4  // the host runs max_instances rooms
+	ReasonQuota       ReasonCode = 5  // the sender's network or address has its share
+	ReasonNoPorts     ReasonCode = 6  // no free port in the pool
+	ReasonSpawn       ReasonCode = 7  // the room's game server failed to start
+	ReasonClosed      ReasonCode = 8  // the lobby is stopping or handing over
+	ReasonListing     ReasonCode = 9  // a registration that cannot be a room
+	ReasonUnreachable ReasonCode = 10 // the room's cluster host did not answer
+	ReasonCanceled    ReasonCode = 11 // the request was given up (the lobby stopped)
+	ReasonDraining    ReasonCode = 12 // the host is draining
+	ReasonOther       ReasonCode = 255
+)
+
+// reasons names the codes and gives the error of each, in code order.
 var reasons = []struct {
+	code ReasonCode
 	err  error
 	name string
+	text string
 }{
-	{ErrNoRoom, "no_room"},
-	{ErrFull, "full"},
-	{ErrNotJoinable, "not_joinable"},
-	{ErrCapacity, "capacity"},
-	{ErrQuota, "quota"},
-	{ErrNoPorts, "no_ports"},
-	{ErrSpawn, "spawn"},
-	{ErrClosed, "closed"},
-	{ErrListing, "listing"},
-	{ErrUnreachable, "unreachable"},
-	{context.Canceled, "canceled"},
-	{context.DeadlineExceeded, "canceled"},
+	{ReasonNoRoom, ErrNoRoom, "no_room", "no listed room has that id: it ended, or never was"},
+	{ReasonFull, ErrFull, "full", "the room is full"},
+	{ReasonNotJoinable, ErrNotJoinable, "not_joinable", "the room's match has begun, or the room is ending"},
+	{ReasonCapacity, ErrCapacity, "capacity", "the host runs as many rooms as it may (max_instances)"},
+	{ReasonQuota, ErrQuota, "quota", "your network or address holds its share of rooms or seats"},
+	{ReasonNoPorts, ErrNoPorts, "no_ports", "the host has no free port for a room"},
+	{ReasonSpawn, ErrSpawn, "spawn", "the room's game server failed to start"},
+	{ReasonClosed, ErrClosed, "closed", "the lobby is stopping"},
+	{ReasonListing, ErrListing, "listing", "the registration cannot be a room"},
+	{ReasonUnreachable, ErrUnreachable, "unreachable", "the room's host did not answer"},
+	{ReasonCanceled, context.Canceled, "canceled", "the request was given up"},
+	{ReasonCanceled, context.DeadlineExceeded, "canceled", "the request was given up"},
+	{ReasonDraining, ErrDraining, "draining", "the host is draining: it starts no new room"},
 }
 
-// Reason is a short, fixed label for err, for counters and metrics:
-// "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
-// "closed", "listing", "unreachable", "canceled", or "other".
-func Reason(err error) string {
+// Code is the reason code of err: ReasonNone for nil, ReasonOther for an
+// error none of the above matches.
+func Code(err error) ReasonCode {
+	if err == nil {
+		return ReasonNone
+	}
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
+			return r.code
+		}
+	}
+	return ReasonOther
+}
+
+// String is the code's name, as counters and logs show it: "no_room",
+// "full", ..., "other" for ReasonOther and codes it does not know, "none"
+// for ReasonNone.
+func (c ReasonCode) String() string {
+	if c == ReasonNone {
+		return "none"
+	}
+	for _, r := range reasons {
+		if r.code == c {
 			return r.name
 		}
 	}
 	return "other"
 }
+
+// Explain says what the code means to a player, in a sentence without a
+// full stop.
+func (c ReasonCode) Explain() string {
+	if c == ReasonNone {
+		return "no refusal"
+	}
+	for _, r := range reasons {
+		if r.code == c {
+			return r.text
+		}
+	}
+	return "the lobby refused for a reason this program does not know"
+}
+
+// Reason is a short, fixed label for err, for counters and metrics:
+// "no_room", "full", "not_joinable", "capacity", "quota", "no_ports",
+// "spawn", "closed", "listing", "unreachable", "canceled", "draining",
+// or "other": Code(err)'s name.
+func Reason(err error) string { return Code(err).String() }
 
 // ReasonError is the inverse of Reason for the errors above: the error
 // whose Reason is name, so that a refusal sent between hosts by its name

@@ -56,6 +56,7 @@ func TestReason(t *testing.T) {
 		{room.ErrClosed, "closed"},
 		{room.ErrListing, "listing"},
 		{room.ErrUnreachable, "unreachable"},
+		{room.ErrDraining, "draining"},
 		{context.Canceled, "canceled"},
 		{context.DeadlineExceeded, "canceled"},
 		{errors.New("something else"), "other"},
@@ -77,7 +78,7 @@ func TestSourceOwn(t *testing.T) {
 // equal to the sentinel.
 func TestReasonError(t *testing.T) {
 	for _, err := range []error{room.ErrNoRoom, room.ErrFull, room.ErrNotJoinable, room.ErrCapacity, room.ErrQuota,
-		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, context.Canceled} {
+		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, room.ErrDraining, context.Canceled} {
 		if got := room.ReasonError(room.Reason(err)); got != err {
 			t.Errorf("ReasonError(%q) = %v, want %v", room.Reason(err), got, err)
 		}
@@ -86,6 +87,44 @@ func TestReasonError(t *testing.T) {
 		if got := room.ReasonError(name); got != nil {
 			t.Errorf("ReasonError(%q) = %v, want nil", name, got)
 		}
+	}
+}
+
+// TestReasonCodes pins every reason's number and name: a wire carries
+// the number, so neither may ever change; an unknown code reads as
+// "other", and every code has a sentence for a player.
+func TestReasonCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code room.ReasonCode
+		name string
+	}{
+		{nil, 0, "none"},
+		{room.ErrNoRoom, 1, "no_room"},
+		{fmt.Errorf("room 7: %w", room.ErrFull), 2, "full"},
+		{room.ErrNotJoinable, 3, "not_joinable"},
+		{room.ErrCapacity, 4, "capacity"},
+		{room.ErrQuota, 5, "quota"},
+		{room.ErrNoPorts, 6, "no_ports"},
+		{room.ErrSpawn, 7, "spawn"},
+		{room.ErrClosed, 8, "closed"},
+		{room.ErrListing, 9, "listing"},
+		{room.ErrUnreachable, 10, "unreachable"},
+		{context.Canceled, 11, "canceled"},
+		{context.DeadlineExceeded, 11, "canceled"},
+		{room.ErrDraining, 12, "draining"},
+		{errors.New("something else"), 255, "other"},
+	} {
+		code := room.Code(tc.err)
+		if code != tc.code || code.String() != tc.name {
+			t.Errorf("Code(%v) = %d %q, want %d %q", tc.err, code, code, tc.code, tc.name)
+		}
+		if code.Explain() == "" {
+			t.Errorf("code %d has no sentence", code)
+		}
+	}
+	if got := room.ReasonCode(200).String(); got != "other" {
+		t.Errorf("an unknown code reads %q, want other", got)
 	}
 }
 

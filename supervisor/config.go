@@ -39,7 +39,7 @@ type Config struct {
 	PortCooldown   time.Duration // default 2s
 	PortQuarantine time.Duration // default 30s
 	// Room is handed to every instance in Start as its settings
-	// (min_players, countdown, match_duration, idle_timeout).
+	// (min_players, countdown, match_duration).
 	Room map[string]string
 
 	// SeatTTL is how long a seat held by Create or Join waits for its
@@ -53,6 +53,16 @@ type Config struct {
 	// not begun, players or not ("max_waiting"); default 5m. Only rooms
 	// that report their state (games built on the SDK) have one to end.
 	MaxWaiting time.Duration
+	// EmptyTimeout ends a room handed out that nobody has been in (no
+	// player connected, no seat held) for this long ("idle"). Only rooms
+	// that report their players have one to end: games built on the SDK
+	// and servers with a probe; a server run with probe "none" cannot be
+	// seen empty and ends at MaxLifetime, when it exits, or when stopped.
+	// Default 60s.
+	EmptyTimeout time.Duration
+	// MaxLifetime ends every room handed out this long after it started,
+	// whatever it is doing ("lifetime"); 0 sets no limit. Default 12h.
+	MaxLifetime time.Duration
 	// IDs confines the room ids to the range one host of a cluster
 	// hands out (see package cluster); the zero value confines nothing.
 	IDs roomtable.IDRange
@@ -63,9 +73,8 @@ type Config struct {
 	// start. With a StateDir and no IDFile, the mark is kept there
 	// (STATE_DIR/ids).
 	IDFile string
-	// WarmMaxAge retires a warm instance not handed out within it, so that
-	// a room is never handed out with most of its idle_timeout gone; keep
-	// it well below the room's idle_timeout. Default 30s.
+	// WarmMaxAge retires a warm instance not handed out within it: a
+	// room handed out should be a fresh one. Default 30s.
 	WarmMaxAge time.Duration
 	// Bind is the address instances bind their game port on; the zero
 	// value means every address.

@@ -32,6 +32,8 @@ func DefaultConfig() Config {
 		SeatsPerAddress: 2,
 		RoomsPerNetwork: 16,
 		MaxWaiting:      5 * time.Minute,
+		EmptyTimeout:    60 * time.Second,
+		MaxLifetime:     12 * time.Hour,
 		WarmMaxAge:      30 * time.Second,
 		ReattachGrace:   30 * time.Second,
 	}
@@ -48,10 +50,14 @@ func (c Config) check() error {
 		{"spawn_timeout", c.SpawnTimeout}, {"health_timeout", c.HealthTimeout}, {"stop_grace", c.StopGrace},
 		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
 		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace}, {"max_waiting", c.MaxWaiting},
+		{"empty_timeout", c.EmptyTimeout},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v is not above 0", d.name, d.v))
 		}
+	}
+	if c.MaxLifetime < 0 {
+		errs = append(errs, fmt.Errorf("max_lifetime %v is below 0 (0 sets no limit)", c.MaxLifetime))
 	}
 	if c.FirstPort == 0 || c.FirstPort > c.LastPort {
 		errs = append(errs, fmt.Errorf("port range %d-%d is empty or starts at 0", c.FirstPort, c.LastPort))

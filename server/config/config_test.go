@@ -31,7 +31,7 @@ func TestRepositoryFileIsTheDefaults(t *testing.T) {
 func TestParseOverrides(t *testing.T) {
 	c, err := Parse("x.toml", `
 [lobby]
-listen = ["127.0.0.1:7001", "[::1]:7002"]
+listen = ["127.0.0.1:7001", "127.0.0.1:7002"]
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
@@ -56,7 +56,7 @@ format = "json"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:7001"), netip.MustParseAddrPort("[::1]:7002")}
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:7001"), netip.MustParseAddrPort("127.0.0.1:7002")}
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
@@ -288,9 +288,13 @@ func TestRefusals(t *testing.T) {
 		{"gunz enabled number", "[gunz]\nenabled = 1\n", `bad.toml:2: [gunz] enabled 1: want true or false`},
 		{"level unknown", "[log]\nlevel = \"loud\"\n", `bad.toml:2: [log] level "loud": want one of ["trace", "debug", "info", "warn", "error"]`},
 		{"format unknown", "[log]\nformat = \"xml\"\n", `bad.toml:2: [log] format "xml": want one of ["console", "json"]`},
-		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key`},
+		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key (did you mean rate?)`},
+		{"misspelt key", "[supervisor]\nmax_player = 3\n", `bad.toml:2: [supervisor] max_player: unknown key (did you mean max_players?)`},
+		{"key of another section", "[room]\nempty_timeout = \"5s\"\n", `bad.toml:2: [room] empty_timeout: unknown key (did you mean [supervisor] empty_timeout?)`},
+		{"nothing near", "[log]\nxyzzy = 1\n", "bad.toml:2: [log] xyzzy: unknown key"},
 		{"unknown dotted key", "[lobby]\n\nextra.deep = 1\n", `bad.toml:3: [lobby] extra.deep: unknown key`},
-		{"unknown section", "[lobby]\n\n[lobyy]\nrate = 1\n", `bad.toml:3: unknown section [lobyy]`},
+		{"unknown section", "[lobby]\n\n[lobyy]\nrate = 1\n", `bad.toml:3: unknown section [lobyy] (did you mean [lobby]?)`},
+		{"top-level key of a section", "max_instances = 4\n", `bad.toml:1: max_instances: unknown key (did you mean max_instances in [supervisor]?)`},
 		{"unknown top-level key", "debug = true\n", `bad.toml:1: debug: unknown key (keys belong in a section`},
 		{"section not a table", "lobby = 3\n", `bad.toml:1: lobby must be a table [lobby]`},
 		{"syntax", "[lobby]\nrate = \n", `bad.toml:2: `},
@@ -342,6 +346,17 @@ func TestRefusals(t *testing.T) {
 			`bad.toml:6: [gunz] listen "127.0.0.1:8000": UDP port 8000 collides with [gg2] listen 127.0.0.1:8000`},
 		{"admin on the gg2 list port", "[admin]\nlisten = \"127.0.0.1:29944\"\n[gg2]\nenabled = true\n",
 			`bad.toml:2: [admin] listen "127.0.0.1:29944": TCP port 29944 collides with [gg2] listen 0.0.0.0:29944`},
+		// A client is sent to its room at the address it reached the
+		// lobby at: the rooms must answer there.
+		{"IPv6 lobby, rooms on loopback", "[lobby]\nlisten = \"[::1]:7777\"\n[supervisor]\nbind = \"127.0.0.1\"\n",
+			`bad.toml:4: [supervisor] bind "127.0.0.1": clients reaching the lobby at ::1 would be sent to rooms bound to 127.0.0.1 only`},
+		{"IPv6 lobby, rooms on IPv4", "[supervisor]\nbind = \"0.0.0.0\"\n[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+			`bad.toml:4: [lobby] listen ["0.0.0.0:7777", "[::]:7777"]: clients reaching the lobby over IPv6 (::) would be sent to rooms bound to IPv4 only`},
+		{"every address, rooms on loopback", "[supervisor]\nbind = \"127.0.0.1\"\n",
+			`bad.toml:2: [supervisor] bind "127.0.0.1": clients reaching the lobby at 0.0.0.0 would be sent to rooms bound to 127.0.0.1 only`},
+		{"idle timeout too short", "[room]\nidle_timeout = \"10ms\"\n", `bad.toml:2: [room] idle_timeout "10ms": must be at least 1s`},
+		{"empty timeout too short", "[supervisor]\nempty_timeout = \"0s\"\n", `bad.toml:2: [supervisor] empty_timeout "0s": must be at least 1s`},
+		{"max lifetime negative", "[supervisor]\nmax_lifetime = \"-1h\"\n", `bad.toml:2: [supervisor] max_lifetime "-1h": must be at least 0s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.toml", tc.text)
@@ -415,8 +430,9 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		"gunz beside an IPv6 lobby": "[lobby]\nlisten = \"[::]:8900\"\n[gunz]\nenabled = true\n",
 		// TCP never meets the UDP pool.
 		"admin inside the pool": "[admin]\nlisten = \"127.0.0.1:30500\"\n",
-		// The rooms bind 127.0.0.1 only.
-		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
+		// Rooms bound on every address answer wherever the lobby does.
+		"IPv6 lobby, rooms on every address": "[supervisor]\nbind = \"::\"\n[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+		"IPv4 lobby, rooms on IPv4":          "[supervisor]\nbind = \"0.0.0.0\"\n[lobby]\nlisten = \"192.0.2.1:7777\"\n",
 		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
 		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
@@ -453,16 +469,39 @@ func TestLoadMissingFile(t *testing.T) {
 
 // [room] reaches every instance as settings the built-in room reads back.
 func TestRoomSettings(t *testing.T) {
-	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\nidle_timeout = \"90s\"\n")
+	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s", "silence_timeout": "10s"}
+	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "silence_timeout": "10s"}
 	if got := c.Supervisor.Room; !reflect.DeepEqual(got, want) {
 		t.Errorf("settings = %v", got)
 	}
 	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
 		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
+	}
+}
+
+// TestRoomLifetimes: empty_timeout and max_lifetime reach the
+// supervisor, max_lifetime "0s" sets no limit, and the reference room's
+// idle_timeout of earlier versions sets empty_timeout with a warning,
+// unless empty_timeout is given too.
+func TestRoomLifetimes(t *testing.T) {
+	c, err := Parse("x.toml", "[supervisor]\nempty_timeout = \"90s\"\nmax_lifetime = \"0s\"\n")
+	if err != nil || c.Supervisor.EmptyTimeout != 90*time.Second || c.Supervisor.MaxLifetime != 0 || len(c.Warnings) != 0 {
+		t.Fatalf("empty_timeout %v, max_lifetime %v, warnings %q, %v", c.Supervisor.EmptyTimeout, c.Supervisor.MaxLifetime, c.Warnings, err)
+	}
+	c, err = Parse("x.toml", "[room]\nidle_timeout = \"30s\"\n")
+	want := `x.toml:2: [room] idle_timeout "30s": is [supervisor] empty_timeout now`
+	if err != nil || c.Supervisor.EmptyTimeout != 30*time.Second || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], want) {
+		t.Fatalf("empty_timeout %v, warnings %q, %v; want 30s and %q", c.Supervisor.EmptyTimeout, c.Warnings, err, want)
+	}
+	if _, ok := c.Supervisor.Room["idle_timeout"]; ok {
+		t.Error("the rooms were handed idle_timeout")
+	}
+	c, err = Parse("x.toml", "[supervisor]\nempty_timeout = \"90s\"\n[room]\nidle_timeout = \"30s\"\n")
+	if err != nil || c.Supervisor.EmptyTimeout != 90*time.Second || len(c.Warnings) != 1 {
+		t.Fatalf("both given: empty_timeout %v, warnings %q, %v; want 90s", c.Supervisor.EmptyTimeout, c.Warnings, err)
 	}
 }
 

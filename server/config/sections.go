@@ -201,6 +201,8 @@ type supervisorKeys struct {
 	SeatsPerAddr   toml.Primitive `toml:"seats_per_address"`
 	RoomsPerNet    toml.Primitive `toml:"rooms_per_network"`
 	MaxWaiting     toml.Primitive `toml:"max_waiting"`
+	EmptyTimeout   toml.Primitive `toml:"empty_timeout"`
+	MaxLifetime    toml.Primitive `toml:"max_lifetime"`
 	IDFile         toml.Primitive `toml:"id_file"`
 	StateDir       toml.Primitive `toml:"state_dir"`
 	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
@@ -241,6 +243,8 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)
 	r.get(k.RoomsPerNet, count(&sc.RoomsPerNetwork, 1, 1<<16)) // max_instances and above: no quota
 	r.get(k.MaxWaiting, duration(&sc.MaxWaiting, time.Second))
+	r.get(k.EmptyTimeout, duration(&sc.EmptyTimeout, time.Second))
+	r.get(k.MaxLifetime, duration(&sc.MaxLifetime, 0)) // 0: no limit
 	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
 	r.get(k.StateDir, text(func(v string) error {
 		if v != "" && !filepath.IsAbs(v) {
@@ -305,7 +309,10 @@ type roomKeys struct {
 	MinPlayers    toml.Primitive `toml:"min_players"`
 	Countdown     toml.Primitive `toml:"countdown"`
 	MatchDuration toml.Primitive `toml:"match_duration"`
-	IdleTimeout   toml.Primitive `toml:"idle_timeout"`
+	// IdleTimeout is the reference room's own idle limit of earlier
+	// versions: every room now ends by [supervisor] empty_timeout, which
+	// it sets when that key is not given, with a warning.
+	IdleTimeout toml.Primitive `toml:"idle_timeout"`
 }
 
 func (k *roomKeys) apply(r *reader, c *Config) {
@@ -313,7 +320,14 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 	r.get(k.MinPlayers, count(&rc.MinPlayers, 1, c.Supervisor.MaxPlayers))
 	r.get(k.Countdown, duration(&rc.Countdown, 0))
 	r.get(k.MatchDuration, duration(&rc.MatchDuration, time.Second))
-	r.get(k.IdleTimeout, duration(&rc.IdleTimeout, time.Second))
+	if r.line(k.IdleTimeout) > 0 {
+		idle := c.Supervisor.EmptyTimeout
+		r.get(k.IdleTimeout, duration(&idle, time.Second))
+		r.warn("is [supervisor] empty_timeout now, which ends every room nobody is in, whatever its game", k.IdleTimeout)
+		if !r.given("supervisor", "empty_timeout") {
+			c.Supervisor.EmptyTimeout = idle
+		}
+	}
 }
 
 // maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.

@@ -284,6 +284,8 @@ func (p *player) run(ctx context.Context, c *Command, cfg playConfig, stdin io.R
 				} else {
 					fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
 				}
+			case game.PlayerLeft:
+				fmt.Fprintf(c.stdout, "the player in slot %d left\n", m.Slot+1)
 			case game.GameEnd:
 				fmt.Fprintf(c.stdout, "game over: %s\n", endText(m))
 				return ExitOK
