@@ -1,11 +1,17 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/room"
 )
@@ -133,5 +139,67 @@ func TestDrain(t *testing.T) {
 	s.Drain(false)
 	if _, err := s.Table().Create(context.Background(), ep("127.0.0.2:5000")); err != nil {
 		t.Fatalf("create once undrained: %v", err)
+	}
+}
+
+// TestRoomLog: a room's output is its log, which the lobby reads while
+// the room runs and keeps once it ended; what a room leaves in place of
+// its log (a link, a second name of another file, a FIFO) is refused, never
+// read nor waited on.
+func TestRoomLog(t *testing.T) {
+	s, _ := newTest(t, "refroom", 2, nil)
+	events, r := watchAndCreate(t, s)
+	eventually(t, "the room's own line in its log", func() bool {
+		log, err := s.RoomLog(r.ID, 10)
+		return err == nil && bytes.Contains(log, []byte(`"message":"room open"`))
+	})
+	if log, _ := s.RoomLog(r.ID, 1); bytes.Count(log, []byte("\n")) != 1 {
+		t.Fatalf("one line asked, got %q", log)
+	}
+	path := s.dirs.logPath(r.ID)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("the lobby's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func() error{
+		"a link":        func() error { return os.Symlink(secret, path) },
+		"a second name": func() error { return os.Link(secret, path) },
+		"a FIFO":        func() error { return unix.Mkfifo(path, 0o600) },
+	} {
+		os.Rename(path, path+".real")
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+		log, err := s.RoomLog(r.ID, 10)
+		if err == nil || bytes.Contains(log, []byte("secret")) {
+			t.Errorf("%s in place of the log: read %q, %v", name, log, err)
+		}
+		os.Remove(path)
+		os.Rename(path+".real", path)
+	}
+	if err := s.StopRoom(r.ID); err != nil {
+		t.Fatal(err)
+	}
+	ev := reapedEvent(t, events, r.ID)
+	log, err := s.RoomLog(r.ID, 10)
+	if err != nil || !bytes.Contains(log, []byte(`"message":"room finished"`)) {
+		t.Fatalf("after the room (%v) ended, its log: %q, %v", ev.Cause, log, err)
+	}
+	if _, err := s.RoomLog(12345, 10); !errors.Is(err, room.ErrNoRoom) {
+		t.Fatalf("log of a room never here: %v", err)
+	}
+}
+
+// TestLastLines: a log is shown as text, its last lines, each cut to a
+// bounded length; nothing a room wrote reaches a terminal as a control
+// character.
+func TestLastLines(t *testing.T) {
+	in := "one\ntwo\x1b[31m red\r\nthree\xff\n" + strings.Repeat("x", maxLogLine+10) + "\n"
+	want := "two\uFFFD[31m red\nthree\uFFFD\n" + strings.Repeat("x", maxLogLine) + "\n"
+	if got := string(lastLines([]byte(in), 3)); got != want {
+		t.Fatalf("lastLines = %q, want %q", got, want)
+	}
+	if got := lastLines(nil, 3); len(got) != 0 {
+		t.Fatalf("lastLines of nothing = %q", got)
 	}
 }

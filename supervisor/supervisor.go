@@ -217,7 +217,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 		s.keepListed(r)
 		s.wakeWarm()
 		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
-			Bool("warm", true).Msg("room created")
+			Bool("warm", true).Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 		return row, nil
 	}
 	if n := s.processes() + s.spawning; n >= s.cfg.MaxInstances {
@@ -241,7 +241,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 	s.mu.Unlock()
 	s.keepListed(r)
 	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
-		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
+		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 	return row, nil
 }
 
@@ -404,7 +404,7 @@ func (s *Supervisor) reap(r *record) {
 	// The room leaves the listing as its capacity comes free.
 	_, listed, _ := s.table.Remove(r.row.ID, cause, code, sig)
 	s.mu.Unlock()
-	s.dirs.forwardLog(r.row.ID, s.log)
+	kept := s.dirs.keep(r.row.ID)
 	s.dirs.remove(r.row.ID)
 	if ooms > 0 {
 		s.log.Warn().Uint32("id", r.row.ID).Int64("oom_kills", ooms).Int64("memory_max", s.cfg.Limits.MemoryMax).
@@ -412,7 +412,7 @@ func (s *Supervisor) reap(r *record) {
 	}
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
 		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", listed).
-		Bool("adopted", r.row.Adopted).Msg("room reaped")
+		Bool("adopted", r.row.Adopted).Str("log", kept).Msg("room reaped")
 	s.wakeWarm()
 }
 

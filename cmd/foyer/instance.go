@@ -62,8 +62,8 @@ func runInstance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foyer instance: %v\n", err)
 		return cli.ExitFail
 	}
-	// The SDK takes over os.Stderr; the log keeps the original, which the
-	// supervisor forwards to its own log.
+	// The SDK takes over os.Stderr; the log keeps the original, the
+	// room's log in its directory once the room has started.
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	if *probe == "" {
 		if code, ok := c.NoArgs(pos); !ok {
@@ -72,7 +72,7 @@ func runInstance(args []string, stdout, stderr io.Writer) int {
 		instance.Serve(refroom.New(log))
 		return cli.ExitFail // Serve exits the process
 	}
-	k, err := keeper.New(keeper.Config{Probe: *probe, Command: pos}, log)
+	k, err := keeper.New(keeper.Config{Probe: *probe, Command: pos}, log, stderr)
 	if err != nil {
 		return c.UsageError("%v", err)
 	}

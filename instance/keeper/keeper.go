@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -103,6 +104,7 @@ func (c Config) check() error {
 type Keeper struct {
 	cfg Config
 	log zerolog.Logger
+	out io.Writer // where the server's output goes, line by line
 
 	mu  sync.Mutex
 	srv *server // the running server; nil before Run succeeds
@@ -120,13 +122,14 @@ var (
 	_ instance.Runner = (*Keeper)(nil)
 )
 
-// New returns a keeper of cfg's server that logs to log, each line the
-// server prints included (at debug level).
-func New(cfg Config, log zerolog.Logger) (*Keeper, error) {
+// New returns a keeper of cfg's server that logs to log, and writes each
+// line the server prints to out as it was printed: the room's log, once
+// the instance SDK has put it in place of stderr (see instance.Serve).
+func New(cfg Config, log zerolog.Logger, out io.Writer) (*Keeper, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	return &Keeper{cfg: cfg, log: log}, nil
+	return &Keeper{cfg: cfg, log: log, out: out}, nil
 }
 
 // Start is never called: Serve calls Run for a Runner.
@@ -255,7 +258,7 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	}
 	s := &server{cmd: cmd, pid: cmd.Process.Pid, argv0: argv[0], out: newOutput(), probe: p, exited: make(chan struct{})}
 	s.log = k.log.With().Int("server_pid", s.pid).Logger()
-	go s.forward(outR)
+	go s.forward(outR, k.out)
 	go k.wait(s)
 	return s, nil
 }

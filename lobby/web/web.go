@@ -171,6 +171,9 @@ func New(cfg Config, rooms room.Table, describer Describer, guard *limit.Guard, 
 		return nil, fmt.Errorf("web: listen %v: %w", cfg.Listen, err)
 	}
 	s.ln = ln
+	// Logged once bound, so that every listener's line precedes the
+	// server's "ready".
+	s.log.Info().Stringer("listen", s.Addrs()[0]).Msg("web listening")
 	return s, nil
 }
 
@@ -216,7 +219,6 @@ func (s *Server) Close() error { return s.ln.Close() }
 // requests in progress finish (for up to 5 s). It returns nil after ctx
 // ends, and the listener's error if it fails.
 func (s *Server) Serve(ctx context.Context) error {
-	s.log.Info().Stringer("listen", s.Addrs()[0]).Msg("web listening")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var report sync.WaitGroup

@@ -24,14 +24,17 @@ not answer.
 }
 
 var joinHelp = Help{
-	Usage: []string{"foyer join [flags] ADDR ROOM"},
+	Usage: []string{"foyer join [flags] [ADDR] ROOM"},
 	About: `Ask the lobby at ADDR for a seat in room ROOM, and print the room's UDP
-port and the game address to send game traffic to. Exits 1 if the lobby
-answers JOIN_FAILED (the room is unknown, full, or no longer waiting) or
-does not answer.
+port and the game address to send game traffic to. ADDR defaults to
+` + defaultLobby + `. Exits 1 if the lobby answers JOIN_FAILED or does not answer.
+The native protocol does not say why a JOIN failed: join then reads the
+lobby's room list and says what it shows (the room is not listed, is
+full, or its match has begun), or that the reason is in the lobby's log.
 
 ` + waitingAbout,
 	Example: []string{
+		"foyer join 42",
 		"foyer join 127.0.0.1:7777 42",
 		"foyer join --json 192.168.1.20 42",
 	},
@@ -54,16 +57,17 @@ func Join(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 2 {
-		return c.UsageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
+	if len(pos) < 1 || len(pos) > 2 {
+		return c.UsageError("needs [ADDR] ROOM, got %s", count(len(pos), "argument"))
 	}
-	id, err := parseRoomID(pos[1])
+	id, err := parseRoomID(pos[len(pos)-1])
 	if err != nil {
 		return c.UsageError("%v", err)
 	}
-	// ROOM is checked; withLobby gets the ADDR alone.
-	return c.withLobby(pos[:1], c.seat(*asJSON, "joined", func(lc *client.Client) (client.Seat, error) {
-		return lc.Join(context.Background(), id)
+	// ROOM is checked; withLobby gets the ADDR alone, if any.
+	return c.withLobby(pos[:len(pos)-1], c.seat(*asJSON, "joined", func(lc *client.Client) (client.Seat, error) {
+		s, err := lc.Join(context.Background(), id)
+		return s, lc.Why(context.Background(), err)
 	}))
 }
 

@@ -17,11 +17,13 @@ import (
 )
 
 var playHelp = Help{
-	Usage: []string{"foyer play [flags] ADDR [ROOM]"},
+	Usage: []string{"foyer play [flags] [ADDR] [ROOM]"},
 	About: `Play the reference room from the terminal. Join room ROOM of the lobby at
-ADDR, or create a room when ROOM is left out, then talk to the room on its
+ADDR (` + defaultLobby + ` when left out; a lone number is a ROOM), or
+create a room when ROOM is left out, then talk to the room on its
 UDP port on the lobby's host: say hello, get ready (press Enter, or pass
---ready), and watch the countdown, the start and the end of the match.
+--ready), and watch the countdown, the start, who leaves, and the end of
+the match.
 The room drops a player it has not heard from for 10 s, so play pings it
 every --ping. --timeout and --attempts govern the hello as well as the
 lobby request.
@@ -36,6 +38,8 @@ silent, and 130 after Ctrl-C, which tells the room that the player left.
 Two terminals make a match: 'foyer play ADDR' in one creates a room and
 prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
 	Example: []string{
+		"foyer play",
+		"foyer play 42",
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
 		"foyer play --legacy 127.0.0.1:7777 42",
@@ -68,20 +72,23 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if cfg.ping <= 0 || cfg.silence <= 0 {
 		return c.UsageError("--ping and --silence must be positive")
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return c.UsageError("needs ADDR and an optional ROOM, got %s", count(len(pos), "argument"))
+	if len(pos) > 2 {
+		return c.UsageError("takes [ADDR] [ROOM], got %s", count(len(pos), "argument"))
 	}
-	var room *uint32
-	if len(pos) == 2 {
-		id, err := parseRoomID(pos[1])
+	addr, room := "", (*uint32)(nil)
+	if len(pos) == 2 || len(pos) == 1 && isRoomID(pos[0]) {
+		id, err := parseRoomID(pos[len(pos)-1])
 		if err != nil {
 			return c.UsageError("%v", err)
 		}
-		room = &id
+		room, pos = &id, pos[:len(pos)-1]
+	}
+	if len(pos) == 1 {
+		addr = pos[0]
 	}
 	ctx, stop := interruptContext()
 	defer stop()
-	return c.play(ctx, pos[0], room, cfg, os.Stdin)
+	return c.play(ctx, addr, room, cfg, os.Stdin)
 }
 
 // play takes a seat from the lobby at addr (in room, or in a new room if
@@ -98,6 +105,7 @@ func (c *Command) play(ctx context.Context, addr string, room *uint32, cfg playC
 		seat, err = lc.Create(ctx)
 	} else {
 		seat, err = lc.Join(ctx, *room)
+		err = lc.Why(ctx, err)
 	}
 	cfg.lobby.notes.stop()
 	lobby := lc.Addr()

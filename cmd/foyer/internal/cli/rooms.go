@@ -160,6 +160,13 @@ func parseAddrs(s string) ([]netip.Addr, error) {
 }
 
 // parseRoomID parses a room id as the lobby numbers them.
+// isRoomID reports whether s is a room id rather than an address: a
+// number alone, which no lobby address is.
+func isRoomID(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
 func parseRoomID(s string) (uint32, error) {
 	id, err := strconv.ParseUint(s, 10, 32)
 	if err != nil {
