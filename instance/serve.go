@@ -258,10 +258,10 @@ type server struct {
 	watcher  uint64             // the current Watch call's number; 0: none
 	unwatch  context.CancelFunc // ends the current Watch call
 	calls    uint64             // Watch calls so far
-	logMu    sync.Mutex // guards the fields below, and moving descriptors 1 and 2
-	logging  bool       // they go to room.log
-	logGone  bool       // they go to /dev/null
-	logCheck time.Time  // when room.log's size was last checked
+	logMu    sync.Mutex         // guards the fields below, and moving descriptors 1 and 2
+	logging  bool               // they go to room.log
+	logGone  bool               // they go to /dev/null
+	logCheck time.Time          // when room.log's size was last checked
 	stopOnce sync.Once
 	ackOnce  sync.Once
 	acked    chan struct{} // the host has the final status

@@ -58,10 +58,10 @@ type Room struct {
 // 1-MaxPlayers and cfg must come from ParseSettings.
 func NewRoom(id uint32, maxPlayers int, cfg Config, rep instance.Reporter) *Room {
 	return &Room{
-		id:        id,
-		max:       maxPlayers,
-		cfg:       cfg,
-		rep:       rep,
+		id:      id,
+		max:     maxPlayers,
+		cfg:     cfg,
+		rep:     rep,
 		players: make(map[netip.AddrPort]*player, maxPlayers),
 	}
 }

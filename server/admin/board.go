@@ -238,13 +238,13 @@ type frameJSON struct {
 	Rooms []roomJSON `json:"rooms"`
 	More  int        `json:"more"`
 	// Ended are the rooms that left the table lately, newest first.
-	Ended  []endedJSON  `json:"ended"`
-	Totals totalsJSON   `json:"totals"`
+	Ended  []endedJSON `json:"ended"`
+	Totals totalsJSON  `json:"totals"`
 	// Actions is set when the listener stops rooms and drains the host:
 	// the page shows its buttons.
-	Actions bool `json:"actions"`
-	Rates  ratesJSON    `json:"rates"`
-	Spawn  *latencyJSON `json:"spawn,omitempty"`
+	Actions bool         `json:"actions"`
+	Rates   ratesJSON    `json:"rates"`
+	Spawn   *latencyJSON `json:"spawn,omitempty"`
 }
 
 // endedJSON is a room that left the table: its last row, why it left and

@@ -433,8 +433,8 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		// Rooms bound on every address answer wherever the lobby does.
 		"IPv6 lobby, rooms on every address": "[supervisor]\nbind = \"::\"\n[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
 		"IPv4 lobby, rooms on IPv4":          "[supervisor]\nbind = \"0.0.0.0\"\n[lobby]\nlisten = \"192.0.2.1:7777\"\n",
-		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
-		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+		"disabled edges":                     "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
+		"any free port":                      "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
 		if _, err := Parse("ok.toml", text); err != nil {
 			t.Errorf("%s: %v", name, err)
