@@ -120,3 +120,19 @@ func lanCheck(t *testing.T, r cliResult, lobby string, seat cliSeatJSON) {
 		t.Fatalf("rooms --lan found %+v; want the lobby %s with room %d on port %d", found, lobby, seat.Room, seat.Port)
 	}
 }
+
+// TestLANRoomsNoNetwork is `foyer rooms --lan` on a host with no network
+// but loopback (a namespace of its own): the query has no route, and the
+// CLI says so in a sentence that names --broadcast, rather than an errno.
+func TestLANRoomsNoNetwork(t *testing.T) {
+	requiretest.Netns(t)
+	ns := fmt.Sprintf("fy%d%04xn", os.Getpid()%100000, rand.IntN(1<<16))
+	lanRun(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	lanRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	r := cliRun(t, []string{"ip", "netns", "exec", ns}, "rooms", "--lan", "--wait", "1s")
+	if r.code == 0 || !strings.Contains(r.stderr, "no network to broadcast on") || !strings.Contains(r.stderr, "--broadcast") ||
+		strings.Contains(r.stderr, "network is unreachable") {
+		t.Fatalf("rooms --lan with no route: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

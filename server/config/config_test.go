@@ -160,6 +160,7 @@ max_list_conns_per_network = 3
 max_list_bytes = "64KiB"
 [web]
 listen = "[::]:29950"
+title = "Ann's lobby"
 [gunz]
 enabled = true
 listen = "127.0.0.1:8901"
@@ -179,7 +180,7 @@ public_addr = "::ffff:192.0.2.8"
 		g.Server.MaxListConnsPerNetwork != 3 || g.Server.MaxListBytes != 64<<10 {
 		t.Errorf("gg2 server = %+v", g.Server)
 	}
-	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") {
+	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") || c.Web.Title != "Ann's lobby" {
 		t.Errorf("web = %+v", c.Web)
 	}
 	// The lobby ID and game are the announcer's too.
@@ -255,6 +256,8 @@ func TestRefusals(t *testing.T) {
 		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "none"]`},
 		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
 		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
+		{"web title empty", "[web]\ntitle = \"\"\n", `bad.toml:2: [web] title "": must be 1 to 100 bytes`},
+		{"web title two lines", "[web]\ntitle = \"a\\nb\"\n", `bad.toml:2: [web] title "a\nb": must be text on one line`},
 		{"gg2 enabled string", "[gg2]\nenabled = \"yes\"\n", `bad.toml:2: [gg2] enabled "yes": want true or false`},
 		{"gg2 listen host name", "[gg2]\nlisten = \"localhost:29944\"\n", `bad.toml:2: [gg2] listen "localhost:29944": not IP:port`},
 		{"gg2 listen no port", "[gg2]\n\nlisten = \"0.0.0.0\"\n", `bad.toml:3: [gg2] listen "0.0.0.0": not IP:port`},

@@ -10,12 +10,15 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/server/admin"
 )
@@ -339,10 +342,21 @@ const minReadRate = 256
 
 type webKeys struct {
 	Listen toml.Primitive `toml:"listen"`
+	Title  toml.Primitive `toml:"title"`
 }
 
 func (k *webKeys) apply(r *reader, c *Config) {
 	r.get(k.Listen, addrPortOrOff(&c.Web.Listen))
+	r.get(k.Title, text(func(v string) error {
+		switch {
+		case v == "" || len(v) > web.MaxTitle:
+			return fmt.Errorf("must be 1 to %d bytes", web.MaxTitle)
+		case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+			return errors.New("must be text on one line, without control characters")
+		}
+		c.Web.Title = v
+		return nil
+	}))
 }
 
 type adminKeys struct {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -109,6 +110,11 @@ func (c *Command) lanRooms(port uint16, wait time.Duration, targets []netip.Addr
 		opts = append(opts, client.WithBroadcast(targets...))
 	}
 	lobbies, err := client.Discover(ctx, port, opts...)
+	if errors.Is(err, client.ErrNoRoute) {
+		fmt.Fprintln(c.stderr, "foyer: rooms --lan: this host has no network to broadcast on (no route for the query); "+
+			"name the LAN's broadcast address, or a lobby's address, with --broadcast, e.g. --broadcast 192.168.1.255")
+		return ExitFail
+	}
 	if err != nil {
 		return c.Fail(err)
 	}
