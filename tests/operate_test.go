@@ -2,7 +2,10 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +67,15 @@ func TestOperatorStopsARoomAndReadsItsLog(t *testing.T) {
 	}
 	if out := cliOK(t, "stop", "--admin", admin, fmt.Sprint(id)); out != fmt.Sprintf("stopping room %d\n", id) {
 		t.Errorf("foyer stop: %q", out)
+	}
+	// Durations in the log carry their unit.
+	for deadline := time.Now().Add(operateLimit); len(s.logs.lines("room stopping")) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"room stopping\" line:\n%s", s.logs)
+		}
+	}
+	if g, _ := s.logs.lines("room stopping")[0]["grace"].(string); !regexp.MustCompile(`^[0-9.]+(ms|s|m)`).MatchString(g) {
+		t.Errorf("room stopping: grace %v, want a duration with its unit", s.logs.lines("room stopping")[0]["grace"])
 	}
 	if m := s.awaitReaped(t, id); m["cause"] != "operator" || m["exit_code"] != float64(0) {
 		t.Errorf("room %d reaped as %v, exit code %v; want operator, 0 (the server stopped on SIGTERM)", id, m["cause"], m["exit_code"])
@@ -151,5 +163,43 @@ func TestRoomWithoutProbeEndsAtItsLifetime(t *testing.T) {
 	id, _ := c.request(compact, createRoom, 1, nil).roomPort(t)
 	if m := s.awaitReaped(t, id); m["cause"] != "lifetime" {
 		t.Errorf("room %d reaped as %v, want lifetime", id, m["cause"])
+	}
+}
+
+// TestEmbeddedClusterHostStopsCleanly: a host running the embedded NATS
+// server, stopped by SIGTERM, leaves the cluster without a warning: a
+// clean stop is no lost session.
+func TestEmbeddedClusterHostStopsCleanly(t *testing.T) {
+	nats, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := nats.Addr().String()
+	nats.Close()
+	// Where the rooms' users reach their directories, as in /var/lib.
+	state, err := os.MkdirTemp("", "fy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	s := startServer(t, "", fmt.Sprintf("max_instances = 4\nstate_dir = %q\n\n[cluster]\nhost = \"a\"\nembedded = %q\n", state, addr))
+	for deadline := time.Now().Add(operateLimit); len(s.logs.lines("cluster table written")) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the host never joined its own cluster:\n%s", s.logs)
+		}
+	}
+	// A session younger than a second ends quietly anyway (it would not
+	// be retried at once): let it age, as a host's does.
+	time.Sleep(1500 * time.Millisecond)
+	s.stop()
+	if len(s.logs.lines("cluster left")) != 1 {
+		t.Errorf("no \"cluster left\" line:\n%s", s.logs)
+	}
+	for _, level := range []string{"warn", "error"} {
+		for _, m := range s.logs.levels(level) {
+			if m["component"] == "cluster" {
+				t.Errorf("a clean stop logged at %s: %v", level, m)
+			}
+		}
 	}
 }
