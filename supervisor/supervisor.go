@@ -380,6 +380,9 @@ func (s *Supervisor) stop(r *record, cause room.Cause, kill bool) {
 func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
 	ooms := s.end(r.row.ID, r.cgroup)
+	// Kept while the room is still live, so that RoomLog finds the log,
+	// whole, in one place or the other.
+	kept := s.dirs.keep(r.row.ID)
 	s.mu.Lock()
 	delete(s.live, r.row.ID)
 	if i := slices.Index(s.warm, r); i >= 0 {
@@ -404,7 +407,6 @@ func (s *Supervisor) reap(r *record) {
 	// The room leaves the listing as its capacity comes free.
 	_, listed, _ := s.table.Remove(r.row.ID, cause, code, sig)
 	s.mu.Unlock()
-	kept := s.dirs.keep(r.row.ID)
 	s.dirs.remove(r.row.ID)
 	if ooms > 0 {
 		s.log.Warn().Uint32("id", r.row.ID).Int64("oom_kills", ooms).Int64("memory_max", s.cfg.Limits.MemoryMax).
