@@ -29,6 +29,13 @@ type Config struct {
 	// port; HealthTimeout without an answer reaps it) or "none" (no
 	// status: Waiting while it runs, seats from reservations only).
 	Probe string
+	// DataDir, when set (an absolute path), keeps a foreign server's
+	// files (Probe set) from one room to the next: the rooms of one
+	// Command share the directory DataDir/KEY (KEY a hash of Command) as
+	// their HOME, while each keeps a fresh working directory of its own.
+	// Rooms run as users of their own (RoomUsers, as root) cannot share
+	// it: CheckRoomUsers refuses the two together.
+	DataDir string
 	// Keeper is the command of the per-room keeper that runs a foreign
 	// server (Probe set), before its own arguments (keeper.Args); empty
 	// means this executable's hidden "instance" subcommand.

@@ -85,6 +85,9 @@ func (c Config) check() error {
 			errs = append(errs, err)
 		}
 	}
+	if c.DataDir != "" && (!filepath.IsAbs(c.DataDir) || c.Probe == "") {
+		errs = append(errs, fmt.Errorf("data_dir %q: want an absolute path, and a foreign server (probe set)", c.DataDir))
+	}
 	if c.StateDir != "" {
 		if err := CheckStateDir(c.StateDir); err != nil {
 			errs = append(errs, err)

@@ -37,6 +37,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -127,6 +128,13 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	dirs, err := openRoomDirs(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	if data := dataPath(cfg); data != "" {
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			dirs.close()
+			return nil, fmt.Errorf("supervisor: data_dir: %w", err)
+		}
+		log.Info().Str("dir", data).Msg("game servers keep their files in a data directory")
 	}
 	tree, err := openTree(cfg, log)
 	if err != nil {

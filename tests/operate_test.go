@@ -203,3 +203,46 @@ func TestEmbeddedClusterHostStopsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// awaitRoomLog waits until `foyer logs` of room id holds want, and returns it.
+func awaitRoomLog(t *testing.T, admin string, id uint32, want string) string {
+	t.Helper()
+	for deadline := time.Now().Add(operateLimit); ; time.Sleep(100 * time.Millisecond) {
+		r := cliRun(t, nil, "logs", "--admin", admin, fmt.Sprint(id))
+		if r.code == 0 && strings.Contains(r.stdout, want) {
+			return r.stdout
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("foyer logs %d: exit %d\n%s%s\nwant %q in it", id, r.code, r.stdout, r.stderr, want)
+		}
+	}
+}
+
+// TestDataDirOutlivesRooms: with data_dir, a foreign server's HOME is
+// kept from one room to the next (as DDNet keeps its ranks there), while
+// each room has a working directory of its own.
+func TestDataDirOutlivesRooms(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, "", fmt.Sprintf(`command = ["/bin/sh", "-c", 'n=$(cat "$HOME/runs" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$HOME/runs"; echo "run $n home $HOME dir $PWD"; exec sleep 60']
+probe = "none"
+room_users = ""
+data_dir = %q
+`, data))
+	admin := s.adminBase(t)
+	c := newClient(t, "127.0.0.1", s.lobby)
+	runLine := regexp.MustCompile(`run (\d+) home (\S+) dir (\S+)`)
+	var homes, dirs []string
+	for i, seq := range []uint16{1, 2} {
+		id, _ := c.request(compact, createRoom, seq, nil).roomPort(t)
+		m := runLine.FindStringSubmatch(awaitRoomLog(t, admin, id, "run "))
+		if m == nil || m[1] != fmt.Sprint(i+1) {
+			t.Fatalf("room %d is run %v of the command, want %d", id, m, i+1)
+		}
+		homes, dirs = append(homes, m[2]), append(dirs, m[3])
+		cliOK(t, "stop", "--admin", admin, fmt.Sprint(id))
+		s.awaitReaped(t, id)
+	}
+	if homes[0] != homes[1] || !strings.HasPrefix(homes[0], data+"/") || dirs[0] == dirs[1] || strings.HasPrefix(dirs[0], data) {
+		t.Errorf("HOMEs %q and working directories %q: want one HOME under %s, and a directory of each room's own", homes, dirs, data)
+	}
+}

@@ -35,8 +35,11 @@ func (k *keys) check(r *reader, c *Config) {
 			r.refuse(err.Error(), ks.Command)
 		}
 	}
+	if sc.DataDir != "" && sc.Probe == "" {
+		r.refuse("keeps a foreign server's files (probe set); a game built on Foyer's SDK keeps its own", ks.DataDir)
+	}
 	if err := sc.CheckRoomUsers(); err != nil {
-		r.refuse(err.Error(), ks.Command, ks.RoomUsers, ks.StateDir)
+		r.refuse(err.Error(), ks.Command, ks.RoomUsers, ks.StateDir, ks.DataDir)
 	}
 	if !sc.RoomUsers.IsZero() && roomuser.Active() {
 		passwd, _ := os.ReadFile("/etc/passwd")

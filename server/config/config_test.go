@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -43,6 +44,8 @@ command = ["/bin/sh", "-x"]
 probe = "none"
 warm = 2
 state_dir = "/var/lib/foyer"
+data_dir = "/var/lib/foyer-data"
+room_users = ""
 reattach_grace = "3s"
 memory_max = "256MiB"
 cpu_max = 0.5
@@ -64,7 +67,8 @@ format = "json"
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
-	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second {
+	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
+		s.DataDir != "/var/lib/foyer-data" {
 		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace)
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
@@ -315,6 +319,8 @@ func TestRefusals(t *testing.T) {
 			`bad.toml:2: [supervisor] command ["/nonexistent/game"]: command "/nonexistent/game": stat /nonexistent/game: no such file or directory`},
 		{"command not on PATH", "[supervisor]\ncommand = [\"no-such-game\", \"{port}\"]\nprobe = \"none\"\n",
 			`bad.toml:2: [supervisor] command ["no-such-game", "{port}"]: command "no-such-game": not found on PATH`},
+		{"data_dir relative", "[supervisor]\ndata_dir = \"data\"\n", `bad.toml:2: [supervisor] data_dir "data": not an absolute path`},
+		{"data_dir without probe", "[supervisor]\ndata_dir = \"/srv/data\"\n", `bad.toml:2: [supervisor] data_dir "/srv/data": keeps a foreign server's files (probe set)`},
 		{"state_dir relative", "[supervisor]\nstate_dir = \"var/foyer\"\n", `bad.toml:2: [supervisor] state_dir "var/foyer": not an absolute path`},
 		{"state_dir too long", "[supervisor]\nstate_dir = \"/" + strings.Repeat("d", 80) + "\"\n", `bad.toml:2: [supervisor] state_dir "/ddd`},
 		{"reattach_grace short", "[supervisor]\nreattach_grace = \"10ms\"\n", `bad.toml:2: [supervisor] reattach_grace "10ms": must be at least 500ms`},
@@ -525,5 +531,19 @@ func TestRoomsPerNetworkFollowsMaxInstances(t *testing.T) {
 		if err != nil || c.Supervisor.RoomsPerNetwork != tc.want {
 			t.Errorf("%q: rooms_per_network %d, %v; want %d", tc.text, c.Supervisor.RoomsPerNetwork, err, tc.want)
 		}
+	}
+}
+
+// Rooms run as users of their own share no files: as root, data_dir
+// with room_users is refused, at the later of the two lines.
+func TestDataDirNeedsRoomsOfOneUser(t *testing.T) {
+	requiretest.Root(t)
+	text := "[supervisor]\ncommand = [\"/bin/sh\"]\nprobe = \"none\"\nroom_users = \"1879048192-1879113727\"\ndata_dir = \"/srv/data\"\n"
+	_, err := Parse("bad.toml", text)
+	if want := `bad.toml:5: [supervisor] data_dir "/srv/data": data_dir /srv/data: rooms run as users of their own (room_users) share no files`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	if _, err := Parse("ok.toml", strings.Replace(text, `"1879048192-1879113727"`, `""`, 1)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -208,6 +208,7 @@ type supervisorKeys struct {
 	MaxLifetime    toml.Primitive `toml:"max_lifetime"`
 	IDFile         toml.Primitive `toml:"id_file"`
 	StateDir       toml.Primitive `toml:"state_dir"`
+	DataDir        toml.Primitive `toml:"data_dir"`
 	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
 	MemoryMax      toml.Primitive `toml:"memory_max"`
 	CPUMax         toml.Primitive `toml:"cpu_max"`
@@ -254,6 +255,13 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 			return errors.New(`not an absolute path, e.g. "/var/lib/foyer", or "" to let rooms die with the lobby`)
 		}
 		sc.StateDir = v
+		return nil
+	}))
+	r.get(k.DataDir, text(func(v string) error {
+		if v != "" && !filepath.IsAbs(v) {
+			return errors.New(`not an absolute path, e.g. "/var/lib/foyer/data", or "" for a fresh HOME in every room`)
+		}
+		sc.DataDir = v
 		return nil
 	}))
 	r.get(k.ReattachGrace, duration(&sc.ReattachGrace, minReattachGrace))
