@@ -92,6 +92,17 @@ func TestLANRooms(t *testing.T) {
 	cliDecode(t, r.stdout, &seat)
 	r = cliRun(t, inPlayer, "rooms", "--lan", "--json", "--wait", lanWait)
 	lanCheck(t, r, lobby, seat)
+
+	// On the lobby's own host, a room alone is joined at the default
+	// address, 127.0.0.1:7777.
+	r = cliRun(t, []string{"ip", "netns", "exec", server}, "join", "--json", fmt.Sprint(seat.Room))
+	var joined cliSeatJSON
+	if r.code != 0 {
+		t.Fatalf("join %d at the default address: exit %d\n%s%s", seat.Room, r.code, r.stdout, r.stderr)
+	}
+	if cliDecode(t, r.stdout, &joined); joined.Lobby != "127.0.0.1:7777" || joined.Room != seat.Room || joined.Port != seat.Port {
+		t.Errorf("join %d at the default address: %+v", seat.Room, joined)
+	}
 }
 
 // TestLANRoomsOnLoopback is the LAN path where there is no LAN: the
