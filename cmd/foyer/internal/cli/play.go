@@ -38,8 +38,8 @@ silent, and 130 after Ctrl-C, which tells the room that the player left.
 Two terminals make a match: 'foyer play ADDR' in one creates a room and
 prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
 	Example: []string{
-		"foyer play",
 		"foyer play 42",
+		"foyer play",
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
 		"foyer play --legacy 127.0.0.1:7777 42",
