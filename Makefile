@@ -8,9 +8,12 @@ CONFIG      ?= config.toml
 # info client, ip(8) for the LAN and cluster tests' network namespaces, and
 # what the package test installs Foyer's .deb with: adduser (the package's
 # one dependency) and systemd-analyze (systemd) to verify its unit, a real
-# browser (run headless) for the admin board, and a NATS server and nft(8)
-# for the cluster test's forwarder.
-DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium nats-server nftables
+# browser (run headless) for the admin board, a NATS server and nft(8)
+# for the cluster test's forwarder, and what builds and runs the client
+# SDKs of sdk/ against a real lobby: gcc and clang (the C header), Mono's
+# C# compiler, Node, Python and a headless Godot 3 (GDScript).
+DEB_PACKAGES := ddnet-server qstat iproute2 adduser systemd chromium nats-server nftables \
+	gcc clang mono-mcs nodejs python3 godot3-server
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -159,7 +159,7 @@ func CheckHost(name string) error {
 
 // Local is this host's own room table: the supervisor.
 type Local interface {
-	room.Table
+	room.Extended
 	// Capacity is how many rooms Create could start now.
 	Capacity() int
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/room/roomtable"
 	"github.com/foyerlobby/foyer/room/roomtable/roomtabletest"
@@ -259,4 +260,54 @@ func TestTableContract(t *testing.T) {
 			lb.Report(id, roomtable.Report{State: state})
 		}}
 	})
+}
+
+// TestCodesJoinAcrossHosts: a room created with the extension on one host
+// is listed by the others with its name, mode, tags, code and privacy; its
+// code joins it from any host, where its own host checks the password and
+// signs the seat's token; a quick join from another host takes it.
+func TestCodesJoinAcrossHosts(t *testing.T) {
+	_, _, url := natsServer(t)
+	// A password is checked by a slow hash on purpose: a loaded machine
+	// gets more than the default JoinTimeout for it.
+	ca := testConfig(url, "a", public)
+	ca.JoinTimeout = 20 * time.Second
+	a, _ := join(t, ca, 0)
+	b, bLocal := join(t, testConfig(url, "b", public), 2)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+	meta := room.Meta{Name: "Ann's", Mode: "ctf", Tags: room.TagsOf([]room.Tag{{Key: "region", Value: "eu"}})}
+	g, err := a.CreateWith(context.Background(), player, room.CreateOptions{Meta: meta, Private: true, Password: "pw"})
+	if err != nil || g.Room.Node != "b" || len(g.Token) != ext.TokenLen {
+		t.Fatalf("CREATE: %+v, %v; want a room on b with a token", g, err)
+	}
+	eventually(t, "b's room at a", func() bool { return lists(a, g.Room.ID, "b") })
+	var seen room.Room
+	for _, r := range a.List().Rooms {
+		if r.ID == g.Room.ID {
+			seen = r
+		}
+	}
+	if seen.Meta() != meta || seen.Code != g.Room.Code || !seen.Private || !seen.Password {
+		t.Fatalf("a lists b's room as %+v", seen)
+	}
+	friend := netip.MustParseAddrPort("198.51.100.9:9")
+	if _, err := a.JoinWith(context.Background(), room.JoinRequest{Code: g.Room.Code, Player: friend, Password: "no"}); err != room.ErrWrongPassword {
+		t.Fatalf("a wrong password through a: %v", err)
+	}
+	j, err := a.JoinWith(context.Background(), room.JoinRequest{Code: g.Room.Code, Player: friend, Password: "pw", Client: [8]byte{1}})
+	if err != nil || j.Room.ID != g.Room.ID || len(j.Token) != ext.TokenLen {
+		t.Fatalf("JOIN by code through a: %+v, %v", j, err)
+	}
+	if !b.CodeTaken(g.Room.Code) && !a.CodeTaken(g.Room.Code) {
+		t.Error("no host knows the code is taken")
+	}
+	pub, err := bLocal.CreateWith(context.Background(), player, room.CreateOptions{Meta: room.Meta{Mode: "dm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's second room at a", func() bool { return lists(a, pub.Room.ID, "b") })
+	q, err := a.QuickJoin(context.Background(), room.Filter{Mode: "dm"}, friend, [8]byte{2}, func() error { return room.ErrRateLimited })
+	if err != nil || q.Room.ID != pub.Room.ID || len(q.Token) != ext.TokenLen {
+		t.Fatalf("quick join through a: %+v, %v", q, err)
+	}
 }

@@ -26,6 +26,19 @@ const maxRemoteCreates = 64
 // skipped for the next; the room is returned once it runs. While this
 // host is cut off from NATS it places rooms on itself only.
 func (c *Cluster) Create(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
+	g, err := c.place(ctx, createRequest{Creator: creator})
+	return g.Room, err
+}
+
+// CreateWith is Create for an extended CREATE: the host the room is
+// placed on hashes its password, and signs its creator's seat token.
+func (c *Cluster) CreateWith(ctx context.Context, creator netip.AddrPort, o room.CreateOptions) (room.Grant, error) {
+	return c.place(ctx, createRequest{Creator: creator, Ext: true, Name: o.Meta.Name, Mode: o.Meta.Mode,
+		Map: o.Meta.Map, Tags: o.Meta.Tags.Slice(), Private: o.Private, Password: o.Password, Client: o.Client})
+}
+
+// place runs req on the host with the most free capacity, as Create says.
+func (c *Cluster) place(ctx context.Context, req createRequest) (room.Grant, error) {
 	cands := []candidate{{c.me, c.local.Capacity()}}
 	if c.nc.IsConnected() {
 		cands = append(cands, c.view.candidates()...)
@@ -44,12 +57,12 @@ func (c *Cluster) Create(ctx context.Context, creator netip.AddrPort) (room.Room
 	})
 	var err error
 	for _, cand := range cands {
-		var r room.Room
+		var g room.Grant
 		if cand.host == c.me {
-			r, err = c.local.Create(ctx, creator)
-			r.Node = c.me
+			g, err = c.createHere(ctx, req)
+			g.Room.Node = c.me
 		} else {
-			r, err = c.createOn(ctx, cand.host, creator)
+			g, err = c.createOn(ctx, cand.host, req)
 		}
 		if err == nil {
 			if cand.host == c.me {
@@ -57,17 +70,26 @@ func (c *Cluster) Create(ctx context.Context, creator netip.AddrPort) (room.Room
 			} else {
 				c.stats.placedRemote.Add(1)
 				c.view.took(cand.host)
-				c.awaitArrival(ctx, r.ID)
+				c.awaitArrival(ctx, g.Room.ID)
 			}
-			return r, nil
+			return g, nil
 		}
 		if ctx.Err() != nil || !placeElsewhere(err) {
-			return room.Room{}, err
+			return room.Grant{}, err
 		}
 		c.stats.skipped.Add(1)
 		c.log.Debug().Err(err).Str("to", cand.host).Msg("cluster: placement skipped a host")
 	}
-	return room.Room{}, err
+	return room.Grant{}, err
+}
+
+// createHere runs req on this host.
+func (c *Cluster) createHere(ctx context.Context, req createRequest) (room.Grant, error) {
+	if req.Ext {
+		return c.local.CreateWith(ctx, req.Creator, req.options())
+	}
+	r, err := c.local.Create(ctx, req.Creator)
+	return room.Grant{Room: r}, err
 }
 
 // placeElsewhere reports whether a CREATE refused with err may succeed on
@@ -83,25 +105,26 @@ func placeElsewhere(err error) bool {
 
 // createOn asks host to start a room: it must take the request within
 // AckTimeout and answer within CreateTimeout after that.
-func (c *Cluster) createOn(ctx context.Context, host string, creator netip.AddrPort) (room.Room, error) {
+func (c *Cluster) createOn(ctx context.Context, host string, cr createRequest) (room.Grant, error) {
 	inbox := c.nc.NewInbox()
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
-		return room.Room{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
+		return room.Grant{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
 	}
 	defer sub.Unsubscribe()
-	req, _ := json.Marshal(createRequest{Creator: creator}) // plain values: cannot fail
+	req, _ := json.Marshal(cr) // plain values: cannot fail
 	if err := c.nc.PublishMsg(&nats.Msg{Subject: subjectPrefix + host + ".create", Reply: inbox, Data: req}); err != nil {
-		return room.Room{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
+		return room.Grant{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
 	}
 	rep, err := c.next(ctx, sub, host, c.cfg.AckTimeout)
 	if err == nil && rep.Ack {
 		rep, err = c.next(ctx, sub, host, c.cfg.CreateTimeout)
 	}
 	if err != nil {
-		return room.Room{}, err
+		return room.Grant{}, err
 	}
-	return c.outcome(host, rep)
+	r, err := c.outcome(host, rep)
+	return room.Grant{Room: r, Token: rep.Token}, err
 }
 
 // next waits up to wait for the next answer of host on sub.
@@ -140,41 +163,106 @@ func (c *Cluster) outcome(host string, rep reply) (room.Room, error) {
 // that does not answer within JoinTimeout fails the JOIN with
 // room.ErrUnreachable.
 func (c *Cluster) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
-	host, ok := c.view.owner(id)
+	g, err := c.join(ctx, joinRequest{ID: id, Player: player, Proof: proof})
+	return g.Room, err
+}
+
+// JoinWith holds a seat for an extended JOIN: by id, or by a code that
+// joins the room on whichever host runs it; that host checks the
+// password and signs the seat's token.
+func (c *Cluster) JoinWith(ctx context.Context, req room.JoinRequest) (room.Grant, error) {
+	return c.join(ctx, joinRequest{ID: req.ID, Code: req.Code, Player: req.Player, Proof: req.Proof, Ext: true,
+		Password: req.Password, Client: req.Client})
+}
+
+// join runs req here, or on the host whose room it names.
+func (c *Cluster) join(ctx context.Context, jr joinRequest) (room.Grant, error) {
+	host, ok := "", false
+	if jr.Code != "" {
+		host, ok = c.view.codeOwner(jr.Code)
+	} else {
+		host, ok = c.view.owner(jr.ID)
+	}
 	if !ok {
-		r, err := c.local.Join(ctx, id, player, proof)
+		g, err := c.joinHere(ctx, jr)
 		if err == nil {
-			r.Node = c.me
+			g.Room.Node = c.me
 		}
-		return r, err
+		return g, err
 	}
 	c.stats.forwarded.Add(1)
-	req, _ := json.Marshal(joinRequest{ID: id, Player: player, Proof: proof}) // plain values: cannot fail
+	req, _ := json.Marshal(jr) // plain values: cannot fail
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.JoinTimeout)
 	defer cancel()
 	m, err := c.nc.RequestWithContext(ctx, subjectPrefix+host+".join", req)
 	if err != nil {
 		c.stats.forwardRefused.Add(1)
-		return room.Room{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
+		return room.Grant{}, fmt.Errorf("%w: %s: %v", room.ErrUnreachable, host, err)
 	}
 	rep, err := decodeReply(m.Data)
 	if err != nil {
 		c.stats.malformed.Add(1)
 		c.stats.forwardRefused.Add(1)
-		return room.Room{}, fmt.Errorf("%w: %s answered garbage: %v", room.ErrUnreachable, host, err)
+		return room.Grant{}, fmt.Errorf("%w: %s answered garbage: %v", room.ErrUnreachable, host, err)
 	}
 	r, err := c.outcome(host, rep)
 	if err != nil {
 		c.stats.forwardRefused.Add(1)
 	}
-	return r, err
+	return room.Grant{Room: r, Token: rep.Token}, err
+}
+
+// joinHere runs req on this host.
+func (c *Cluster) joinHere(ctx context.Context, jr joinRequest) (room.Grant, error) {
+	if jr.Ext {
+		return c.local.JoinWith(ctx, room.JoinRequest{ID: jr.ID, Code: jr.Code, Player: jr.Player, Proof: jr.Proof,
+			Password: jr.Password, Client: jr.Client})
+	}
+	r, err := c.local.Join(ctx, jr.ID, jr.Player, jr.Proof)
+	return room.Grant{Room: r}, err
+}
+
+// QuickJoin takes a seat in the fullest joinable public room without a
+// password that f matches, on any host, or places a new one. A host's own
+// pick and seat are one step under its table's lock; across hosts a
+// quick join tries the fullest first and goes on to the next when that
+// one filled meanwhile.
+func (c *Cluster) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrPort, client [8]byte, mayCreate func() error) (room.Grant, error) {
+	var cands []room.Room
+	for _, r := range c.List().Rooms {
+		if r.Public() && !r.Password && r.Joinable() && r.Source.Own() && r.Code != "" && f.Match(&r) {
+			cands = append(cands, r)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b room.Room) int { return cmp.Compare(b.Occupied(), a.Occupied()) })
+	for _, r := range cands {
+		g, err := c.JoinWith(ctx, room.JoinRequest{ID: r.ID, Player: player, Proof: room.SawListing, Client: client})
+		if err == nil || err == room.ErrQuota || ctx.Err() != nil {
+			return g, err
+		}
+	}
+	if err := mayCreate(); err != nil {
+		return room.Grant{}, err
+	}
+	return c.CreateWith(ctx, player, room.CreateOptions{Client: client,
+		Meta: room.Meta{Mode: f.Mode, Map: f.Map, Tags: room.TagsOf(f.Tags)}})
+}
+
+// CodeTaken reports whether a room of another host has join code code,
+// for the local table to draw another. A nil Cluster has none.
+func (c *Cluster) CodeTaken(code string) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.view.codeOwner(code)
+	return ok
 }
 
 // serveCreate runs a CREATE another host placed here: it takes it at once
 // (or refuses it past maxRemoteCreates), and answers once the room runs.
 func (c *Cluster) serveCreate(m *nats.Msg) {
 	var req createRequest
-	if json.Unmarshal(m.Data, &req) != nil || !req.Creator.IsValid() || m.Reply == "" {
+	if json.Unmarshal(m.Data, &req) != nil || !req.valid() || m.Reply == "" {
 		c.stats.malformed.Add(1)
 		return
 	}
@@ -187,10 +275,10 @@ func (c *Cluster) serveCreate(m *nats.Msg) {
 	m.Respond(ackReply)
 	c.wg.Go(func() {
 		defer func() { <-c.creates }()
-		r, err := c.local.Create(c.ctx, req.Creator)
+		g, err := c.createHere(c.ctx, req)
 		c.stats.servedCreates.Add(1)
-		if err := m.Respond(encodeReply(r, err)); err != nil {
-			c.log.Warn().Err(err).Uint32("id", r.ID).Msg("cluster: a placed room's answer was not sent")
+		if err := m.Respond(encodeGrant(g, err)); err != nil {
+			c.log.Warn().Err(err).Uint32("id", g.Room.ID).Msg("cluster: a placed room's answer was not sent")
 		}
 	})
 }
@@ -199,16 +287,33 @@ func (c *Cluster) serveCreate(m *nats.Msg) {
 var ackReply, _ = json.Marshal(reply{Ack: true})
 
 // serveJoin holds a seat for a JOIN another host forwarded. The local
-// Join never waits, so it runs on the subscription's goroutine.
+// Join never waits, so it runs on the subscription's goroutine; one with
+// a password to check runs on its own, bounded with the CREATEs.
 func (c *Cluster) serveJoin(m *nats.Msg) {
 	var req joinRequest
-	if json.Unmarshal(m.Data, &req) != nil || req.ID == 0 || !req.Player.IsValid() || req.Proof > room.SawListing || m.Reply == "" {
+	if json.Unmarshal(m.Data, &req) != nil || !req.valid() || m.Reply == "" {
 		c.stats.malformed.Add(1)
 		return
 	}
-	r, err := c.local.Join(c.ctx, req.ID, req.Player, req.Proof)
-	c.stats.served.Add(1)
-	m.Respond(encodeReply(r, err))
+	run := func() {
+		g, err := c.joinHere(c.ctx, req)
+		c.stats.served.Add(1)
+		m.Respond(encodeGrant(g, err))
+	}
+	if req.Password == "" {
+		run()
+		return
+	}
+	select {
+	case c.creates <- struct{}{}:
+	default:
+		m.Respond(encodeReply(room.Room{}, fmt.Errorf("%w: %d requests of other hosts running here", room.ErrCapacity, maxRemoteCreates)))
+		return
+	}
+	c.wg.Go(func() {
+		defer func() { <-c.creates }()
+		run()
+	})
 }
 
 // arrivalWait bounds the wait for a room placed elsewhere to reach this

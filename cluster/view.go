@@ -238,7 +238,7 @@ func (v *view) putRoom(host string, rec roomRecord) (evs []room.Event, refused b
 			v.dropRoom(rec.ID, old.host, "")
 		} else {
 			kind = room.Changed
-			if old.rec == rec {
+			if old.rec.equal(rec) {
 				old.gen = v.gen
 				return nil, false
 			}
@@ -351,6 +351,20 @@ func (v *view) owner(id uint32) (string, bool) {
 		return "", false
 	}
 	return r.host, true
+}
+
+// codeOwner returns the host of the room whose join code is code, if a
+// live host lists one. It walks the rooms: codes are looked up per JOIN
+// by code and per new code, not per datagram.
+func (v *view) codeOwner(code string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id, r := range v.rooms {
+		if r.rec.Code == code && v.hosts[r.host].shows(id) {
+			return r.host, true
+		}
+	}
+	return "", false
 }
 
 // candidate is a host a room could be placed on.

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -74,6 +77,12 @@ type roomRecord struct {
 	Host       netip.Addr       `json:"host,omitzero"` // a registered room's own address
 	Password   bool             `json:"password,omitempty"`
 	Unchecked  bool             `json:"unchecked,omitempty"` // never offered natively
+	// What the lobby's extension carries: the room's mode and tags, its
+	// join code (which joins it from any host) and whether it is private.
+	Mode    string     `json:"mode,omitempty"`
+	Tags    []room.Tag `json:"tags,omitempty"`
+	Code    string     `json:"code,omitempty"`
+	Private bool       `json:"private,omitempty"`
 }
 
 func recordOf(r room.Room) roomRecord {
@@ -81,13 +90,52 @@ func recordOf(r room.Room) roomRecord {
 		ID: r.ID, Port: r.Port, State: r.State, Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		PID: r.PID, StartedAt: r.StartedAt.UnixMilli(), Source: r.Source, Name: r.Name, Game: r.Game, Map: r.Map,
 		Host: r.Host, Password: r.Password, Unchecked: r.Unchecked,
+		Mode: r.Mode, Tags: r.Tags.Slice(), Code: r.Code, Private: r.Private,
 	}
 }
 
 func (rec roomRecord) valid() bool {
 	in16 := func(n int) bool { return n >= 0 && n <= math.MaxUint16 }
 	return rec.ID != 0 && rec.Port != 0 && rec.State <= packet.Finished &&
-		in16(rec.Players) && in16(rec.Seats) && in16(rec.MaxPlayers)
+		in16(rec.Players) && in16(rec.Seats) && in16(rec.MaxPlayers) &&
+		(rec.Code == "" || ext.ValidCode(rec.Code)) && len(rec.Tags) <= room.MaxTags && validMeta(rec.meta())
+}
+
+// equal reports whether rec and o say the same (no tags and an empty
+// list of them alike).
+func (rec roomRecord) equal(o roomRecord) bool {
+	if !slices.Equal(rec.Tags, o.Tags) {
+		return false
+	}
+	rec.Tags, o.Tags = nil, nil
+	return reflect.DeepEqual(rec, o)
+}
+
+// meta is what describes rec's room.
+func (rec roomRecord) meta() room.Meta {
+	return room.Meta{Name: rec.Name, Mode: rec.Mode, Map: rec.Map, Tags: room.TagsOf(rec.Tags)}
+}
+
+// validMeta reports whether m may describe a room of another host: what
+// the extension's listings carry. A registered room's name is its
+// server's, which the GG2 edge bounds: only the mode and the tags, which
+// the extension alone gives, are held to its bounds.
+func validMeta(m room.Meta) bool {
+	tags := m.Tags.Slice()
+	if !ext.ValidText(m.Mode, ext.MaxMode) || len(tags) > room.MaxTags {
+		return false
+	}
+	for i, t := range tags {
+		if !ext.ValidTagKey(t.Key) || !ext.ValidText(t.Value, ext.MaxTagValue) {
+			return false
+		}
+		for _, u := range tags[:i] {
+			if u.Key == t.Key {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // row is rec as a room of host node, listed by this host: at host's
@@ -96,12 +144,14 @@ func (rec roomRecord) row(node string, host netip.Addr) room.Room {
 	if rec.Host.IsValid() {
 		host = rec.Host
 	}
-	return room.Room{
+	r := room.Room{
 		ID: rec.ID, Port: rec.Port, State: rec.State, Players: rec.Players, Seats: rec.Seats,
 		MaxPlayers: rec.MaxPlayers, PID: rec.PID, StartedAt: time.UnixMilli(rec.StartedAt), Source: rec.Source,
-		Name: rec.Name, Game: rec.Game, Map: rec.Map, Host: host, Node: node, Password: rec.Password,
-		Unchecked: rec.Unchecked,
+		Game: rec.Game, Host: host, Node: node, Password: rec.Password,
+		Unchecked: rec.Unchecked, Code: rec.Code, Private: rec.Private,
 	}
+	r.SetMeta(rec.meta())
+	return r
 }
 
 // decodeRoom reads a room value.
@@ -116,25 +166,62 @@ func decodeRoom(b []byte) (roomRecord, error) {
 	return rec, nil
 }
 
-// createRequest asks a host to start a room with a seat for Creator.
+// createRequest asks a host to start a room with a seat for Creator; an
+// extended one (Ext) with what describes it, private or not, with a
+// password or not, and a seat token for Client.
 type createRequest struct {
-	Creator netip.AddrPort `json:"creator"`
+	Creator  netip.AddrPort `json:"creator"`
+	Ext      bool           `json:"ext,omitempty"`
+	Name     string         `json:"name,omitempty"`
+	Mode     string         `json:"mode,omitempty"`
+	Map      string         `json:"map,omitempty"`
+	Tags     []room.Tag     `json:"tags,omitempty"`
+	Private  bool           `json:"private,omitempty"`
+	Password string         `json:"password,omitempty"`
+	Client   [8]byte        `json:"client,omitzero"`
 }
 
-// joinRequest asks a host to hold a seat in room ID for Player.
+// options are what an extended createRequest asks of its room.
+func (r createRequest) options() room.CreateOptions {
+	return room.CreateOptions{Meta: room.Meta{Name: r.Name, Mode: r.Mode, Map: r.Map, Tags: room.TagsOf(r.Tags)},
+		Private: r.Private, Password: r.Password, Client: r.Client}
+}
+
+// valid reports whether r can be run.
+func (r createRequest) valid() bool {
+	m := r.options().Meta
+	return r.Creator.IsValid() && len(r.Tags) <= room.MaxTags && ext.ValidText(m.Name, ext.MaxName) &&
+		ext.ValidText(m.Map, ext.MaxMap) && validMeta(m) && ext.ValidText(r.Password, ext.MaxPassword)
+}
+
+// joinRequest asks a host to hold a seat in room ID for Player; an
+// extended one (Ext) by ID or Code, with a Password, and a seat token for
+// Client.
 type joinRequest struct {
-	ID     uint32         `json:"id"`
-	Player netip.AddrPort `json:"player"`
-	Proof  room.Proof     `json:"proof"`
+	ID       uint32         `json:"id"`
+	Player   netip.AddrPort `json:"player"`
+	Proof    room.Proof     `json:"proof"`
+	Ext      bool           `json:"ext,omitempty"`
+	Code     string         `json:"code,omitempty"`
+	Password string         `json:"password,omitempty"`
+	Client   [8]byte        `json:"client,omitzero"`
 }
 
-// reply answers a request: Ack alone first for a CREATE, then the Room or
-// the Err, a room.Reason name.
+// valid reports whether r can be run.
+func (r joinRequest) valid() bool {
+	return (r.ID != 0 || r.Ext && ext.ValidCode(r.Code)) && r.Player.IsValid() && r.Proof <= room.SawListing &&
+		ext.ValidText(r.Password, ext.MaxPassword)
+}
+
+// reply answers a request: Ack alone first for a CREATE, then the Room
+// (with the seat's Token, for an extended request) or the Err, a
+// room.Reason name.
 type reply struct {
-	Ack  bool        `json:"ack,omitempty"`
-	Room *roomRecord `json:"room,omitempty"`
-	Err  string      `json:"err,omitempty"`
-	Msg  string      `json:"msg,omitempty"` // the refusal in words, for the log
+	Ack   bool        `json:"ack,omitempty"`
+	Room  *roomRecord `json:"room,omitempty"`
+	Token []byte      `json:"token,omitempty"`
+	Err   string      `json:"err,omitempty"`
+	Msg   string      `json:"msg,omitempty"` // the refusal in words, for the log
 }
 
 // refusal turns a reply's Err back into the sentinel it names, wrapped
@@ -144,7 +231,8 @@ func (r reply) refusal() error {
 	switch {
 	case err == nil:
 		return errors.New(r.Msg)
-	case r.Msg == "" || r.Msg == err.Error() || err == room.ErrFull || err == room.ErrNotJoinable || err == room.ErrNoRoom:
+	case r.Msg == "" || r.Msg == err.Error() || err == room.ErrFull || err == room.ErrNotJoinable || err == room.ErrNoRoom ||
+		err == room.ErrWrongPassword:
 		// The lobby compares these with ==.
 		return err
 	}
@@ -161,13 +249,17 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.err }
 
 // encodeReply encodes a request's outcome.
-func encodeReply(r room.Room, err error) []byte {
+func encodeReply(r room.Room, err error) []byte { return encodeGrant(room.Grant{Room: r}, err) }
+
+// encodeGrant encodes an extended request's outcome: the room and the
+// seat's token.
+func encodeGrant(g room.Grant, err error) []byte {
 	var rep reply
 	if err != nil {
 		rep.Err, rep.Msg = room.Reason(err), err.Error()
 	} else {
-		rec := recordOf(r)
-		rep.Room = &rec
+		rec := recordOf(g.Room)
+		rep.Room, rep.Token = &rec, g.Token
 	}
 	b, _ := json.Marshal(rep) // plain values: cannot fail
 	return b

@@ -102,7 +102,7 @@ func FuzzDecodeRoom(f *testing.F) {
 			t.Fatal(err)
 		}
 		back, err := decodeRoom(again)
-		if err != nil || back != rec {
+		if err != nil || !back.equal(rec) {
 			t.Fatalf("%s read as %+v, written as %s, read back as %+v (%v)", b, rec, again, back, err)
 		}
 	})
@@ -123,4 +123,33 @@ func FuzzDecodeReply(f *testing.F) {
 			t.Fatalf("%s: a refusal that is no error", b)
 		}
 	})
+}
+
+// TestRecordsCarryTheExtension: a room's mode, tags, join code and
+// privacy travel to the other hosts with it, and a record with a code
+// that is none, or tags the extension refuses, is no room.
+func TestRecordsCarryTheExtension(t *testing.T) {
+	r := room.Room{ID: 7, Port: 30000, MaxPlayers: 4, Source: room.Instance, Code: "KXMPRT", Private: true}
+	r.SetMeta(room.Meta{Name: "Ann's", Mode: "ctf", Map: "dust", Tags: room.TagsOf([]room.Tag{{Key: "region", Value: "eu"}})})
+	b, err := json.Marshal(recordOf(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decodeRoom(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rec.row("b", netip.Addr{})
+	if got.Meta() != r.Meta() || got.Code != r.Code || !got.Private {
+		t.Fatalf("sent %+v, got %+v", r, got)
+	}
+	for _, bad := range []string{
+		`{"id":7,"port":1,"code":"KXMPRO"}`,
+		`{"id":7,"port":1,"tags":[{"Key":"A","Value":"x"}]}`,
+		`{"id":7,"port":1,"tags":[{"Key":"a"},{"Key":"b"},{"Key":"c"},{"Key":"d"},{"Key":"e"}]}`,
+	} {
+		if _, err := decodeRoom([]byte(bad)); err == nil {
+			t.Errorf("%s is a room", bad)
+		}
+	}
 }

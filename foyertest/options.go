@@ -20,6 +20,7 @@ type settings struct {
 	maxPlayers, maxInstances, warm int
 	minPlayers                     int
 	countdown, match, idle         time.Duration
+	reconnectGrace                 time.Duration
 	first, last                    uint16
 	listen                         string
 	admin, adminToken              string
@@ -39,6 +40,10 @@ const (
 	defaultMatch        = 2 * time.Second
 	defaultIdle         = 30 * time.Second
 )
+
+// ReconnectGrace sets how long a room keeps the seat of a player it lost
+// who holds a seat token (default 30s, as config.toml's).
+func ReconnectGrace(d time.Duration) Option { return func(s *settings) { s.reconnectGrace = d } }
 
 // MaxPlayers sets the players per room (default 4).
 func MaxPlayers(n int) Option { return func(s *settings) { s.maxPlayers = n } }
@@ -167,6 +172,9 @@ func (s *settings) configText() string {
 	fmt.Fprintf(&b, "seats_per_address = %d\nrooms_per_network = %d\n", s.maxPlayers, s.maxInstances)
 	if ip := s.bind(); ip.IsValid() {
 		fmt.Fprintf(&b, "bind = %q\n", ip.String())
+	}
+	if s.reconnectGrace > 0 {
+		fmt.Fprintf(&b, "reconnect_grace = %q\n", s.reconnectGrace)
 	}
 	fmt.Fprintf(&b, "spawn_timeout = %q\nstop_grace = %q\nport_cooldown = %q\nempty_timeout = %q\n\n",
 		testSpawnTimeout, testStopGrace, testPortCooldown, s.idle)

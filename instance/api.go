@@ -40,6 +40,18 @@ type Assignment struct {
 	// Bind is the address the game port is bound on; the zero value means
 	// every address.
 	Bind netip.Addr
+	// SeatKeys are this room's keys of the host's seat tokens, newest
+	// first, and ReconnectGrace how long a token holder the game lost
+	// keeps its seat: the SDK's door checks the tokens players present.
+	// A game has no use for them.
+	SeatKeys       []SeatKey
+	ReconnectGrace time.Duration
+}
+
+// SeatKey is a room's key of one epoch of its host's seat tokens.
+type SeatKey struct {
+	Epoch uint32
+	Key   []byte
 }
 
 // HeartbeatInterval is the longest an instance stays silent on Watch: it
@@ -84,6 +96,35 @@ type Game interface {
 	Stop(ctx context.Context) error
 }
 
+// Reconnecter is implemented by a Game that follows its players to a new
+// address. A player that holds a seat token (a client of the lobby's
+// extension) and comes back from another address (a new NAT port,
+// another network) presents the token there; the SDK's door seats it and
+// tells the game, which moves the player found at from, if it still has
+// it, to to, and otherwise lets to back in as that player (within the
+// host's reconnect_grace of its departure). It is called on the goroutine
+// reading the room's socket, before any datagram from to reaches the game.
+// A game that does not implement it sees a player that comes back as a
+// new one.
+type Reconnecter interface {
+	PlayerReconnected(from, to netip.AddrPort)
+}
+
+// Labeler is implemented by the Reporter every game gets: a room says
+// what describes it in the lobby's listings (as Agones' SetLabel), on top
+// of what its CREATE asked. Texts are cut to what listings carry (name 32
+// bytes, mode 16, map 32, tag values 32); a tag key is 1-16 bytes of
+// a-z, 0-9, '_', '-' and '.', and a room has 4 tags at most: what does not
+// fit is dropped.
+type Labeler interface {
+	Reporter
+	SetName(name string)
+	SetMode(mode string)
+	SetMap(mapName string)
+	// SetLabel sets tag key to value; an empty value removes it.
+	SetLabel(key, value string)
+}
+
 // Runner is implemented by a Game that does not serve the room's port
 // itself but runs another program that does, such as a foreign game
 // server. For a Runner, Serve binds nothing and answers no server-browser
@@ -120,4 +161,8 @@ type KeptReporter interface {
 	// signal's name ("SIGKILL"). The instance then ends as after
 	// Finished, and the host reports the room's end with this status.
 	Exited(code int, signal string)
+	// Seated reports whether ip holds a seat the host keeps for the room
+	// now, and until when: the door's answer, for a program that keeps
+	// its own door (the keeper's endpoint asks it for its server).
+	Seated(ip netip.Addr) (expires time.Time, ok bool)
 }

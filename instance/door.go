@@ -2,10 +2,12 @@ package instance
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // A room admits only the players its lobby seated. The host keeps the
@@ -18,9 +20,14 @@ import (
 // socket without it.
 //
 // A seat is bound to the IP its JOIN came from, the most a seed client
-// carries; a seat record keeps the player's whole address and expiry, so
-// that what a client can carry beyond that (a token) has a place to be
-// checked.
+// carries. A client of the extension carries more: the seat's token, which
+// the host signed with this room's key. It presents it (EXT_PRESENT)
+// before its first game message, and the door checks it offline: the key,
+// the room, the expiry, and that no one else holds the seat. A token seats
+// its holder wherever it comes from, and seats it again when it comes back
+// from another address (a new NAT port, another network): while the game
+// still has it, the game is told to follow it (Reconnecter); once the game
+// has let it go, within reconnect_grace.
 //
 // The lobby answers a JOIN as soon as its table holds the seat, and the
 // seat reaches the room a moment later: a player fast enough to knock
@@ -45,6 +52,11 @@ const (
 	guestTTL = 10 * time.Second
 )
 
+// maxSeatKeys is how many of the host's keys a room keeps: its epochs, the
+// newest first, so that the tokens of a host that ran before an upgrade
+// still hold.
+const maxSeatKeys = 4
+
 // door is a room's door. It is safe for concurrent use.
 type door struct {
 	mu     sync.Mutex
@@ -55,12 +67,36 @@ type door struct {
 	wake   func()                    // wakes a blocked read to take a knock
 	// refused counts datagrams turned away; admitted, the seats taken.
 	refused, admitted uint64
+
+	// The seat tokens': the room, its keys by epoch (newest first), how
+	// long a lost token holder's seat is kept.
+	room  uint32
+	keys  []seatKey
+	grace time.Duration
+	// bySeat are the admitted guests by seat number; used, the numbers
+	// ever admitted; away, the seats of token holders the game let go.
+	bySeat map[uint32]*guest
+	used   map[uint32]struct{}
+	away   map[uint32]awaySeat
+}
+
+// seatKey is one of the room's token keys.
+type seatKey struct {
+	epoch  uint32
+	signer *ext.Signer // used under door.mu only
+}
+
+// awaySeat is the seat of a token holder the game let go: kept until.
+type awaySeat struct {
+	last  netip.AddrPort
+	until time.Time
 }
 
 // heldSeat is one seat the host keeps for a player on the way in.
 type heldSeat struct {
 	player  netip.AddrPort // where the JOIN came from
 	expires int64          // Unix ms, as the host keeps it
+	serial  uint32         // its number, which its token names
 }
 
 // guest is an admitted address.
@@ -69,6 +105,8 @@ type guest struct {
 	since   time.Time // admitted
 	last    time.Time // last heard from
 	playing bool      // the game reported a player from ip since it came
+	serial  uint32    // the seat it took; 0 if unknown (a host that numbers none)
+	token   bool      // it showed the seat's token: its seat is kept when it goes
 }
 
 // knock is a refused datagram, kept for a moment.
@@ -84,7 +122,132 @@ func newDoor() *door {
 		seats:  make(map[netip.Addr][]heldSeat),
 		taken:  make(map[heldSeat]struct{}),
 		guests: make(map[netip.AddrPort]*guest),
+		bySeat: make(map[uint32]*guest),
+		used:   make(map[uint32]struct{}),
+		away:   make(map[uint32]awaySeat),
 	}
+}
+
+// setRoom tells the door its room and how long it keeps a lost token
+// holder's seat.
+func (d *door) setRoom(id uint32, grace time.Duration) {
+	d.mu.Lock()
+	d.room, d.grace = id, grace
+	d.mu.Unlock()
+}
+
+// addKeys takes the host's keys for this room, newest first, keeping
+// maxSeatKeys epochs in all.
+func (d *door) addKeys(keys []*instancepb.SeatKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := len(keys) - 1; i >= 0; i-- {
+		k := keys[i]
+		if len(k.GetKey()) == 0 || slices.ContainsFunc(d.keys, func(s seatKey) bool { return s.epoch == k.GetEpoch() }) {
+			continue
+		}
+		d.keys = append([]seatKey{{epoch: k.GetEpoch(), signer: ext.NewSigner(k.GetKey())}}, d.keys...)
+	}
+	d.keys = d.keys[:min(len(d.keys), maxSeatKeys)]
+}
+
+// Admission is what the door made of an EXT_PRESENT: the seat's guest is
+// at To now; From is where it was before, when it moved (zero otherwise).
+type admission struct {
+	From, To netip.AddrPort
+	room     uint32
+}
+
+// present checks the seat token b (an EXT_PRESENT datagram) from from at
+// now, and seats its holder: ok is false when the token is not this
+// room's, not signed by a key of its host, expired, or for a seat given
+// up. A holder that was seated at another address moves: From says where.
+func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission, bool) {
+	from = unmapPort(from)
+	m, err := ext.ParseRequest(b)
+	if err != nil || m.Type != ext.Present {
+		return d.refuse()
+	}
+	tok, ok := ext.ReadToken(m.SeatToken)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !ok || tok.Room != d.room || int64(tok.Expires) <= now.Unix() || tok.Seat == 0 || !d.verify(tok.Epoch, m.SeatToken) {
+		d.refused++
+		return admission{}, false
+	}
+	a := admission{To: from, room: d.room}
+	if g := d.bySeat[tok.Seat]; g != nil {
+		g.token = true
+		for at, h := range d.guests {
+			if h == g && at != from {
+				a.From = at
+				delete(d.guests, at)
+			}
+		}
+		g.ip, g.last = from.Addr(), now
+		d.guests[from] = g
+		return a, true
+	}
+	if w, ok := d.away[tok.Seat]; ok && now.Before(w.until) {
+		delete(d.away, tok.Seat)
+		a.From = w.last
+	} else if _, gone := d.used[tok.Seat]; gone {
+		d.refused++
+		return admission{}, false
+	}
+	d.dropHeld(tok.Seat)
+	d.seatGuest(from, tok.Seat, now).token = true
+	return a, true
+}
+
+// refuse counts a datagram turned away.
+func (d *door) refuse() (admission, bool) {
+	d.mu.Lock()
+	d.refused++
+	d.mu.Unlock()
+	return admission{}, false
+}
+
+// verify reports whether a key of epoch signed tok. d.mu is held.
+func (d *door) verify(epoch uint32, tok []byte) bool {
+	for _, k := range d.keys {
+		if k.epoch == epoch {
+			return k.signer.Verify(tok)
+		}
+	}
+	return false
+}
+
+// dropHeld takes seat serial out of the seats held by address: its token
+// takes it. d.mu is held.
+func (d *door) dropHeld(serial uint32) {
+	for ip, held := range d.seats {
+		for i, h := range held {
+			if h.serial == serial {
+				d.taken[h] = struct{}{}
+				if held = slices.Delete(held, i, i+1); len(held) == 0 {
+					delete(d.seats, ip)
+				} else {
+					d.seats[ip] = held
+				}
+				return
+			}
+		}
+	}
+}
+
+// seatGuest makes from a guest in seat serial (0: unnumbered) and
+// returns it. d.mu is held.
+func (d *door) seatGuest(from netip.AddrPort, serial uint32, now time.Time) *guest {
+	d.expireGuests(now)
+	g := &guest{ip: from.Addr(), since: now, last: now, serial: serial}
+	d.guests[from] = g
+	if serial != 0 {
+		d.bySeat[serial] = g
+		d.used[serial] = struct{}{}
+	}
+	d.admitted++
+	return g
 }
 
 // admit reports whether a datagram from from may reach the game at now:
@@ -119,24 +282,32 @@ func (d *door) takeSeat(from netip.AddrPort, now time.Time) bool {
 		delete(d.seats, ip)
 		return false
 	}
-	d.taken[held[0]] = struct{}{}
+	h := held[0]
+	d.taken[h] = struct{}{}
 	if held = held[1:]; len(held) == 0 {
 		delete(d.seats, ip)
 	} else {
 		d.seats[ip] = held
 	}
-	d.expireGuests(now)
-	d.guests[from] = &guest{ip: ip, since: now, last: now}
-	d.admitted++
+	d.seatGuest(from, h.serial, now)
 	return true
 }
 
-// expireGuests forgets the admitted addresses the game never claimed. d.mu
-// is held; it runs on admissions only, which seats bound.
+// expireGuests forgets the admitted addresses the game never claimed, and
+// the away seats past their grace. d.mu is held; it runs on admissions
+// only, which seats bound.
 func (d *door) expireGuests(now time.Time) {
 	for a, g := range d.guests {
 		if !g.playing && now.Sub(g.since) > guestTTL {
 			delete(d.guests, a)
+			if d.bySeat[g.serial] == g {
+				delete(d.bySeat, g.serial)
+			}
+		}
+	}
+	for s, w := range d.away {
+		if !now.Before(w.until) {
+			delete(d.away, s)
 		}
 	}
 }
@@ -169,10 +340,13 @@ func (d *door) seat(seats []*instancepb.Seat, now time.Time) bool {
 		if err != nil || s.GetExpiresUnixMs() <= ms {
 			continue
 		}
-		h := heldSeat{player: unmapPort(player), expires: s.GetExpiresUnixMs()}
+		h := heldSeat{player: unmapPort(player), expires: s.GetExpiresUnixMs(), serial: s.GetSerial()}
 		if _, ok := d.taken[h]; ok {
 			still[h] = struct{}{}
 			continue
+		}
+		if _, ok := d.used[h.serial]; ok && h.serial != 0 {
+			continue // a token took it (or a player away keeps it): not the address's
 		}
 		ip := h.player.Addr()
 		held[ip] = append(held[ip], h) // the host sends them oldest first
@@ -186,6 +360,18 @@ func (d *door) seat(seats []*instancepb.Seat, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// held reports whether ip holds an unexpired seat not taken up at now, and
+// until when (its latest seat).
+func (d *door) held(ip netip.Addr, now time.Time) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	held := d.seats[ip.Unmap()]
+	if len(held) == 0 || held[len(held)-1].expires <= now.UnixMilli() {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(held[len(held)-1].expires), true
 }
 
 // knocked returns a kept knock whose sender holds a seat now, admitting
@@ -212,8 +398,10 @@ func (d *door) knocked(p []byte, now time.Time) (int, netip.AddrPort, bool) {
 // ip. A coming player claims the address of its IP admitted last and not
 // claimed yet; a going one gives back the claimed address of its IP heard
 // from least lately (the player that left stopped sending), which must be
-// seated again to come back.
-func (d *door) player(ip netip.Addr, delta int) {
+// seated again to come back, or, for a token holder, is kept away for the
+// grace. It returns the seat of the guest claimed or given back (0: none
+// known) and its address.
+func (d *door) player(ip netip.Addr, delta int, now time.Time) (uint32, netip.AddrPort) {
 	ip = ip.Unmap()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -228,11 +416,22 @@ func (d *door) player(ip netip.Addr, delta int) {
 	}
 	switch {
 	case pick == nil:
+		return 0, netip.AddrPort{}
 	case delta > 0:
 		pick.playing = true
 	default:
 		delete(d.guests, at)
+		if d.bySeat[pick.serial] == pick {
+			delete(d.bySeat, pick.serial)
+		}
+		if !pick.token {
+			// Admitted by its address: gone, as a seed client's seat
+			// goes; nothing is kept for it.
+			return 0, at
+		}
+		d.away[pick.serial] = awaySeat{last: at, until: now.Add(d.grace)}
 	}
+	return pick.serial, at
 }
 
 // refusedCount is how many datagrams the door turned away so far.

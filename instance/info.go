@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
 	"strconv"
@@ -175,6 +176,10 @@ func (ia *infoAnswerer) build(req teeinfo.Request) [][]byte {
 func (ia *infoAnswerer) describe() {
 	bi := &ia.browser
 	*bi = BrowserInfo{Name: ia.name, Map: DefaultMap, GameType: DefaultGameType, Players: bi.Players[:0]}
+	name, mode, mapName := ia.rep.describedAs()
+	bi.Name = cmp.Or(name, bi.Name)
+	bi.GameType = cmp.Or(mode, bi.GameType)
+	bi.Map = cmp.Or(mapName, bi.Map)
 	if ia.game != nil {
 		ia.game.Describe(bi)
 	}

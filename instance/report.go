@@ -3,12 +3,16 @@ package instance
 import (
 	"math"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // maxPending bounds the reports queued for a host that is not reading:
@@ -33,15 +37,24 @@ type reporter struct {
 	wake     chan struct{} // one token: something is pending
 	finished chan struct{} // closed when Finished is reported
 	// onPlayer hears of every player's arrival (1) and departure (-1),
-	// for the room's door; nil: no one. refused counts what the door
-	// turned away; nil: nothing.
-	onPlayer func(ip netip.Addr, delta int)
+	// for the room's door, which says the player's seat and address;
+	// nil: no one. refused counts what the door turned away; nil:
+	// nothing.
+	onPlayer func(ip netip.Addr, delta int, now time.Time) (uint32, netip.AddrPort)
 	refused  func() uint64
+	// seated is the door's answer to Seated; nil: no seat is held.
+	seated func(ip netip.Addr, now time.Time) (time.Time, bool)
+	// kept is the room's description as its host keeps it (Keep); own
+	// is what the game made of it (Labeler), nil while it said nothing.
+	kept, own *instancepb.Metadata
 }
 
-var _ KeptReporter = (*reporter)(nil)
+var (
+	_ KeptReporter = (*reporter)(nil)
+	_ Labeler      = (*reporter)(nil)
+)
 
-func newReporter(onPlayer func(netip.Addr, int)) *reporter {
+func newReporter(onPlayer func(netip.Addr, int, time.Time) (uint32, netip.AddrPort)) *reporter {
 	return &reporter{wake: make(chan struct{}, 1), finished: make(chan struct{}), onPlayer: onPlayer}
 }
 
@@ -82,8 +95,10 @@ func (r *reporter) PlayerDisconnected(ip netip.Addr) {
 }
 
 func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
+	var seat uint32
+	var at netip.AddrPort
 	if r.onPlayer != nil {
-		r.onPlayer(ip, delta)
+		seat, at = r.onPlayer(ip, delta, time.Now())
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -92,6 +107,11 @@ func (r *reporter) player(ev instancepb.PlayerEvent, ip netip.Addr, delta int) {
 	}
 	r.players = max(r.players+delta, 0)
 	r.pushLocked(ev, ip, false)
+	st := r.pending[len(r.pending)-1]
+	st.Seat = seat
+	if delta < 0 && at.IsValid() {
+		st.Addr = at.String()
+	}
 }
 
 // SetDetails reports what a kept program says of itself. A change is sent
@@ -117,6 +137,96 @@ func (r *reporter) SetDetails(d Details) {
 	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, true)
 }
 
+// keep takes the room's description as the host keeps it.
+func (r *reporter) keep(m *instancepb.Metadata) {
+	r.mu.Lock()
+	r.kept = m
+	r.mu.Unlock()
+}
+
+// describedAs is the room's name, mode and map as it shows them: the
+// game's, or the host's.
+func (r *reporter) describedAs() (name, mode, mapName string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.own
+	if m == nil {
+		m = r.kept
+	}
+	return m.GetName(), m.GetMode(), m.GetMap()
+}
+
+// SetName, SetMode, SetMap and SetLabel change the room's description;
+// see Labeler.
+func (r *reporter) SetName(name string) {
+	r.label(func(m *instancepb.Metadata) { m.Name = fit(name, ext.MaxName) })
+}
+
+func (r *reporter) SetMode(mode string) {
+	r.label(func(m *instancepb.Metadata) { m.Mode = fit(mode, ext.MaxMode) })
+}
+
+func (r *reporter) SetMap(mapName string) {
+	r.label(func(m *instancepb.Metadata) { m.Map = fit(mapName, ext.MaxMap) })
+}
+
+func (r *reporter) SetLabel(key, value string) {
+	if !ext.ValidTagKey(key) {
+		return
+	}
+	value = fit(value, ext.MaxTagValue)
+	r.label(func(m *instancepb.Metadata) {
+		i := slices.IndexFunc(m.Tags, func(t *instancepb.Tag) bool { return t.GetKey() == key })
+		switch {
+		case value == "" && i >= 0:
+			m.Tags = slices.Delete(m.Tags, i, i+1)
+		case value == "":
+		case i >= 0:
+			m.Tags[i].Value = value
+		case len(m.Tags) < ext.MaxTags:
+			m.Tags = append(m.Tags, &instancepb.Tag{Key: key, Value: value})
+		}
+	})
+}
+
+// label changes the game's description with change, from the host's if
+// the game said nothing yet, and reports it.
+func (r *reporter) label(change func(*instancepb.Metadata)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == packet.Finished {
+		return
+	}
+	m := &instancepb.Metadata{}
+	if r.own != nil {
+		m = proto.Clone(r.own).(*instancepb.Metadata)
+	} else if r.kept != nil {
+		m = proto.Clone(r.kept).(*instancepb.Metadata)
+	}
+	change(m)
+	if proto.Equal(m, r.own) {
+		return
+	}
+	r.own = m
+	r.pushLocked(instancepb.PlayerEvent_PLAYER_EVENT_NONE, netip.Addr{}, false)
+}
+
+// fit is s as a text of at most max bytes: cut at a rune, control
+// characters dropped, so that every listing can show it.
+func fit(s string, max int) string {
+	var b []byte
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7F && c < 0xA0 || c == utf8.RuneError {
+			continue
+		}
+		if len(b)+utf8.RuneLen(c) > max {
+			break
+		}
+		b = utf8.AppendRune(b, c)
+	}
+	return string(b)
+}
+
 // Exited reports how a kept program ended, which finishes the room.
 func (r *reporter) Exited(code int, signal string) {
 	r.mu.Lock()
@@ -125,6 +235,15 @@ func (r *reporter) Exited(code int, signal string) {
 		return
 	}
 	r.finishLocked(&instancepb.Exit{Code: int32(max(min(code, math.MaxInt32), -1)), Signal: clip(signal)})
+}
+
+// Seated reports whether ip holds a seat the host keeps now, and until
+// when.
+func (r *reporter) Seated(ip netip.Addr) (time.Time, bool) {
+	if r.seated == nil {
+		return time.Time{}, false
+	}
+	return r.seated(ip, time.Now())
 }
 
 // exitCode is what the process exits with: 0, or 1 when a kept program
@@ -169,6 +288,7 @@ func (r *reporter) statusLocked(ev instancepb.PlayerEvent, ip netip.Addr, detail
 	if details {
 		s.Details = r.details
 	}
+	s.Meta = r.own
 	if r.refused != nil {
 		s.DoorRefused = r.refused()
 	}

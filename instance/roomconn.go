@@ -5,8 +5,10 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // roomConn is the socket a game gets. Before the game sees a datagram it
@@ -18,12 +20,14 @@ type roomConn struct {
 	udp            *net.UDPConn
 	info           *infoAnswerer
 	door           *door
+	// reconnected is the game's Reconnecter; nil when it is none.
+	reconnected Reconnecter
 
 	mu       sync.Mutex
 	deadline time.Time // the game's read deadline
 	// woken is set when a knock's sender got a seat: the next read takes
 	// the knock first, and a read the wake-up cut short reads on.
-	woken atomic.Bool
+	woken bool
 }
 
 // ReadFrom reads the next datagram for the game: one from an address the
@@ -33,8 +37,7 @@ type roomConn struct {
 // the whole call.
 func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	for {
-		if c.woken.Swap(false) {
-			c.restoreDeadline()
+		if c.takeWake() {
 			if n, from, ok := c.door.knocked(p, time.Now()); ok {
 				return n, net.UDPAddrFromAddrPort(from), nil
 			}
@@ -50,17 +53,49 @@ func (c *roomConn) ReadFrom(p []byte) (int, net.Addr, error) {
 			c.info.answer(c.udp, p[:n], addr, time.Now())
 			continue
 		}
+		if packet.TypeOf(p[:n]) == ext.Present {
+			c.presented(p[:n], addr)
+			continue
+		}
 		if u, ok := addr.(*net.UDPAddr); ok && c.door.admit(u.AddrPort(), p[:n], time.Now()) {
 			return n, addr, nil
 		}
 	}
 }
 
-// SetReadDeadline sets the game's read deadline.
+// presented seats the sender of a seat token, answers EXT_ADMITTED and,
+// when the token's holder moved, tells the game (on the goroutine that
+// reads, before any datagram from the new address reaches it). An
+// EXT_PRESENT the door refuses gets nothing.
+func (c *roomConn) presented(b []byte, addr net.Addr) {
+	u, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return
+	}
+	a, ok := c.door.present(u.AddrPort(), b, time.Now())
+	if !ok {
+		return
+	}
+	req, _ := ext.ParseRequest(b) // the door parsed it already
+	ack := ext.Message{Header: packet.Header{Framing: req.Framing, Type: ext.Admitted, Seq: req.Seq, Tick: req.Tick}, RoomID: a.room}
+	if out, err := ack.Append(nil); err == nil {
+		_, _ = c.udp.WriteToUDPAddrPort(out, u.AddrPort())
+	}
+	if a.From.IsValid() && c.reconnected != nil {
+		c.reconnected.PlayerReconnected(a.From, a.To)
+	}
+}
+
+// SetReadDeadline sets the game's read deadline. A wake-up not taken yet
+// keeps the socket's deadline in the past, so that the read it cuts short
+// is not put back to sleep.
 func (c *roomConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deadline = t
+	if c.woken {
+		return c.PacketConn.SetReadDeadline(time.Unix(1, 0))
+	}
 	return c.PacketConn.SetReadDeadline(t)
 }
 
@@ -72,20 +107,29 @@ func (c *roomConn) SetDeadline(t time.Time) error {
 	return c.PacketConn.SetWriteDeadline(t)
 }
 
-// wake cuts a blocked read short so that it takes a knock. The read
-// deadline is moved first and the flag set after: a read that sees the
-// flag puts the game's deadline back, and one that times out before the
-// game's deadline reads on, whichever comes first.
+// wake cuts a blocked read short so that it takes a knock. The flag and
+// the socket's deadline change together under c.mu, so a read cut short
+// always finds the flag when it loops. (Moved apart, a read could time out,
+// put the game's deadline back and block again before the flag was set:
+// the knock would wait for the next datagram, past its time.)
 func (c *roomConn) wake() {
-	_ = c.PacketConn.SetReadDeadline(time.Unix(1, 0))
-	c.woken.Store(true)
-}
-
-// restoreDeadline puts the game's read deadline back on the socket.
-func (c *roomConn) restoreDeadline() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.woken = true
+	_ = c.PacketConn.SetReadDeadline(time.Unix(1, 0))
+}
+
+// takeWake reports whether a wake-up came since the last read took one,
+// and if so puts the game's read deadline back on the socket.
+func (c *roomConn) takeWake() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.woken {
+		return false
+	}
+	c.woken = false
 	_ = c.PacketConn.SetReadDeadline(c.deadline)
+	return true
 }
 
 // deadlinePassed reports whether the game's read deadline has passed; if

@@ -272,7 +272,7 @@ func newServer(g Game, dir string) *server {
 	life, end := context.WithCancel(context.Background())
 	d := newDoor()
 	rep := newReporter(d.player)
-	rep.refused = d.refusedCount
+	rep.refused, rep.seated = d.refusedCount, d.held
 	s := &server{game: g, dir: dir, rep: rep, door: d, life: life, endLife: end, acked: make(chan struct{})}
 	s.runner, _ = g.(Runner)
 	s.stderr = os.NewFile(2, "stderr")
@@ -295,6 +295,8 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	if s.dir != "" {
 		s.logToFile() // the game's output is the room's, from its start
 	}
+	s.door.setRoom(a.RoomID, time.Duration(req.GetReconnectGraceMs())*time.Millisecond)
+	s.door.addKeys(req.GetSeatKeys())
 	if s.runner != nil {
 		err = s.runner.Run(s.life, a, s.rep)
 	} else {
@@ -325,6 +327,7 @@ func (s *server) startGame(a Assignment) error {
 	// the same port and keeps out the unseated before the game sees
 	// anything.
 	rc := &roomConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game), door: s.door}
+	rc.reconnected, _ = s.game.(Reconnecter)
 	wake := rc.wake
 	s.wake.Store(&wake)
 	if err := s.game.Start(s.life, a, rc, s.rep); err != nil {
@@ -474,6 +477,8 @@ func (s *server) Keep(_ context.Context, st *instancepb.HostState) (*instancepb.
 	s.mu.Lock()
 	s.kept = st
 	s.mu.Unlock()
+	s.door.addKeys(st.GetSeatKeys())
+	s.rep.keep(st.GetMeta())
 	if s.door.seat(st.GetSeats(), time.Now()) {
 		if wake := s.wake.Load(); wake != nil {
 			(*wake)()

@@ -193,7 +193,7 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // request is new, so each one looks up, records and finishes an entry
 // and, once the cache is full, recycles the oldest.
 func BenchmarkRetries(b *testing.B) {
-	r := newRetries(DefaultConfig().RetryCache, time.Minute)
+	r := newRetries(DefaultConfig().RetryCache, maxAnswer, time.Minute)
 	reply := make([]byte, maxAnswer)
 	now := time.Now()
 	b.ReportAllocs()

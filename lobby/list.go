@@ -24,6 +24,41 @@ type roomList struct {
 	version uint64
 	built   time.Time
 	rooms   []room.Room // shared with the snapshot: read only
+	// codes indexes rooms by join code, and modes the rooms (their
+	// places in rooms, in order) by mode, each built on first use.
+	codesOnce sync.Once
+	codes     map[string]int
+	modesOnce sync.Once
+	modes     map[string][]int
+}
+
+// ofMode returns the places in rl.rooms of the rooms of mode, in id
+// order.
+func (rl *roomList) ofMode(mode string) []int {
+	rl.modesOnce.Do(func() {
+		rl.modes = make(map[string][]int)
+		for i, r := range rl.rooms {
+			rl.modes[r.Mode] = append(rl.modes[r.Mode], i)
+		}
+	})
+	return rl.modes[mode]
+}
+
+// findCode returns the room whose join code is code.
+func (rl *roomList) findCode(code string) (room.Room, bool) {
+	rl.codesOnce.Do(func() {
+		rl.codes = make(map[string]int, len(rl.rooms))
+		for i, r := range rl.rooms {
+			if r.Code != "" {
+				rl.codes[r.Code] = i
+			}
+		}
+	})
+	i, ok := rl.codes[code]
+	if !ok {
+		return room.Room{}, false
+	}
+	return rl.rooms[i], true
 }
 
 // find returns the room with id, by binary search.
@@ -61,10 +96,9 @@ func (ls *lists) get(now time.Time) *roomList {
 		// change that did not happen): take the hint back, or every
 		// request would ask the table again.
 		ls.seen.CompareAndSwap(cur.version+1, cur.version)
-		next := *cur
-		next.built = now
-		ls.current.Store(&next)
-		return &next
+		next := &roomList{version: cur.version, built: now, rooms: cur.rooms}
+		ls.current.Store(next)
+		return next
 	}
 	next := &roomList{version: snap.Version, built: now, rooms: snap.Rooms}
 	ls.current.Store(next)

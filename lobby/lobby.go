@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -99,6 +101,11 @@ type Lobby struct {
 	retries *retries
 	lists   lists
 	stats   counters
+	// ext serves the protocol's extension; nil for a table that does
+	// not (its requests are dropped). extRetries are its answers kept
+	// for retries, which are longer than the seed's.
+	ext        *extension
+	extRetries *retries
 
 	jobs       chan request // nil when JOIN runs on the read loop
 	inlineJoin bool
@@ -172,15 +179,17 @@ func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logg
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	l := &Lobby{
-		cfg:     cfg,
-		rooms:   rooms,
-		log:     log.With().Str("component", "lobby").Logger(),
-		guard:   guard,
-		cookies: newCookies(),
-		retries: newRetries(cfg.RetryCache, cfg.RetryWindow),
-		lists:   lists{rooms: rooms},
-		ctx:     ctx,
-		stop:    stop,
+		cfg:        cfg,
+		rooms:      rooms,
+		log:        log.With().Str("component", "lobby").Logger(),
+		guard:      guard,
+		cookies:    newCookies(),
+		retries:    newRetries(cfg.RetryCache, maxAnswer, cfg.RetryWindow),
+		extRetries: newRetries(max(cfg.RetryCache/8, 1), extAnswer, cfg.RetryWindow),
+		lists:      lists{rooms: rooms},
+		ext:        newExtension(rooms),
+		ctx:        ctx,
+		stop:       stop,
 	}
 	if w, ok := rooms.(room.JoinNeverWaiter); ok && w.JoinNeverWaits() {
 		l.inlineJoin = true
@@ -246,6 +255,9 @@ func (l *Lobby) Serve(ctx context.Context) error {
 			l.work.Go(l.joinWorker)
 		}
 	}
+	if l.ext != nil {
+		l.work.Go(l.passwordWorker)
+	}
 	var loops sync.WaitGroup
 	failed := make(chan error, len(l.conns))
 	for _, c := range l.conns {
@@ -275,6 +287,9 @@ func (l *Lobby) Serve(ctx context.Context) error {
 	l.closeConns()
 	if l.jobs != nil {
 		close(l.jobs) // no loop sends any more
+	}
+	if l.ext != nil {
+		close(l.ext.pw)
 	}
 	l.stop()
 	l.work.Wait()
@@ -342,6 +357,9 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 	if l.guard.Denied(from.Addr()) {
 		l.stats.drop("denied")
 		return out
+	}
+	if ext.Is(packet.TypeOf(b)) {
+		return l.handleExt(c, later, os, b, from, local, out)
 	}
 	m, err := packet.ParseRequest(b)
 	if err != nil {
@@ -566,5 +584,9 @@ func (l *Lobby) sent(b []byte, ok bool) {
 		l.stats.drop("send_error")
 		return
 	}
-	l.stats.replies[replyIndex(packet.TypeOf(b))].Add(1)
+	if t := packet.TypeOf(b); ext.Is(t) {
+		l.stats.repliesByType.Add(strings.ToLower(ext.Name(t)))
+	} else {
+		l.stats.replies[replyIndex(t)].Add(1)
+	}
 }

@@ -522,7 +522,7 @@ func TestSourcesTableBounded(t *testing.T) {
 }
 
 func TestRetriesBounded(t *testing.T) {
-	r := newRetries(2, time.Minute)
+	r := newRetries(2, maxAnswer, time.Minute)
 	now := time.Now()
 	k := func(seq uint16) retryKey {
 		return newRetryKey(netip.AddrPort{}, packet.Header{Type: packet.JoinRoom, Seq: seq}, 5)
@@ -579,7 +579,7 @@ func TestRetryKeyIsTheWholeRequest(t *testing.T) {
 // An entry that ran again after it expired lives in a new slot of the
 // ring; recycling its old slot must not forget it.
 func TestRetriesRecycledSlotKeepsNewerEntry(t *testing.T) {
-	r := newRetries(2, time.Minute)
+	r := newRetries(2, maxAnswer, time.Minute)
 	now := time.Now()
 	k := func(seq uint16) retryKey {
 		return newRetryKey(netip.MustParseAddrPort("192.0.2.1:9"), packet.Header{Type: packet.JoinRoom, Seq: seq}, 5)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -19,7 +20,14 @@ import (
 // the listings that carry addresses (GG2, GunZ, Teeworlds). A registered
 // room whose address nothing proved (Unchecked) is never offered: a
 // datagram may carry any source, the lobby's own address included.
+// Private rooms are joined by code (package ext) and listed nowhere.
 func offered(r room.Room, local netip.Addr) bool {
+	return !r.Private && reachable(r, local)
+}
+
+// reachable reports whether a client at local plays in r at local's
+// address: offered, private or not.
+func reachable(r room.Room, local netip.Addr) bool {
 	if r.Unchecked {
 		return false
 	}
@@ -42,6 +50,7 @@ type offers struct {
 	last      *offer
 	lastLocal netip.Addr
 	keyed     []packet.Room // scratch for lists under guard
+	page      []ext.Entry   // scratch for EXT_ROOMS pages
 }
 
 // offer is ROOM_LIST as a client at one local address sees it: the rooms

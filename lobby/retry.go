@@ -36,19 +36,18 @@ func newRetryKey(from netip.AddrPort, h packet.Header, roomID uint32) retryKey {
 // legacy framing (17-byte header, 6-byte payload, CRC).
 const maxAnswer = packet.LegacyHeaderLen + 6 + 4
 
-// answer is the outcome of one CREATE or JOIN, held inline so the cache
-// allocates nothing per request. n is 0 while the request runs. live is
-// whether the map still points here (not since abandoned, or run again
-// after it expired), so that recycling the slot knows without a lookup
-// whether to delete its key. at is when it began, as time since the
-// cache's epoch: 8 bytes where a time.Time takes 24 make an answer one
-// 64-byte cache line, and the ring of a full cache is megabytes.
+// answer is the outcome of one request, its reply held in the cache's
+// arena so the cache allocates nothing per request. n is 0 while the
+// request runs. live is whether the map still points here (not since
+// abandoned, or run again after it expired), so that recycling the slot
+// knows without a lookup whether to delete its key. at is when it began,
+// as time since the cache's epoch: 8 bytes where a time.Time takes 24,
+// and the ring of a full cache is megabytes.
 type answer struct {
-	key   retryKey
-	n     uint8
-	live  bool
-	reply [maxAnswer]byte
-	at    time.Duration
+	key  retryKey
+	n    uint8
+	live bool
+	at   time.Duration
 }
 
 // retries remembers the answers of recent CREATE and JOIN requests, so a
@@ -61,14 +60,24 @@ type retries struct {
 	mu     sync.Mutex
 	m      map[retryKey]int32 // index in ring
 	ring   []answer           // grows to max, then wraps
+	arena  []byte             // slot bytes per answer of ring, the replies
+	slot   int                // the longest reply kept, at most 255
 	max    int
 	head   int // next slot to take once the ring is full
 	window time.Duration
 	epoch  time.Time // answer.at counts from here (monotonic)
 }
 
-func newRetries(max int, window time.Duration) *retries {
-	return &retries{m: make(map[retryKey]int32), max: max, window: window, epoch: time.Now()}
+// newRetries keeps at most max answers of at most slot bytes (255 at
+// most) for window.
+func newRetries(max, slot int, window time.Duration) *retries {
+	return &retries{m: make(map[retryKey]int32), max: max, slot: min(slot, 255), window: window, epoch: time.Now()}
+}
+
+// reply is the bytes of answer i.
+func (r *retries) reply(i int32) []byte {
+	at := int(i) * r.slot
+	return r.arena[at : at+int(r.ring[i].n)]
 }
 
 // begin looks k up. For a fresh entry it appends the reply to b (nothing
@@ -81,13 +90,14 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 	if i, ok := r.m[k]; ok {
 		a := &r.ring[i]
 		if at-a.at < r.window {
-			return append(b, a.reply[:a.n]...), true
+			return append(b, r.reply(i)...), true
 		}
 		a.live = false // expired: k moves to a new slot
 	}
 	i := len(r.ring)
 	if i < r.max {
 		r.ring = append(r.ring, answer{})
+		r.arena = append(r.arena, make([]byte, r.slot)...)
 	} else {
 		i = r.head
 		r.head = (r.head + 1) % len(r.ring)
@@ -104,8 +114,9 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 func (r *retries) finish(k retryKey, reply []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i, ok := r.m[k]; ok && r.ring[i].n == 0 && len(reply) <= maxAnswer {
-		r.ring[i].n = uint8(copy(r.ring[i].reply[:], reply))
+	if i, ok := r.m[k]; ok && r.ring[i].n == 0 && len(reply) <= r.slot {
+		at := int(i) * r.slot
+		r.ring[i].n = uint8(copy(r.arena[at:at+r.slot], reply))
 	}
 }
 

@@ -43,7 +43,7 @@ func newMemRooms(t testing.TB, maxInstances int) *memRooms {
 // in it for players on their way in.
 func (m *memRooms) add(r room.Room) {
 	m.t.Helper()
-	m.Enter(r, true, nil)
+	m.Enter(r, true, nil, nil)
 	edgetest.HoldSeats(m.t, m.Rooms, r.ID, r.Seats)
 }
 

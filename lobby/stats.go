@@ -11,21 +11,29 @@ import (
 // except the gauges (Sources, Prefixes, CreatesInFlight).
 type Stats struct {
 	// Requests counts well-formed requests by type: "list", "create",
-	// "join" (including those dropped afterwards).
+	// "join" (including those dropped afterwards), and the extension's
+	// "ext_list", "ext_create", "ext_join", "ext_quick".
 	Requests map[string]uint64
 	// Replies counts datagrams sent by type: "room_list", "room_created",
-	// "join_success", "join_failed".
+	// "join_success", "join_failed", and the extension's "ext_rooms",
+	// "ext_seat", "ext_refused", "ext_retry".
 	Replies map[string]uint64
 	// Drops counts datagrams dropped unanswered, by reason: the packet
 	// package's reasons for malformed ones, and "not_request",
 	// "rate_limited", "reflection", "retry_pending", "create_busy",
-	// "join_busy", "draining", "send_error", "read_error".
+	// "join_busy", "draining", "send_error", "read_error"; for the
+	// extension, package ext's reasons ("ext_short", ...), "ext_type"
+	// (a room's message, or a table without the extension),
+	// "ext_unpadded" (a request of a source not validated shorter than
+	// the EXT_RETRY it would get), "password_busy".
 	Drops map[string]uint64
-	// Failures counts JOIN_FAILED answers (to JOIN and CREATE) by reason:
+	// Failures counts JOIN_FAILED and EXT_REFUSED answers by reason:
 	// "room_0", "no_room", "full", "not_joinable", "capacity", "no_ports",
-	// "spawn", "closed", "canceled", "other".
+	// "spawn", "closed", "canceled", "wrong_password", "rate_limited",
+	// "denied", "other".
 	Failures map[string]uint64
-	// Granted counts successful "create" and "join" answers.
+	// Granted counts successful "create" and "join" answers, and the
+	// extension's "ext_create", "ext_join", "ext_quick".
 	Granted map[string]uint64
 	// LimitedSources counts the times a source IP went from served to
 	// rate limited.

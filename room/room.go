@@ -85,6 +85,10 @@ type Seat struct {
 	// Creator is set for the seat of the CREATE that made the room,
 	// which no JOIN displaces.
 	Creator bool
+	// Serial is the seat's number in its room, which the seat's token
+	// names: a player that shows the token takes this seat, wherever it
+	// comes from.
+	Serial uint32
 }
 
 // Source says where a room comes from.
@@ -116,8 +120,18 @@ type Room struct {
 	PID        int
 	StartedAt  time.Time
 	Source     Source
-	// Name, Game and Map describe the room to browsers that show them.
+	// Name, Game and Map describe the room to browsers that show them;
+	// Mode is its game mode and Tags its labels (an extended CREATE's,
+	// or what the room says of itself).
 	Name, Game, Map string
+	Mode            string
+	Tags            Tags
+	// Code is the room's join code (package ext's alphabet), unique
+	// among the rooms of a host and of a cluster.
+	Code string
+	// Private rooms are listed nowhere (but on the host's admin pages)
+	// and joined only by their code.
+	Private bool
 	// Host is where a room runs when players cannot reach it at the
 	// address they reached the lobby at: a registered room's server, or a
 	// room of another cluster host with another public address. It is zero
@@ -127,7 +141,8 @@ type Room struct {
 	// Node names the cluster host that runs the room; empty outside a
 	// cluster.
 	Node string
-	// Password is set for registered rooms that ask for one.
+	// Password is set for rooms that ask for one: registered ones that
+	// say so, and rooms created with a password.
 	Password bool
 	// Unchecked is set for a registered room whose address nothing
 	// proved (a GG2 registration for UDP, which an operator let in): the
@@ -259,101 +274,41 @@ var (
 	ErrDraining = errors.New("the host is draining: it starts no new room")
 )
 
-// ReasonCode is why a CREATE or JOIN was refused, as a number that keeps
-// its meaning from one version of Foyer to the next, for a wire that
-// carries it to the client; its String is the name counters and logs use
-// (Reason). Codes are never reused: a new reason gets a new code, and a
-// receiver takes a code it does not know as ReasonOther.
-type ReasonCode uint8
-
-// The reason codes. ReasonNone is no refusal.
-const (
-	ReasonNone        ReasonCode = 0
-	ReasonNoRoom      ReasonCode = 1  // no listed room has that id
-	ReasonFull        ReasonCode = 2  // every place is taken or held
-	ReasonNotJoinable ReasonCode = 3  // its match has begun, or it is ending
-	ReasonCapacity    ReasonCode = 4  // the host runs max_instances rooms
-	ReasonQuota       ReasonCode = 5  // the sender's network or address has its share
-	ReasonNoPorts     ReasonCode = 6  // no free port in the pool
-	ReasonSpawn       ReasonCode = 7  // the room's game server failed to start
-	ReasonClosed      ReasonCode = 8  // the lobby is stopping or handing over
-	ReasonListing     ReasonCode = 9  // a registration that cannot be a room
-	ReasonUnreachable ReasonCode = 10 // the room's cluster host did not answer
-	ReasonCanceled    ReasonCode = 11 // the request was given up (the lobby stopped)
-	ReasonDraining    ReasonCode = 12 // the host is draining
-	ReasonOther       ReasonCode = 255
-)
-
-// reasons names the codes and gives the error of each, in code order.
+// reasons names the errors above for counters, in matching order.
 var reasons = []struct {
-	code ReasonCode
 	err  error
 	name string
-	text string
 }{
-	{ReasonNoRoom, ErrNoRoom, "no_room", "no listed room has that id: it ended, or never was"},
-	{ReasonFull, ErrFull, "full", "the room is full"},
-	{ReasonNotJoinable, ErrNotJoinable, "not_joinable", "the room's match has begun, or the room is ending"},
-	{ReasonCapacity, ErrCapacity, "capacity", "the host runs as many rooms as it may (max_instances)"},
-	{ReasonQuota, ErrQuota, "quota", "your network or address holds its share of rooms or seats"},
-	{ReasonNoPorts, ErrNoPorts, "no_ports", "the host has no free port for a room"},
-	{ReasonSpawn, ErrSpawn, "spawn", "the room's game server failed to start"},
-	{ReasonClosed, ErrClosed, "closed", "the lobby is stopping"},
-	{ReasonListing, ErrListing, "listing", "the registration cannot be a room"},
-	{ReasonUnreachable, ErrUnreachable, "unreachable", "the room's host did not answer"},
-	{ReasonCanceled, context.Canceled, "canceled", "the request was given up"},
-	{ReasonCanceled, context.DeadlineExceeded, "canceled", "the request was given up"},
-	{ReasonDraining, ErrDraining, "draining", "the host is draining: it starts no new room"},
+	{ErrNoRoom, "no_room"},
+	{ErrFull, "full"},
+	{ErrNotJoinable, "not_joinable"},
+	{ErrCapacity, "capacity"},
+	{ErrQuota, "quota"},
+	{ErrNoPorts, "no_ports"},
+	{ErrSpawn, "spawn"},
+	{ErrClosed, "closed"},
+	{ErrListing, "listing"},
+	{ErrUnreachable, "unreachable"},
+	{ErrWrongPassword, "wrong_password"},
+	{ErrRateLimited, "rate_limited"},
+	{ErrDenied, "denied"},
+	{ErrDraining, "draining"},
+	{context.Canceled, "canceled"},
+	{context.DeadlineExceeded, "canceled"},
 }
 
-// Code is the reason code of err: ReasonNone for nil, ReasonOther for an
-// error none of the above matches.
-func Code(err error) ReasonCode {
-	if err == nil {
-		return ReasonNone
-	}
+// Reason is a short, fixed label for err, for counters and metrics:
+// "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
+// "closed", "listing", "unreachable", "wrong_password", "rate_limited",
+// "denied", "draining", "canceled", or "other".
+func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
-			return r.code
-		}
-	}
-	return ReasonOther
-}
-
-// String is the code's name, as counters and logs show it: "no_room",
-// "full", ..., "other" for ReasonOther and codes it does not know, "none"
-// for ReasonNone.
-func (c ReasonCode) String() string {
-	if c == ReasonNone {
-		return "none"
-	}
-	for _, r := range reasons {
-		if r.code == c {
 			return r.name
 		}
 	}
 	return "other"
 }
-
-// Explain says what the code means to a player, in a sentence without a
-// full stop.
-func (c ReasonCode) Explain() string {
-	if c == ReasonNone {
-		return "no refusal"
-	}
-	for _, r := range reasons {
-		if r.code == c {
-			return r.text
-		}
-	}
-	return "the lobby refused for a reason this program does not know"
-}
-
-// Reason is a short, fixed label for err, for counters and metrics:
-// "no_room", "full", "not_joinable", "capacity", "quota", "no_ports",
-// "spawn", "closed", "listing", "unreachable", "canceled", "draining",
-// or "other": Code(err)'s name.
-func Reason(err error) string { return Code(err).String() }
 
 // ReasonError is the inverse of Reason for the errors above: the error
 // whose Reason is name, so that a refusal sent between hosts by its name

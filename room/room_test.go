@@ -90,41 +90,39 @@ func TestReasonError(t *testing.T) {
 	}
 }
 
-// TestReasonCodes pins every reason's number and name: a wire carries
-// the number, so neither may ever change; an unknown code reads as
-// "other", and every code has a sentence for a player.
-func TestReasonCodes(t *testing.T) {
+// TestCodes pins every refusal's code, the number a wire carries, and
+// its name: neither may ever change. A drained host's refusal is a
+// draining one, like a stopping host's.
+func TestCodes(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		code room.ReasonCode
+		code room.Code
 		name string
 	}{
 		{nil, 0, "none"},
-		{room.ErrNoRoom, 1, "no_room"},
+		{room.ErrNoRoom, 1, "not_found"},
 		{fmt.Errorf("room 7: %w", room.ErrFull), 2, "full"},
-		{room.ErrNotJoinable, 3, "not_joinable"},
-		{room.ErrCapacity, 4, "capacity"},
+		{room.ErrNotJoinable, 3, "started"},
+		{room.ErrWrongPassword, 4, "wrong_password"},
 		{room.ErrQuota, 5, "quota"},
-		{room.ErrNoPorts, 6, "no_ports"},
-		{room.ErrSpawn, 7, "spawn"},
-		{room.ErrClosed, 8, "closed"},
-		{room.ErrListing, 9, "listing"},
-		{room.ErrUnreachable, 10, "unreachable"},
-		{context.Canceled, 11, "canceled"},
-		{context.DeadlineExceeded, 11, "canceled"},
-		{room.ErrDraining, 12, "draining"},
-		{errors.New("something else"), 255, "other"},
+		{room.ErrRateLimited, 6, "rate_limited"},
+		{room.ErrCapacity, 7, "no_capacity"},
+		{room.ErrNoPorts, 7, "no_capacity"},
+		{room.ErrSpawn, 7, "no_capacity"},
+		{room.ErrUnreachable, 7, "no_capacity"},
+		{room.ErrClosed, 8, "draining"},
+		{room.ErrDraining, 8, "draining"},
+		{context.Canceled, 8, "draining"},
+		{room.ErrDenied, 9, "denied"},
+		{room.ErrListing, 9, "denied"},
+		{errors.New("something else"), 7, "no_capacity"},
 	} {
-		code := room.Code(tc.err)
-		if code != tc.code || code.String() != tc.name {
-			t.Errorf("Code(%v) = %d %q, want %d %q", tc.err, code, code, tc.code, tc.name)
-		}
-		if code.Explain() == "" {
-			t.Errorf("code %d has no sentence", code)
+		if code := room.CodeOf(tc.err); code != tc.code || code.String() != tc.name {
+			t.Errorf("CodeOf(%v) = %d %q, want %d %q", tc.err, code, code, tc.code, tc.name)
 		}
 	}
-	if got := room.ReasonCode(200).String(); got != "other" {
-		t.Errorf("an unknown code reads %q, want other", got)
+	if got := room.Code(200).String(); got != "code 200" || room.Code(200).Known() {
+		t.Errorf("an unknown code reads %q", got)
 	}
 }
 

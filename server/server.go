@@ -130,6 +130,7 @@ func (s *Server) newSupervisor() (*supervisor.Supervisor, error) {
 	if s.cl != nil {
 		first, last, next := s.cl.IDs()
 		cfg.IDs = roomtable.IDRange{First: first, Last: last, Next: next}
+		cfg.CodeTaken = s.cl.CodeTaken // join codes unique across the cluster
 	}
 	return supervisor.New(cfg, s.log)
 }

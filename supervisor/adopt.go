@@ -149,8 +149,11 @@ func (s *Supervisor) enter(p *host.Process, d host.Description) error {
 	// A port outside the pool (the range changed) is the room's until it
 	// ends and never joins the pool.
 	r.pooled = s.ports.claim(a.Port)
+	s.adoptDoor(r)
 	s.live[a.RoomID] = r
-	s.table.Enter(r.row, d.Kept.Listed, d.Kept.Seats)
+	r.row.SetMeta(d.Kept.Meta)
+	r.row.Code, r.row.Private = d.Kept.Code, d.Kept.Private
+	s.table.Enter(r.row, d.Kept.Listed, d.Kept.Seats, d.Kept.Password)
 	if d.Kept.Listed {
 		r.handedOut = now // max_waiting starts again with the new lobby
 	} else {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/room/roomtable"
 )
@@ -14,25 +11,9 @@ import (
 // TestIDsInRange: every id, the warm room's first, stays in the range and
 // wraps within it. One instance at most: no warm room refills the pool.
 func TestIDsInRange(t *testing.T) {
-	first, last := portRange(2)
-	sink := &logSink{t: t}
-	cfg := DefaultConfig()
-	cfg.FirstPort, cfg.LastPort, cfg.MaxInstances, cfg.Warm, cfg.Command = first, last, 1, 1, testExe("game")
-	cfg.SpawnTimeout, cfg.StopGrace, cfg.PortCooldown = 10*time.Second, 3*time.Second, 50*time.Millisecond
-	cfg.IDs = roomtable.IDRange{First: 100, Last: 103, Next: 101}
-	s, err := New(cfg, zerolog.New(sink))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if t.Failed() {
-			sink.dump()
-		}
+	s, _ := newTest(t, "game", 2, func(c *Config) {
+		c.MaxInstances, c.Warm = 1, 1
+		c.IDs = roomtable.IDRange{First: 100, Last: 103, Next: 101}
 	})
 	eventually(t, "a warm room", func() bool { return s.Stats().Warm == 1 })
 	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:1000"))

@@ -26,8 +26,11 @@ type Config struct {
 	// instances; for the exec driver, which runs Command under a keeper
 	// (see Keeper) in a private directory that is also its HOME,
 	// "teeworlds" (its extended server info, asked every second on its
-	// port; HealthTimeout without an answer reaps it) or "none" (no
-	// status: Waiting while it runs, seats from reservations only).
+	// port; HealthTimeout without an answer reaps it), "endpoint" (the
+	// server reports to a local HTTP endpoint the keeper serves it, see
+	// keeper.EnvEndpoint; HealthTimeout without a request reaps it) or
+	// "none" (no status: Waiting while it runs, seats from reservations
+	// only).
 	Probe string
 	// DataDir, when set (an absolute path), keeps a foreign server's
 	// files (Probe set) from one room to the next: the rooms of one
@@ -53,6 +56,10 @@ type Config struct {
 	// player to connect; default 10s. A room whose creator does not come
 	// within it, and no other player either, is stopped ("abandoned").
 	SeatTTL time.Duration
+	// ReconnectGrace is how long a room keeps the seat of a player it
+	// lost who holds a seat token, for it to come back (a new NAT port,
+	// another network); default 30s.
+	ReconnectGrace time.Duration
 	// SeatsPerAddress and RoomsPerNetwork are the table's quotas (see
 	// roomtable.Config); default 2 and 16.
 	SeatsPerAddress, RoomsPerNetwork int
@@ -73,6 +80,9 @@ type Config struct {
 	// IDs confines the room ids to the range one host of a cluster
 	// hands out (see package cluster); the zero value confines nothing.
 	IDs roomtable.IDRange
+	// CodeTaken, when set, reports whether another host of a cluster has
+	// a room with that join code (see roomtable.Config).
+	CodeTaken func(code string) bool
 	// IDFile, when set, persists the room-id high-water mark so ids never
 	// repeat across restarts, however fast rooms were created. Without it
 	// ids start at the Unix time in seconds, which a restart repeats only

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/instance/keeper"
 )
 
 // DefaultConfig returns the configuration documented in config.toml:
@@ -29,6 +31,7 @@ func DefaultConfig() Config {
 		PortCooldown:    2 * time.Second,
 		PortQuarantine:  30 * time.Second,
 		SeatTTL:         10 * time.Second,
+		ReconnectGrace:  30 * time.Second,
 		SeatsPerAddress: 2,
 		RoomsPerNetwork: 16,
 		MaxWaiting:      5 * time.Minute,
@@ -49,6 +52,7 @@ func (c Config) check() error {
 	}{
 		{"spawn_timeout", c.SpawnTimeout}, {"health_timeout", c.HealthTimeout}, {"stop_grace", c.StopGrace},
 		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
+		{"reconnect_grace", c.ReconnectGrace},
 		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace}, {"max_waiting", c.MaxWaiting},
 		{"empty_timeout", c.EmptyTimeout},
 	} {
@@ -75,8 +79,8 @@ func (c Config) check() error {
 		errs = append(errs, fmt.Errorf("warm %d is not within 0..max_instances (%d)", c.Warm, c.MaxInstances))
 	}
 	switch {
-	case c.Probe != "" && c.Probe != "teeworlds" && c.Probe != "none":
-		errs = append(errs, fmt.Errorf("probe %q is not \"teeworlds\" or \"none\"", c.Probe))
+	case c.Probe != "" && c.Probe != keeper.ProbeTeeworlds && c.Probe != keeper.ProbeEndpoint && c.Probe != keeper.ProbeNone:
+		errs = append(errs, fmt.Errorf("probe %q is not \"teeworlds\", \"endpoint\" or \"none\"", c.Probe))
 	case c.Probe != "" && len(c.Command) == 0:
 		errs = append(errs, fmt.Errorf("probe %q needs a command (the built-in room reports over go-plugin)", c.Probe))
 	}

@@ -212,6 +212,7 @@ func dieWithTheSupervisor(t *testing.T, driver string) {
 	eventually(t, "the instances to die with their host", func() bool {
 		return !slices.ContainsFunc(pids, proc.Alive)
 	})
+	sweepDoors(t) // the host's, which it had no time to remove
 	// The requirement is 2 s; the parent-death signal makes it immediate.
 	t.Logf("all %d instances gone %v after the host's kill -9", n, time.Since(t0))
 }

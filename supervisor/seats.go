@@ -3,6 +3,8 @@ package supervisor
 import (
 	"context"
 
+	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
@@ -59,17 +61,27 @@ func (s *Supervisor) flushSeats() {
 	}
 }
 
+// seatKeys are room id's keys of this host's seat tokens (ext.RoomKey):
+// each room gets its own, so that it can check the tokens of its own seats
+// and make none for another room.
+func (s *Supervisor) seatKeys(id uint32) []instance.SeatKey {
+	k := s.table.SeatKeys()
+	return []instance.SeatKey{{Epoch: k.Epoch, Key: ext.RoomKey(k.Key, id)}}
+}
+
 // keep sends r's instance the room's present seats and listed flag. Calls
 // for one room are sent one at a time, each with the present as it is
 // when its turn comes, so the instance never ends up with an older state.
 func (s *Supervisor) keep(r *record) {
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()
-	seats, listed, ok := s.table.Seats(r.row.ID)
+	kp, ok := s.table.Keeping(r.row.ID)
 	if !ok {
 		return // reaped meanwhile
 	}
-	k := host.Kept{Listed: listed, Seats: seats}
+	s.keepDoor(r, kp.Seats)
+	k := host.Kept{Listed: kp.Listed, Seats: kp.Seats, Keys: s.seatKeys(r.row.ID), Meta: kp.Row.Meta(),
+		Code: kp.Row.Code, Private: kp.Row.Private, Password: kp.Password}
 	ctx, cancel := context.WithTimeout(context.Background(), keepTimeout)
 	defer cancel()
 	if err := r.proc.Keep(ctx, k); err != nil {

@@ -98,6 +98,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 	if err := s.table.AwaitID(ctx, id); err != nil {
 		s.log.Warn().Uint32("id", id).Msg("room id not yet covered by the id file")
 	}
+	s.shutDoor(r)
 	return r, nil
 }
 
@@ -140,7 +141,8 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 			<-p.Exited()
 			return nil, s.spawnFailed(id, 0, attempt, err)
 		}
-		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind}
+		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind,
+			SeatKeys: s.seatKeys(id), ReconnectGrace: s.cfg.ReconnectGrace}
 		err = p.Start(ctx, a)
 		if err == nil {
 			return s.started(ctx, p, a, t0)
@@ -192,7 +194,9 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 	}
 	if s.cfg.Probe != "" {
 		r.row.Source = room.Exec
-		r.probed = s.cfg.Probe == keeper.ProbeTeeworlds
+		// A probed server, or one that reports to its endpoint, is alive
+		// while it says so (details), not while its keeper runs.
+		r.probed = s.cfg.Probe == keeper.ProbeTeeworlds || s.cfg.Probe == keeper.ProbeEndpoint
 		// A server without a probe has no status, hence no health to
 		// miss: it lives until it exits.
 		r.watched = s.cfg.Probe != keeper.ProbeNone

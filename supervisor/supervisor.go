@@ -46,6 +46,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/nftdoor"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/room/roomtable"
@@ -61,6 +62,8 @@ type Supervisor struct {
 	tree  *cgroup.Tree // the rooms' cgroups; nil without
 	usage usageCache   // guarded by its own lock
 	table *roomtable.Table
+
+	door *nftdoor.Door // the exec rooms' door (door.go); nil without
 
 	ctx    context.Context // cancelled by Shutdown
 	cancel context.CancelFunc
@@ -158,7 +161,8 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		keepWake: make(chan struct{}, 1),
 	}
 	tc := roomtable.Config{SeatTTL: cfg.SeatTTL, IDFile: cfg.IDFile, IDs: cfg.IDs,
-		SeatsPerAddress: cfg.SeatsPerAddress, RoomsPerNetwork: cfg.RoomsPerNetwork}
+		SeatsPerAddress: cfg.SeatsPerAddress, RoomsPerNetwork: cfg.RoomsPerNetwork,
+		ReconnectGrace: cfg.ReconnectGrace, CodeTaken: cfg.CodeTaken}
 	if tc.IDFile == "" && cfg.StateDir != "" {
 		// Rooms that ended while no lobby ran cannot be adopted and
 		// counted: only a mark says which ids they had.
@@ -173,9 +177,11 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		dirs.close()
 		return nil, err
 	}
+	s.openDoor()
 	if cfg.StateDir != "" {
 		s.adoptAll()
 	}
+	s.reconcileDoor()
 	s.wg.Add(1)
 	go s.keepSeats()
 	s.endUnadopted()
@@ -196,7 +202,7 @@ func (s *Supervisor) Table() *roomtable.Table { return s.table }
 // Spawn hands out a room for creator, from the warm pool when one is
 // ready, for the table's Create. Errors wrap room.ErrClosed,
 // room.ErrDraining, room.ErrCapacity, room.ErrNoPorts or room.ErrSpawn.
-func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Room, error) {
+func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomtable.Handout) (room.Room, error) {
 	for {
 		s.mu.Lock()
 		if s.closed || s.released {
@@ -214,7 +220,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 		r := s.warm[i] // the ones before it are on their way out
 		s.warm = slices.Delete(s.warm, i, i+1)
 		s.mu.Unlock()
-		row, ok := s.table.Hand(r.row.ID, creator)
+		row, ok := s.table.Hand(r.row.ID, creator, h)
 		if !ok {
 			continue // it ended meanwhile
 		}
@@ -240,7 +246,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort) (room.Ro
 	if err != nil {
 		return room.Room{}, err
 	}
-	row, ok := s.table.Hand(r.row.ID, creator)
+	row, ok := s.table.Hand(r.row.ID, creator, h)
 	if !ok {
 		return room.Room{}, room.ErrClosed // the table closed, or the room ended, meanwhile
 	}
@@ -269,7 +275,7 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 		return nil, err
 	}
 	s.stats.SpawnLatency.observe(r.spawnTime)
-	s.table.Enter(r.row, false, nil)
+	s.table.Enter(r.row, false, nil, nil)
 	if s.closed {
 		err = room.ErrClosed
 		s.stop(r, room.Stopped, true) // Shutdown did not see it; it must not outlive the wait
@@ -325,9 +331,12 @@ func (s *Supervisor) track(r *record) {
 // says it ends otherwise than cleanly has crashed, whatever state it
 // reports with it.
 func (s *Supervisor) applyStatus(r *record, st host.Status) {
-	rep := roomtable.Report{State: st.State, Players: st.Players}
-	if st.Event == host.PlayerConnected {
-		rep.Connected = st.IP
+	rep := roomtable.Report{State: st.State, Players: st.Players, Meta: st.Meta}
+	switch st.Event {
+	case host.PlayerConnected:
+		rep.Connected, rep.ConnectedSeat = st.IP, st.Seat
+	case host.PlayerDisconnected:
+		rep.Away, rep.AwayFrom = st.Seat, st.Addr
 	}
 	if d := st.Details; d != nil {
 		rep.Details = &roomtable.Details{MaxPlayers: d.MaxPlayers, Name: d.Name, Game: d.Game, Map: d.Map, Password: d.Password}
@@ -388,6 +397,7 @@ func (s *Supervisor) stop(r *record, cause room.Cause, kill bool) {
 func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
 	ooms := s.end(r.row.ID, r.cgroup)
+	s.closeDoor(r)
 	// Kept while the room is still live, so that RoomLog finds the log,
 	// whole, in one place or the other.
 	kept := s.dirs.keep(r.row.ID)
@@ -646,6 +656,10 @@ func (s *Supervisor) reserveWarm() bool {
 	return true
 }
 
+// RoomSize is the places of the rooms Spawn starts: max_players (a
+// foreign server may say otherwise once it runs).
+func (s *Supervisor) RoomSize() int { return s.cfg.MaxPlayers }
+
 // Capacity is how many rooms Spawn could hand out now: the warm rooms
 // ready, plus the instances MaxInstances still allows for which a port is
 // ready.
@@ -699,6 +713,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.closeTree()
+	s.removeDoor()
 	s.dirs.close()
 	return err
 }

@@ -24,7 +24,7 @@ func adminServer(t *testing.T) (*foyertest.Lobby, string) {
 	return l, "http://" + l.AdminAddr().String()
 }
 
-func adminGet(t *testing.T, url string) (int, string) {
+func adminGet(t testing.TB, url string) (int, string) {
 	t.Helper()
 	resp, body := httpGet(t, url)
 	return resp.StatusCode, body
@@ -37,7 +37,7 @@ var adminSample = regexp.MustCompile(`^([a-z_:][a-z0-9_:]*(?:\{[^{}]*\})?) (\S+)
 // adminMetrics fetches /metrics and returns its samples by series,
 // failing on any line that is neither a sample nor a HELP or TYPE
 // comment.
-func adminMetrics(t *testing.T, base string) map[string]float64 {
+func adminMetrics(t testing.TB, base string) map[string]float64 {
 	t.Helper()
 	code, body := adminGet(t, base+"/metrics")
 	if code != 200 {

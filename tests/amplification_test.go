@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
@@ -56,6 +57,7 @@ func probe(t *testing.T, ip string, to netip.AddrPort, req []byte, wait time.Dur
 // registered servers. The test logs each responder's bytes out per byte
 // in.
 func TestAmplificationToNeverSeenSources(t *testing.T) {
+	requiretest.RawSocket(t) // forged registrations
 	gunzPort := freeUDPPort(t)
 	f := gg2Start(t, fmt.Sprintf("legacy_listen = \"127.0.0.1:0\"\nudp_transport = true\n[gunz]\nenabled = true\nlisten = \"127.0.0.1:%d\"", gunzPort))
 	legacyAddr := gg2LegacyAddr(t, f.logs.String)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // attackResult is what tests/testdata/roomattack did, as it writes it.
@@ -37,7 +39,7 @@ type attackResult struct {
 // them would fail to bind) do not fail the next CREATE, which skips them,
 // logs the room that holds each, and /rooms and /metrics show them held.
 func TestContainRoomHasNoAuthority(t *testing.T) {
-	needRoot(t, "rooms run as users of their own only where the lobby is root")
+	requiretest.Root(t) // rooms run as users of their own only where the lobby is root
 	tools := roomsSee(t)
 	attack := filepath.Join(tools, "roomattack")
 	build := exec.Command("go", "build", "-o", attack, "./testdata/roomattack")
@@ -227,7 +229,7 @@ func statusUID(t *testing.T, pid int) int {
 
 // Where Foyer is not root, rooms share its user, and its start says so.
 func TestContainRoomsShareAnUnprivilegedLobbysUser(t *testing.T) {
-	needRoot(t, "the lobby is run as nobody with setpriv")
+	requiretest.Root(t) // the lobby is run as nobody with setpriv
 	dir := roomsSee(t)
 	foyer := filepath.Join(dir, "foyer")
 	copyFile(t, bin, foyer)

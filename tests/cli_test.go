@@ -316,7 +316,11 @@ func TestCLIPlayTwoPlayersToGameEnd(t *testing.T) {
 	if m[1] != m[2] {
 		t.Fatalf("created room %s, but tells others to join %s", m[1], m[2])
 	}
-	second := cliStartPlayer(t, "--ready", "--ping", "200ms", addr, m[1])
+	code := first.line(t, regexp.MustCompile(`^its join code is ([A-Z]{6}): 'foyer play \S+ ([A-Z]{6})' joins it too$`))
+	if code[1] != code[2] {
+		t.Fatalf("the room's code is %s, but others are told to join %s", code[1], code[2])
+	}
+	second := cliStartPlayer(t, "--ready", "--ping", "200ms", addr, code[1])
 	for i, p := range []*cliPlayer{first, second} {
 		code, out := p.wait(t)
 		for _, want := range []string{"in room " + m[1] + ": slot", "ready: waiting for the others",

@@ -20,8 +20,20 @@ import (
 
 const module = "github.com/foyerlobby/foyer"
 
-// goList runs go list in the module's root.
+// goList runs go list in the module's root and returns the fields of
+// its output.
 func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	return strings.Fields(goListOutput(t, args...))
+}
+
+// goListLines runs go list in the module's root and returns its lines.
+func goListLines(t *testing.T, args ...string) []string {
+	t.Helper()
+	return strings.Split(strings.TrimSpace(goListOutput(t, args...)), "\n")
+}
+
+func goListOutput(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = ".."
@@ -29,7 +41,7 @@ func goList(t *testing.T, args ...string) []string {
 	if err != nil {
 		t.Fatalf("go list %v: %v", args, err)
 	}
-	return strings.Fields(string(out))
+	return string(out)
 }
 
 // The edges know the room table, not the process manager: no package under
@@ -229,18 +241,6 @@ func TestTestOnlyPackagesAreNamedSo(t *testing.T) {
 
 // isTestOnly reports whether the package at import path is a test helper.
 func isTestOnly(path string) bool { return strings.HasSuffix(path, "test") }
-
-// goListLines runs go list in the module's root and returns its lines.
-func goListLines(t *testing.T, args ...string) []string {
-	t.Helper()
-	cmd := exec.Command("go", append([]string{"list"}, args...)...)
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list %v: %v", args, err)
-	}
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
-}
 
 // Every skip goes through internal/requiretest, which fails the test
 // instead under `make test`: a test that skipped by itself would pass CI

@@ -64,7 +64,7 @@ func newGamer(t *testing.T, name string, f framing, room netip.AddrPort) *gamer 
 }
 
 // gamerAt is a player on a socket bound on ip.
-func gamerAt(t *testing.T, name, ip string, f framing, room netip.AddrPort) *gamer {
+func gamerAt(t testing.TB, name, ip string, f framing, room netip.AddrPort) *gamer {
 	return &gamer{name: name, c: newClient(t, ip, room), f: f}
 }
 

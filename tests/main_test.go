@@ -513,7 +513,7 @@ func (s *server) stop() {
 
 // metrics returns the samples of the server's /metrics page by series.
 // The admin listener logs its address once it listens: poll the log.
-func (s *server) metrics(t *testing.T) map[string]float64 {
+func (s *server) metrics(t testing.TB) map[string]float64 {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, m := range s.logs.lines("admin listening") {

@@ -8,16 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// needRoot fails a test that needs root for what it shows: make test runs
-// as root, so such a test always runs there.
-func needRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatalf("this test must run as root (make test does): %s", why)
-	}
-}
+	"github.com/foyerlobby/foyer/internal/requiretest"
+)
 
 // stateDirConfig writes a config whose rooms keep their state in dir.
 func stateDirConfig(t *testing.T, dir string) string {
@@ -37,7 +30,7 @@ func stateDirConfig(t *testing.T, dir string) string {
 // that fixes it; the link's target is never made. A directory of the
 // lobby's, writable by it alone, is used.
 func TestStateDirTrustedOnlyWhenOurs(t *testing.T) {
-	needRoot(t, "a state_dir of another user is made with chown")
+	requiretest.Root(t) // a state_dir of another user is made with chown
 	for _, c := range []struct {
 		name    string
 		prepare func(t *testing.T, dir string)

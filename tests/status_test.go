@@ -15,7 +15,7 @@ import (
 
 // httpGet fetches url, failing the test if it cannot, and returns the
 // response (its body read) and the body.
-func httpGet(t *testing.T, url string) (*http.Response, string) {
+func httpGet(t testing.TB, url string) (*http.Response, string) {
 	t.Helper()
 	return webtest.Fetch(t, nil, http.MethodGet, url)
 }

@@ -137,9 +137,15 @@ type StartRequest struct {
 	// Game settings as strings; durations are Go duration strings ("3s").
 	Settings map[string]string `protobuf:"bytes,4,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The IP address to bind the port on; empty means every address.
-	Bind          string `protobuf:"bytes,5,opt,name=bind,proto3" json:"bind,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Bind string `protobuf:"bytes,5,opt,name=bind,proto3" json:"bind,omitempty"`
+	// The keys the host signs seat tokens with, newest first: the room's
+	// door checks the token a player presents (EXT_PRESENT) with them.
+	SeatKeys []*SeatKey `protobuf:"bytes,6,rep,name=seat_keys,json=seatKeys,proto3" json:"seat_keys,omitempty"`
+	// How long the door keeps the seat of a token holder the game lost,
+	// for it to come back, in milliseconds.
+	ReconnectGraceMs uint32 `protobuf:"varint,7,opt,name=reconnect_grace_ms,json=reconnectGraceMs,proto3" json:"reconnect_grace_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StartRequest) Reset() {
@@ -207,6 +213,195 @@ func (x *StartRequest) GetBind() string {
 	return ""
 }
 
+func (x *StartRequest) GetSeatKeys() []*SeatKey {
+	if x != nil {
+		return x.SeatKeys
+	}
+	return nil
+}
+
+func (x *StartRequest) GetReconnectGraceMs() uint32 {
+	if x != nil {
+		return x.ReconnectGraceMs
+	}
+	return 0
+}
+
+// SeatKey is one of the host's seat-token keys: the host draws one at each
+// start (its epoch).
+type SeatKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint32                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatKey) Reset() {
+	*x = SeatKey{}
+	mi := &file_instance_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatKey) ProtoMessage() {}
+
+func (x *SeatKey) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatKey.ProtoReflect.Descriptor instead.
+func (*SeatKey) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SeatKey) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SeatKey) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// Metadata is what describes a room in listings.
+type Metadata struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mode          string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Map           string                 `protobuf:"bytes,3,opt,name=map,proto3" json:"map,omitempty"`
+	Tags          []*Tag                 `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Metadata) Reset() {
+	*x = Metadata{}
+	mi := &file_instance_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Metadata) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Metadata) ProtoMessage() {}
+
+func (x *Metadata) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Metadata.ProtoReflect.Descriptor instead.
+func (*Metadata) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Metadata) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Metadata) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Metadata) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *Metadata) GetTags() []*Tag {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+type Tag struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tag) Reset() {
+	*x = Tag{}
+	mi := &file_instance_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tag) ProtoMessage() {}
+
+func (x *Tag) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tag.ProtoReflect.Descriptor instead.
+func (*Tag) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Tag) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Tag) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 type StartResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// When the room started, in Unix milliseconds: the start time the
@@ -218,7 +413,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_instance_proto_msgTypes[1]
+	mi := &file_instance_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +425,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[1]
+	mi := &file_instance_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +438,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{1}
+	return file_instance_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StartResponse) GetStartedUnixMs() int64 {
@@ -262,7 +457,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_instance_proto_msgTypes[2]
+	mi := &file_instance_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +469,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[2]
+	mi := &file_instance_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +482,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{2}
+	return file_instance_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StopRequest) GetGraceMs() uint32 {
@@ -305,7 +500,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_instance_proto_msgTypes[3]
+	mi := &file_instance_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +512,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[3]
+	mi := &file_instance_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +525,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{3}
+	return file_instance_proto_rawDescGZIP(), []int{6}
 }
 
 type WatchRequest struct {
@@ -341,7 +536,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_instance_proto_msgTypes[4]
+	mi := &file_instance_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +548,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[4]
+	mi := &file_instance_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +561,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{4}
+	return file_instance_proto_rawDescGZIP(), []int{7}
 }
 
 type Status struct {
@@ -387,14 +582,23 @@ type Status struct {
 	Exit *Exit `protobuf:"bytes,6,opt,name=exit,proto3" json:"exit,omitempty"`
 	// Datagrams the room's door turned away so far: their senders held no
 	// seat.
-	DoorRefused   uint64 `protobuf:"varint,7,opt,name=door_refused,json=doorRefused,proto3" json:"door_refused,omitempty"`
+	DoorRefused uint64 `protobuf:"varint,7,opt,name=door_refused,json=doorRefused,proto3" json:"door_refused,omitempty"`
+	// With event CONNECTED or DISCONNECTED, the player's seat when it
+	// showed a seat token (its number), else 0; with DISCONNECTED, addr is
+	// the player's last address ("IP:port"), where the host keeps its seat
+	// for reconnect_grace.
+	Seat uint32 `protobuf:"varint,8,opt,name=seat,proto3" json:"seat,omitempty"`
+	Addr string `protobuf:"bytes,10,opt,name=addr,proto3" json:"addr,omitempty"`
+	// What the room now says describes it (the SDK's Labeler); unset when
+	// it said nothing.
+	Meta          *Metadata `protobuf:"bytes,9,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_instance_proto_msgTypes[5]
+	mi := &file_instance_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +610,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[5]
+	mi := &file_instance_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +623,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{5}
+	return file_instance_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Status) GetState() State {
@@ -471,6 +675,27 @@ func (x *Status) GetDoorRefused() uint64 {
 	return 0
 }
 
+func (x *Status) GetSeat() uint32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+func (x *Status) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *Status) GetMeta() *Metadata {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
 type Details struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MaxPlayers    uint32                 `protobuf:"varint,1,opt,name=max_players,json=maxPlayers,proto3" json:"max_players,omitempty"`
@@ -484,7 +709,7 @@ type Details struct {
 
 func (x *Details) Reset() {
 	*x = Details{}
-	mi := &file_instance_proto_msgTypes[6]
+	mi := &file_instance_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +721,7 @@ func (x *Details) String() string {
 func (*Details) ProtoMessage() {}
 
 func (x *Details) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[6]
+	mi := &file_instance_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +734,7 @@ func (x *Details) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Details.ProtoReflect.Descriptor instead.
 func (*Details) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{6}
+	return file_instance_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Details) GetMaxPlayers() uint32 {
@@ -559,7 +784,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_instance_proto_msgTypes[7]
+	mi := &file_instance_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +796,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[7]
+	mi := &file_instance_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +809,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{7}
+	return file_instance_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Exit) GetCode() int32 {
@@ -609,7 +834,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_instance_proto_msgTypes[8]
+	mi := &file_instance_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +846,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[8]
+	mi := &file_instance_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +859,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{8}
+	return file_instance_proto_rawDescGZIP(), []int{11}
 }
 
 type Description struct {
@@ -661,7 +886,7 @@ type Description struct {
 
 func (x *Description) Reset() {
 	*x = Description{}
-	mi := &file_instance_proto_msgTypes[9]
+	mi := &file_instance_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +898,7 @@ func (x *Description) String() string {
 func (*Description) ProtoMessage() {}
 
 func (x *Description) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[9]
+	mi := &file_instance_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +911,7 @@ func (x *Description) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Description.ProtoReflect.Descriptor instead.
 func (*Description) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{9}
+	return file_instance_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Description) GetStarted() bool {
@@ -751,14 +976,23 @@ type HostState struct {
 	// Whether the room was handed out (listed), as opposed to kept ready.
 	Listed bool `protobuf:"varint,1,opt,name=listed,proto3" json:"listed,omitempty"`
 	// The seats held for players on their way in, oldest first.
-	Seats         []*Seat `protobuf:"bytes,2,rep,name=seats,proto3" json:"seats,omitempty"`
+	Seats []*Seat `protobuf:"bytes,2,rep,name=seats,proto3" json:"seats,omitempty"`
+	// The host's seat-token keys, newest first (see StartRequest).
+	SeatKeys []*SeatKey `protobuf:"bytes,3,rep,name=seat_keys,json=seatKeys,proto3" json:"seat_keys,omitempty"`
+	// What describes the room, its join code, whether it is private, and
+	// its password's salted hash (empty: none), for the room's own info
+	// answers and for a host that adopts it.
+	Meta          *Metadata `protobuf:"bytes,4,opt,name=meta,proto3" json:"meta,omitempty"`
+	Code          string    `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	Private       bool      `protobuf:"varint,6,opt,name=private,proto3" json:"private,omitempty"`
+	Password      []byte    `protobuf:"bytes,7,opt,name=password,proto3" json:"password,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HostState) Reset() {
 	*x = HostState{}
-	mi := &file_instance_proto_msgTypes[10]
+	mi := &file_instance_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +1004,7 @@ func (x *HostState) String() string {
 func (*HostState) ProtoMessage() {}
 
 func (x *HostState) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[10]
+	mi := &file_instance_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +1017,7 @@ func (x *HostState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostState.ProtoReflect.Descriptor instead.
 func (*HostState) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{10}
+	return file_instance_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HostState) GetListed() bool {
@@ -800,6 +1034,41 @@ func (x *HostState) GetSeats() []*Seat {
 	return nil
 }
 
+func (x *HostState) GetSeatKeys() []*SeatKey {
+	if x != nil {
+		return x.SeatKeys
+	}
+	return nil
+}
+
+func (x *HostState) GetMeta() *Metadata {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *HostState) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *HostState) GetPrivate() bool {
+	if x != nil {
+		return x.Private
+	}
+	return false
+}
+
+func (x *HostState) GetPassword() []byte {
+	if x != nil {
+		return x.Password
+	}
+	return nil
+}
+
 type Seat struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The player's address, "IP:port".
@@ -809,14 +1078,16 @@ type Seat struct {
 	// Whether the JOIN that holds it proved its sender real.
 	Proven bool `protobuf:"varint,3,opt,name=proven,proto3" json:"proven,omitempty"`
 	// Whether it is the seat of the CREATE that made the room.
-	Creator       bool `protobuf:"varint,4,opt,name=creator,proto3" json:"creator,omitempty"`
+	Creator bool `protobuf:"varint,4,opt,name=creator,proto3" json:"creator,omitempty"`
+	// The seat's number in its room, which its token names.
+	Serial        uint32 `protobuf:"varint,5,opt,name=serial,proto3" json:"serial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Seat) Reset() {
 	*x = Seat{}
-	mi := &file_instance_proto_msgTypes[11]
+	mi := &file_instance_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +1099,7 @@ func (x *Seat) String() string {
 func (*Seat) ProtoMessage() {}
 
 func (x *Seat) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[11]
+	mi := &file_instance_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +1112,7 @@ func (x *Seat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Seat.ProtoReflect.Descriptor instead.
 func (*Seat) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{11}
+	return file_instance_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Seat) GetPlayer() string {
@@ -872,6 +1143,13 @@ func (x *Seat) GetCreator() bool {
 	return false
 }
 
+func (x *Seat) GetSerial() uint32 {
+	if x != nil {
+		return x.Serial
+	}
+	return 0
+}
+
 type KeepResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -880,7 +1158,7 @@ type KeepResponse struct {
 
 func (x *KeepResponse) Reset() {
 	*x = KeepResponse{}
-	mi := &file_instance_proto_msgTypes[12]
+	mi := &file_instance_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1170,7 @@ func (x *KeepResponse) String() string {
 func (*KeepResponse) ProtoMessage() {}
 
 func (x *KeepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[12]
+	mi := &file_instance_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,30 +1183,43 @@ func (x *KeepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepResponse.ProtoReflect.Descriptor instead.
 func (*KeepResponse) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{12}
+	return file_instance_proto_rawDescGZIP(), []int{15}
 }
 
 var File_instance_proto protoreflect.FileDescriptor
 
 const file_instance_proto_rawDesc = "" +
 	"\n" +
-	"\x0einstance.proto\x12\x11foyer.instance.v1\"\xf8\x01\n" +
+	"\x0einstance.proto\x12\x11foyer.instance.v1\"\xdf\x02\n" +
 	"\fStartRequest\x12\x17\n" +
 	"\aroom_id\x18\x01 \x01(\rR\x06roomId\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\rR\x04port\x12\x1f\n" +
 	"\vmax_players\x18\x03 \x01(\rR\n" +
 	"maxPlayers\x12I\n" +
 	"\bsettings\x18\x04 \x03(\v2-.foyer.instance.v1.StartRequest.SettingsEntryR\bsettings\x12\x12\n" +
-	"\x04bind\x18\x05 \x01(\tR\x04bind\x1a;\n" +
+	"\x04bind\x18\x05 \x01(\tR\x04bind\x127\n" +
+	"\tseat_keys\x18\x06 \x03(\v2\x1a.foyer.instance.v1.SeatKeyR\bseatKeys\x12,\n" +
+	"\x12reconnect_grace_ms\x18\a \x01(\rR\x10reconnectGraceMs\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"1\n" +
+	"\aSeatKey\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\rR\x05epoch\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"p\n" +
+	"\bMetadata\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x10\n" +
+	"\x03map\x18\x03 \x01(\tR\x03map\x12*\n" +
+	"\x04tags\x18\x04 \x03(\v2\x16.foyer.instance.v1.TagR\x04tags\"-\n" +
+	"\x03Tag\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"7\n" +
 	"\rStartResponse\x12&\n" +
 	"\x0fstarted_unix_ms\x18\x01 \x01(\x03R\rstartedUnixMs\"(\n" +
 	"\vStopRequest\x12\x19\n" +
 	"\bgrace_ms\x18\x01 \x01(\rR\agraceMs\"\x0e\n" +
 	"\fStopResponse\"\x0e\n" +
-	"\fWatchRequest\"\x9e\x02\n" +
+	"\fWatchRequest\"\xf7\x02\n" +
 	"\x06Status\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.foyer.instance.v1.StateR\x05state\x12\x18\n" +
 	"\aplayers\x18\x02 \x01(\rR\aplayers\x124\n" +
@@ -936,7 +1227,11 @@ const file_instance_proto_rawDesc = "" +
 	"\x02ip\x18\x04 \x01(\tR\x02ip\x124\n" +
 	"\adetails\x18\x05 \x01(\v2\x1a.foyer.instance.v1.DetailsR\adetails\x12+\n" +
 	"\x04exit\x18\x06 \x01(\v2\x17.foyer.instance.v1.ExitR\x04exit\x12!\n" +
-	"\fdoor_refused\x18\a \x01(\x04R\vdoorRefused\"\x80\x01\n" +
+	"\fdoor_refused\x18\a \x01(\x04R\vdoorRefused\x12\x12\n" +
+	"\x04seat\x18\b \x01(\rR\x04seat\x12\x12\n" +
+	"\x04addr\x18\n" +
+	" \x01(\tR\x04addr\x12/\n" +
+	"\x04meta\x18\t \x01(\v2\x1b.foyer.instance.v1.MetadataR\x04meta\"\x80\x01\n" +
 	"\aDetails\x12\x1f\n" +
 	"\vmax_players\x18\x01 \x01(\rR\n" +
 	"maxPlayers\x12\x12\n" +
@@ -959,15 +1254,21 @@ const file_instance_proto_rawDesc = "" +
 	"\x03pid\x18\x06 \x01(\x05R\x03pid\x12\x1f\n" +
 	"\vstart_ticks\x18\a \x01(\x04R\n" +
 	"startTicks\x12\x12\n" +
-	"\x04kept\x18\b \x01(\bR\x04kept\"R\n" +
+	"\x04kept\x18\b \x01(\bR\x04kept\"\x86\x02\n" +
 	"\tHostState\x12\x16\n" +
 	"\x06listed\x18\x01 \x01(\bR\x06listed\x12-\n" +
-	"\x05seats\x18\x02 \x03(\v2\x17.foyer.instance.v1.SeatR\x05seats\"x\n" +
+	"\x05seats\x18\x02 \x03(\v2\x17.foyer.instance.v1.SeatR\x05seats\x127\n" +
+	"\tseat_keys\x18\x03 \x03(\v2\x1a.foyer.instance.v1.SeatKeyR\bseatKeys\x12/\n" +
+	"\x04meta\x18\x04 \x01(\v2\x1b.foyer.instance.v1.MetadataR\x04meta\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\x12\x18\n" +
+	"\aprivate\x18\x06 \x01(\bR\aprivate\x12\x1a\n" +
+	"\bpassword\x18\a \x01(\fR\bpassword\"\x90\x01\n" +
 	"\x04Seat\x12\x16\n" +
 	"\x06player\x18\x01 \x01(\tR\x06player\x12&\n" +
 	"\x0fexpires_unix_ms\x18\x02 \x01(\x03R\rexpiresUnixMs\x12\x16\n" +
 	"\x06proven\x18\x03 \x01(\bR\x06proven\x12\x18\n" +
-	"\acreator\x18\x04 \x01(\bR\acreator\"\x0e\n" +
+	"\acreator\x18\x04 \x01(\bR\acreator\x12\x16\n" +
+	"\x06serial\x18\x05 \x01(\rR\x06serial\"\x0e\n" +
 	"\fKeepResponse*V\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_WAITING\x10\x00\x12\x13\n" +
@@ -998,50 +1299,58 @@ func file_instance_proto_rawDescGZIP() []byte {
 }
 
 var file_instance_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_instance_proto_goTypes = []any{
 	(State)(0),              // 0: foyer.instance.v1.State
 	(PlayerEvent)(0),        // 1: foyer.instance.v1.PlayerEvent
 	(*StartRequest)(nil),    // 2: foyer.instance.v1.StartRequest
-	(*StartResponse)(nil),   // 3: foyer.instance.v1.StartResponse
-	(*StopRequest)(nil),     // 4: foyer.instance.v1.StopRequest
-	(*StopResponse)(nil),    // 5: foyer.instance.v1.StopResponse
-	(*WatchRequest)(nil),    // 6: foyer.instance.v1.WatchRequest
-	(*Status)(nil),          // 7: foyer.instance.v1.Status
-	(*Details)(nil),         // 8: foyer.instance.v1.Details
-	(*Exit)(nil),            // 9: foyer.instance.v1.Exit
-	(*DescribeRequest)(nil), // 10: foyer.instance.v1.DescribeRequest
-	(*Description)(nil),     // 11: foyer.instance.v1.Description
-	(*HostState)(nil),       // 12: foyer.instance.v1.HostState
-	(*Seat)(nil),            // 13: foyer.instance.v1.Seat
-	(*KeepResponse)(nil),    // 14: foyer.instance.v1.KeepResponse
-	nil,                     // 15: foyer.instance.v1.StartRequest.SettingsEntry
+	(*SeatKey)(nil),         // 3: foyer.instance.v1.SeatKey
+	(*Metadata)(nil),        // 4: foyer.instance.v1.Metadata
+	(*Tag)(nil),             // 5: foyer.instance.v1.Tag
+	(*StartResponse)(nil),   // 6: foyer.instance.v1.StartResponse
+	(*StopRequest)(nil),     // 7: foyer.instance.v1.StopRequest
+	(*StopResponse)(nil),    // 8: foyer.instance.v1.StopResponse
+	(*WatchRequest)(nil),    // 9: foyer.instance.v1.WatchRequest
+	(*Status)(nil),          // 10: foyer.instance.v1.Status
+	(*Details)(nil),         // 11: foyer.instance.v1.Details
+	(*Exit)(nil),            // 12: foyer.instance.v1.Exit
+	(*DescribeRequest)(nil), // 13: foyer.instance.v1.DescribeRequest
+	(*Description)(nil),     // 14: foyer.instance.v1.Description
+	(*HostState)(nil),       // 15: foyer.instance.v1.HostState
+	(*Seat)(nil),            // 16: foyer.instance.v1.Seat
+	(*KeepResponse)(nil),    // 17: foyer.instance.v1.KeepResponse
+	nil,                     // 18: foyer.instance.v1.StartRequest.SettingsEntry
 }
 var file_instance_proto_depIdxs = []int32{
-	15, // 0: foyer.instance.v1.StartRequest.settings:type_name -> foyer.instance.v1.StartRequest.SettingsEntry
-	0,  // 1: foyer.instance.v1.Status.state:type_name -> foyer.instance.v1.State
-	1,  // 2: foyer.instance.v1.Status.event:type_name -> foyer.instance.v1.PlayerEvent
-	8,  // 3: foyer.instance.v1.Status.details:type_name -> foyer.instance.v1.Details
-	9,  // 4: foyer.instance.v1.Status.exit:type_name -> foyer.instance.v1.Exit
-	2,  // 5: foyer.instance.v1.Description.assignment:type_name -> foyer.instance.v1.StartRequest
-	7,  // 6: foyer.instance.v1.Description.status:type_name -> foyer.instance.v1.Status
-	12, // 7: foyer.instance.v1.Description.host:type_name -> foyer.instance.v1.HostState
-	13, // 8: foyer.instance.v1.HostState.seats:type_name -> foyer.instance.v1.Seat
-	2,  // 9: foyer.instance.v1.Instance.Start:input_type -> foyer.instance.v1.StartRequest
-	4,  // 10: foyer.instance.v1.Instance.Stop:input_type -> foyer.instance.v1.StopRequest
-	6,  // 11: foyer.instance.v1.Instance.Watch:input_type -> foyer.instance.v1.WatchRequest
-	10, // 12: foyer.instance.v1.Instance.Describe:input_type -> foyer.instance.v1.DescribeRequest
-	12, // 13: foyer.instance.v1.Instance.Keep:input_type -> foyer.instance.v1.HostState
-	3,  // 14: foyer.instance.v1.Instance.Start:output_type -> foyer.instance.v1.StartResponse
-	5,  // 15: foyer.instance.v1.Instance.Stop:output_type -> foyer.instance.v1.StopResponse
-	7,  // 16: foyer.instance.v1.Instance.Watch:output_type -> foyer.instance.v1.Status
-	11, // 17: foyer.instance.v1.Instance.Describe:output_type -> foyer.instance.v1.Description
-	14, // 18: foyer.instance.v1.Instance.Keep:output_type -> foyer.instance.v1.KeepResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	18, // 0: foyer.instance.v1.StartRequest.settings:type_name -> foyer.instance.v1.StartRequest.SettingsEntry
+	3,  // 1: foyer.instance.v1.StartRequest.seat_keys:type_name -> foyer.instance.v1.SeatKey
+	5,  // 2: foyer.instance.v1.Metadata.tags:type_name -> foyer.instance.v1.Tag
+	0,  // 3: foyer.instance.v1.Status.state:type_name -> foyer.instance.v1.State
+	1,  // 4: foyer.instance.v1.Status.event:type_name -> foyer.instance.v1.PlayerEvent
+	11, // 5: foyer.instance.v1.Status.details:type_name -> foyer.instance.v1.Details
+	12, // 6: foyer.instance.v1.Status.exit:type_name -> foyer.instance.v1.Exit
+	4,  // 7: foyer.instance.v1.Status.meta:type_name -> foyer.instance.v1.Metadata
+	2,  // 8: foyer.instance.v1.Description.assignment:type_name -> foyer.instance.v1.StartRequest
+	10, // 9: foyer.instance.v1.Description.status:type_name -> foyer.instance.v1.Status
+	15, // 10: foyer.instance.v1.Description.host:type_name -> foyer.instance.v1.HostState
+	16, // 11: foyer.instance.v1.HostState.seats:type_name -> foyer.instance.v1.Seat
+	3,  // 12: foyer.instance.v1.HostState.seat_keys:type_name -> foyer.instance.v1.SeatKey
+	4,  // 13: foyer.instance.v1.HostState.meta:type_name -> foyer.instance.v1.Metadata
+	2,  // 14: foyer.instance.v1.Instance.Start:input_type -> foyer.instance.v1.StartRequest
+	7,  // 15: foyer.instance.v1.Instance.Stop:input_type -> foyer.instance.v1.StopRequest
+	9,  // 16: foyer.instance.v1.Instance.Watch:input_type -> foyer.instance.v1.WatchRequest
+	13, // 17: foyer.instance.v1.Instance.Describe:input_type -> foyer.instance.v1.DescribeRequest
+	15, // 18: foyer.instance.v1.Instance.Keep:input_type -> foyer.instance.v1.HostState
+	6,  // 19: foyer.instance.v1.Instance.Start:output_type -> foyer.instance.v1.StartResponse
+	8,  // 20: foyer.instance.v1.Instance.Stop:output_type -> foyer.instance.v1.StopResponse
+	10, // 21: foyer.instance.v1.Instance.Watch:output_type -> foyer.instance.v1.Status
+	14, // 22: foyer.instance.v1.Instance.Describe:output_type -> foyer.instance.v1.Description
+	17, // 23: foyer.instance.v1.Instance.Keep:output_type -> foyer.instance.v1.KeepResponse
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_instance_proto_init() }
@@ -1055,7 +1364,7 @@ func file_instance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_instance_proto_rawDesc), len(file_instance_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,10 +1,12 @@
-// Package keeper runs a game server that knows nothing of Foyer as a
-// Foyer room. The keeper is the room's instance (it speaks the instance
-// protocol to the supervisor, see package instance) and the server is its
-// child: it starts the server on the room's port in a private, fresh HOME
-// and working directory, learns its status by asking for its
-// Teeworlds/DDNet server info every second (probe "teeworlds") or not at
-// all (probe "none"), and reports how it ended.
+// Package keeper runs a game server that is not built on Foyer's Go SDK
+// as a Foyer room. The keeper is the room's instance (it speaks the
+// instance protocol to the supervisor, see package instance) and the
+// server is its child: it starts the server on the room's port in a
+// private, fresh HOME and working directory, learns its status by asking
+// for its Teeworlds/DDNet server info every second (probe "teeworlds"),
+// by serving it a local HTTP endpoint the server reports to, in any
+// language (probe "endpoint", see EnvEndpoint), or not at all (probe
+// "none"), and reports how it ended.
 //
 // So every room is one kind of process to the supervisor: a host can
 // adopt a foreign server's room after a restart as it adopts any other,
@@ -49,6 +51,7 @@ import (
 // Probes a keeper knows.
 const (
 	ProbeTeeworlds = "teeworlds"
+	ProbeEndpoint  = "endpoint"
 	ProbeNone      = "none"
 )
 
@@ -71,7 +74,7 @@ type Config struct {
 	// {port}, {room_id}, {max_players} and {bind} (the room's bind
 	// address, empty for every address) replaced.
 	Command []string
-	// Probe is ProbeTeeworlds or ProbeNone.
+	// Probe is ProbeTeeworlds, ProbeEndpoint or ProbeNone.
 	Probe string
 	// Data, an absolute path when set, is the server's HOME, kept from
 	// one room to the next (its working directory stays the room's own,
@@ -109,8 +112,8 @@ func Parse(args []string) (Config, error) {
 
 func (c Config) check() error {
 	switch {
-	case c.Probe != ProbeTeeworlds && c.Probe != ProbeNone:
-		return fmt.Errorf("keeper: probe %q is not %q or %q", c.Probe, ProbeTeeworlds, ProbeNone)
+	case c.Probe != ProbeTeeworlds && c.Probe != ProbeEndpoint && c.Probe != ProbeNone:
+		return fmt.Errorf("keeper: probe %q is not %q, %q or %q", c.Probe, ProbeTeeworlds, ProbeEndpoint, ProbeNone)
 	case len(c.Command) == 0 || c.Command[0] == "":
 		return errors.New("keeper: no command")
 	case c.Data != "" && !filepath.IsAbs(c.Data):
@@ -158,8 +161,8 @@ func (k *Keeper) Start(context.Context, instance.Assignment, net.PacketConn, ins
 }
 
 // Run starts the server for a and returns once it is ready: its first
-// complete info reply (probe "teeworlds"), or still running a moment after
-// its start (probe "none"). A server that exits first fails with
+// complete info reply (probe "teeworlds"), its POST /v1/ready (probe
+// "endpoint"), or still running a moment after its start (probe "none"). A server that exits first fails with
 // instance.ErrTryAgain and the last lines it printed; the keeper can then
 // run it again, on another port.
 func (k *Keeper) Run(ctx context.Context, a instance.Assignment, r instance.Reporter) error {
@@ -170,6 +173,9 @@ func (k *Keeper) Run(ctx context.Context, a instance.Assignment, r instance.Repo
 	s, err := k.start(a)
 	if err != nil {
 		return err
+	}
+	if s.ep != nil {
+		s.ep.serve(kr)
 	}
 	first, err := s.ready(ctx, k.cfg.Probe)
 	if err != nil {
@@ -216,7 +222,8 @@ type server struct {
 	argv0 string
 	log   zerolog.Logger
 	out   *output
-	probe *prober // nil for probe "none"
+	probe *prober   // probe "teeworlds" only
+	ep    *endpoint // probe "endpoint" only
 
 	mu     sync.Mutex
 	reaped bool // after this, the pid may belong to someone else
@@ -247,11 +254,27 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	// directory wraps itself in env(1) or sh -c "cd ...".
 	cmd.Env = append(serverEnv(os.Environ()), "HOME="+cmp.Or(k.cfg.Data, home))
 	cmd.Dir = home
+	var ep *endpoint
+	if k.cfg.Probe == ProbeEndpoint {
+		// In the room's directory, which only the room's user reaches,
+		// beside the instance's own socket; in HOME without one.
+		dir := os.Getenv(instancepb.EnvRoomDir)
+		if dir == "" {
+			dir = home
+		}
+		if ep, err = newEndpoint(dir, a); err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, EnvEndpoint+"="+ep.path)
+	}
 	// In the keeper's process group, which the supervisor ends as a
 	// whole, and dead with the keeper whatever kills it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		if ep != nil {
+			ep.close()
+		}
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, outW
@@ -263,6 +286,7 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 			return nil, err
 		}
 	}
+	s := &server{argv0: argv[0], out: newOutput(), probe: p, ep: ep, exited: make(chan struct{})}
 	k.reaping.Do(k.reapOrphans)
 	k.children.Lock()
 	err = proc.StartOnForkThread(cmd)
@@ -273,12 +297,10 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	outW.Close()
 	if err != nil {
 		outR.Close()
-		if p != nil {
-			p.close()
-		}
+		s.close()
 		return nil, fmt.Errorf("keeper: %v", err) // the command was checked when the lobby started
 	}
-	s := &server{cmd: cmd, pid: cmd.Process.Pid, argv0: argv[0], out: newOutput(), probe: p, exited: make(chan struct{})}
+	s.cmd, s.pid = cmd, cmd.Process.Pid
 	s.log = k.log.With().Int("server_pid", s.pid).Logger()
 	go s.forward(outR, k.out)
 	go k.wait(s)
@@ -389,10 +411,13 @@ func (s *server) signal(sig unix.Signal) {
 
 func (s *server) kill() { s.signal(unix.SIGKILL) }
 
-// close releases the probe sockets.
+// close releases the probe sockets and the endpoint.
 func (s *server) close() {
 	if s.probe != nil {
 		s.probe.close()
+	}
+	if s.ep != nil {
+		s.ep.close()
 	}
 }
 
@@ -408,12 +433,16 @@ func (s *server) status() (int, string) {
 func (s *server) ready(ctx context.Context, probe string) (*teeinfo.Info, error) {
 	var poll, settled <-chan time.Time
 	var info <-chan teeinfo.Info
-	if probe == ProbeTeeworlds {
+	var said <-chan struct{}
+	switch probe {
+	case ProbeTeeworlds:
 		t := time.NewTicker(probeReadyPoll)
 		defer t.Stop()
 		poll, info = t.C, s.probe.info
 		s.probe.round()
-	} else {
+	case ProbeEndpoint:
+		said = s.ep.ready
+	default:
 		t := time.NewTimer(noProbeSettle)
 		defer t.Stop()
 		settled = t.C
@@ -423,6 +452,8 @@ func (s *server) ready(ctx context.Context, probe string) (*teeinfo.Info, error)
 		case in := <-info:
 			return &in, nil
 		case <-settled:
+			return nil, nil
+		case <-said:
 			return nil, nil
 		case <-poll:
 			s.probe.poke()

@@ -38,7 +38,10 @@ type Game struct {
 	dropped  int // malformed datagrams, owned by the loop
 }
 
-var _ instance.Game = (*Game)(nil)
+var (
+	_ instance.Game        = (*Game)(nil)
+	_ instance.Reconnecter = (*Game)(nil)
+)
 
 // New returns a reference room that logs to log.
 func New(log zerolog.Logger) *Game {
@@ -61,6 +64,13 @@ func (g *Game) Start(ctx context.Context, a instance.Assignment, conn net.Packet
 		Dur("countdown", cfg.Countdown).Dur("match_duration", cfg.MatchDuration).Msg("room open")
 	go g.loop()
 	return nil
+}
+
+// PlayerReconnected follows a player to its new address. The SDK calls
+// it from inside the loop's read, so the loop's room is the caller's.
+func (g *Game) PlayerReconnected(from, to netip.AddrPort) {
+	g.log.Debug().Stringer("from", from).Stringer("to", to).Msg("player reconnected")
+	g.room.Reconnected(time.Now(), from, to)
 }
 
 // Stop ends the match (GameEnd to every player) and waits for the loop to

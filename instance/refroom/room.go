@@ -44,6 +44,11 @@ type Room struct {
 	state   packet.RoomState
 	players map[netip.AddrPort]*player
 	seq     uint16
+	// left are the players the room let go lately, by their last
+	// address; back, those of them that came back with their seat token
+	// (Reconnected), by their new one: a hello from there seats them as
+	// they were, even once the match has begun.
+	left, back map[netip.AddrPort]*player
 
 	countdownEnd time.Time
 	nextTick     time.Time // next CountdownTick; zero once all are sent
@@ -63,6 +68,8 @@ func NewRoom(id uint32, maxPlayers int, cfg Config, rep instance.Reporter) *Room
 		cfg:     cfg,
 		rep:     rep,
 		players: make(map[netip.AddrPort]*player, maxPlayers),
+		left:    make(map[netip.AddrPort]*player),
+		back:    make(map[netip.AddrPort]*player),
 	}
 }
 
@@ -126,6 +133,23 @@ func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
 	r.Advance(now)
 }
 
+// Reconnected follows a player that came back from another address with
+// its seat token (see instance.Reconnecter): one the room still has moves
+// to its new address with its slot and its readiness; one the room let go
+// is seated as it was on its next hello from there.
+func (r *Room) Reconnected(now time.Time, from, to netip.AddrPort) {
+	if p := r.players[from]; p != nil {
+		delete(r.players, from)
+		r.players[to] = p
+		p.lastSeen = now
+		return
+	}
+	if p := r.left[from]; p != nil {
+		delete(r.left, from)
+		r.back[to] = p
+	}
+}
+
 // welcome is the answer to a seated player's hello or join request: a
 // compact SERVER_HELLO says where it sits; the legacy answers are empty.
 func (r *Room) welcome(p *player, req game.Type) game.Message {
@@ -140,6 +164,16 @@ func (r *Room) welcome(p *player, req game.Type) game.Message {
 // A player may join until the match begins: in Countdown the newcomer
 // plays when it starts, as the lobby's rule (room.Room.JoinError) says.
 func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
+	if p := r.back[from]; p != nil && len(r.players) < r.max {
+		delete(r.back, from)
+		if r.slotTaken(p.slot) {
+			p.slot = r.freeSlot()
+		}
+		p.framing = req.Framing
+		r.players[from] = p
+		r.rep.PlayerConnected(from.Addr())
+		return p
+	}
 	if r.state != packet.Waiting && r.state != packet.Countdown {
 		r.answer(from, req, game.Message{Type: game.ServerJoinDeny, Deny: game.DenyInProgress})
 		return nil
@@ -152,6 +186,16 @@ func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
 	r.players[from] = p
 	r.rep.PlayerConnected(from.Addr())
 	return p
+}
+
+// slotTaken reports whether a player sits in slot.
+func (r *Room) slotTaken(slot uint8) bool {
+	for _, p := range r.players {
+		if p.slot == slot {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Room) freeSlot() uint8 {
@@ -170,7 +214,11 @@ func (r *Room) freeSlot() uint8 {
 // remove lets the player at addr go, and tells the others which slot it
 // left (the compact players: the legacy framing has no such message).
 func (r *Room) remove(addr netip.AddrPort) {
+	if len(r.left) >= 2*r.max {
+		clear(r.left) // the grace of the oldest is over long since
+	}
 	slot := r.players[addr].slot
+	r.left[addr] = r.players[addr]
 	delete(r.players, addr)
 	r.rep.PlayerDisconnected(addr.Addr())
 	r.broadcast(game.Message{Type: game.PlayerLeft, Slot: slot})

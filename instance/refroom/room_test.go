@@ -484,3 +484,30 @@ func TestRoomAnswersAnEmptyCompactPing(t *testing.T) {
 	r.Receive(at(0), alice, game.Message{Type: game.ClientPing, Seq: 5, NoToken: true})
 	check(t, "pong", outbox(r), "127.0.0.1:SERVER_PONG(seq=5,token=0)")
 }
+
+// A player that comes back from another address with its seat token
+// keeps its slot and its readiness; one the room dropped for silence in a
+// match is seated again, in its slot, where a newcomer would be denied.
+func TestRoomFollowsReconnectedPlayers(t *testing.T) {
+	r, rec := newTestRoom(t, 3, map[string]string{"countdown": "0s", "silence_timeout": "10s"})
+	moved := netip.MustParseAddrPort("198.51.100.1:4000")
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), bob, game.ClientHello)
+	say(r, at(0), bob, game.ClientReady)
+	outbox(r)
+	r.Reconnected(at(time.Second), bob, moved)
+	say(r, at(time.Second), moved, game.ClientHello)
+	check(t, "moved", outbox(r), "198.51.100.1:SERVER_HELLO(room=9,slot=1,max=3)")
+	say(r, at(time.Second), alice, game.ClientReady)
+	check(t, "ready carried over", outbox(r), "127.0.0.1:GAME_START(120) 198.51.100.1:GAME_START(120)")
+	say(r, at(5*time.Second), moved, game.ClientPing)
+	r.Advance(at(11 * time.Second))
+	check(t, "alice went silent", rec.take(), "+127.0.0.1 +127.0.0.2 countdown playing -127.0.0.1")
+	outbox(r)
+	say(r, at(12*time.Second), carol, game.ClientHello)
+	check(t, "a newcomer in the match", outbox(r), "127.0.0.3:SERVER_JOIN_DENY(2)")
+	r.Reconnected(at(12*time.Second), alice, carol)
+	say(r, at(12*time.Second), carol, game.ClientHello)
+	check(t, "alice back from carol's address", outbox(r), "127.0.0.3:SERVER_HELLO(room=9,slot=0,max=3)")
+	check(t, "events", rec.take(), "+127.0.0.3")
+}

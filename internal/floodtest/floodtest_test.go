@@ -60,6 +60,7 @@ func TestRunSpreadsOverNetworks(t *testing.T) {
 	if a, b := SpreadSource(0, 3).Addr(), SpreadSource(3, 3).Addr(); a.As4()[2] != b.As4()[2] || a == b {
 		t.Errorf("sources 0 and 3 of 3 networks: %v and %v", a, b)
 	}
+	requiretest.RawSocket(t) // the sources below are forged
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

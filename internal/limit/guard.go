@@ -180,6 +180,15 @@ func (g *Guard) AllowReply(ip netip.Addr, n int, v Verdict, now time.Time) bool 
 // check, or named a room id only a listing sent to it carried.
 func (g *Guard) Received(ip netip.Addr, now time.Time) { g.Receivers.Add(ip, now) }
 
+// Validated records that ip showed at now that it receives by echoing a
+// token sent to its address (the native extension's retry token): it is
+// a receiver for every edge, and a verified source, whose CREATEs no
+// longer draw on the unverified budget.
+func (g *Guard) Validated(ip netip.Addr, now time.Time) {
+	g.Receivers.Add(ip, now)
+	g.Sources.Verify(ip)
+}
+
 // Receives reports whether ip showed lately that it receives; a UDP edge
 // may then send it a reply that grows with what others registered, where
 // a never-seen source gets no more than the host's own rooms justify.

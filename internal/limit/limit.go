@@ -185,6 +185,17 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	return NewlyLimited
 }
 
+// Verify marks ip as a source that showed it receives what is sent to
+// its address (it echoed a token only a receiver could know): neither
+// fresh nor unverified from now on, if the table has it.
+func (s *Sources) Verify(ip netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if src, found := s.t.get(keyOf(ip)); found {
+		src.fresh, src.unverified = false, false
+	}
+}
+
 // keyOf is ip's key in the table: the address, IPv4 mapped; for IPv6 its
 // /64, which one host holds whole.
 func keyOf(ip netip.Addr) sourceKey {

@@ -143,8 +143,9 @@ func (a *Announcer) Serve(ctx context.Context) error {
 }
 
 // own reports whether r is a room of this Foyer rather than one
-// registered here from elsewhere.
-func own(r room.Room) bool { return r.Source.Own() }
+// registered here from elsewhere, and one it lists: a private room is
+// joined by its code, and announced nowhere.
+func own(r room.Room) bool { return r.Source.Own() && r.Public() }
 
 // event applies one change. Events older than the last synced snapshot
 // are stale (Watch may lag behind List) and ignored, or a room reaped

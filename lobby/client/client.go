@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
-	"github.com/foyerlobby/foyer/room"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // Defaults for the options.
@@ -170,9 +170,17 @@ type Attempt struct {
 type Seat struct {
 	Room uint32
 	Port uint16
-	// Addr is the room's game address: the lobby's IP with the room's port.
+	// Addr is the room's game address: the lobby's IP with the room's
+	// port, or the address the lobby gave for a room of another host.
 	Addr netip.AddrPort
+	// Code is the room's join code and Token the seat's token (its
+	// bytes; a string, so that a Seat compares), which the player shows
+	// the room (Present); both empty from a seed lobby.
+	Code  string
+	Token string
 }
+
+func netipAddrPort(ip netip.Addr, port uint16) netip.AddrPort { return netip.AddrPortFrom(ip, port) }
 
 // Client sends requests to one lobby from one UDP socket. Its methods are
 // safe for concurrent use; each request has its own sequence id.
@@ -187,17 +195,25 @@ type Client struct {
 	// answered is set once the lobby answered this client: from then on
 	// it knows the client receives what it sends.
 	answered bool
+	// ext is what the client knows of the lobby's extension, token the
+	// retry token it echoes, id its own id.
+	ext   extState
+	token []byte
+	id    [8]byte
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the read loop ends
 	readErr   error         // why the read loop ended; set before done closes
 }
 
-// call is one request waiting for its reply.
+// call is one request waiting for its reply: a seed one (reply), or an
+// extension one (extReply).
 type call struct {
-	req     packet.Message
-	reply   chan packet.Message // buffered: the read loop never blocks
-	refused chan struct{}       // buffered: ditto
+	req      packet.Message
+	reply    chan packet.Message // buffered: the read loop never blocks
+	extReq   packet.Type         // the extension request's type; 0 for a seed one
+	extReply chan ext.Message    // buffered: ditto
+	refused  chan struct{}       // buffered: ditto
 }
 
 // Dial resolves addr ("host:port") and opens a socket to the lobby there.
@@ -282,7 +298,7 @@ func (c *Client) seat(ctx context.Context, req packet.Message) (Seat, error) {
 		return Seat{}, err
 	}
 	if m.Type == packet.JoinFailed {
-		return Seat{}, &Refusal{Op: c.op(req), Room: req.RoomID, Create: req.Type == packet.CreateRoom, Reason: room.ReasonOther}
+		return Seat{}, &Refusal{Op: c.op(req), Room: req.RoomID, Create: req.Type == packet.CreateRoom}
 	}
 	return Seat{Room: m.RoomID, Port: m.Port, Addr: netip.AddrPortFrom(c.addr.Addr(), m.Port)}, nil
 }
@@ -328,34 +344,52 @@ func answers(req, m packet.Message) bool {
 // do sends req until a reply arrives, the attempts run out, or ctx ends.
 func (c *Client) do(ctx context.Context, req packet.Message) (packet.Message, error) {
 	cl := &call{req: req, reply: make(chan packet.Message, 1), refused: make(chan struct{}, 1)}
+	return exchange(c, ctx, cl, cl.reply, exchangeSpec{op: c.op(req), typ: req.Type, awaiting: expected(req.Type),
+		attempts: c.cfg.attempts, timeout: c.cfg.timeout}, func(seq uint16) ([]byte, error) {
+		req.Framing, req.Seq = c.cfg.framing, seq
+		return req.Append(nil)
+	})
+}
+
+// exchangeSpec says how one request is sent and waited for.
+type exchangeSpec struct {
+	op       string      // names it in errors: "join 127.0.0.1:7777 room 42"
+	typ      packet.Type // its type
+	awaiting string      // the replies that answer it, for messages
+	attempts int
+	timeout  time.Duration
+	quiet    bool // not shown to WithAttemptFunc
+}
+
+// exchange registers cl, sends what encode makes of its sequence id until
+// a reply arrives on replies, the attempts run out, or ctx ends.
+func exchange[M any](c *Client, ctx context.Context, cl *call, replies <-chan M, e exchangeSpec, encode func(seq uint16) ([]byte, error)) (M, error) {
+	var none M
 	seq, err := c.register(cl)
 	if err != nil {
-		return packet.Message{}, fmt.Errorf("%s: %w", c.op(req), err)
+		return none, fmt.Errorf("%s: %w", e.op, err)
 	}
 	defer c.unregister(seq)
-
-	req.Framing = c.cfg.framing
-	req.Seq = seq
-	pkt, err := req.Append(nil)
+	pkt, err := encode(seq)
 	if err != nil {
-		return packet.Message{}, fmt.Errorf("%s: encode: %w", c.op(req), err)
+		return none, fmt.Errorf("%s: encode: %w", e.op, err)
 	}
 
-	timer := time.NewTimer(c.cfg.timeout)
+	timer := time.NewTimer(e.timeout)
 	defer timer.Stop()
 	refused := false
-	for attempt := 0; attempt < c.cfg.attempts; attempt++ {
+	for attempt := 0; attempt < e.attempts; attempt++ {
 		if attempt > 0 && refused {
 			// Nothing listened a moment ago; give a starting lobby a
 			// moment rather than resending at once.
-			timer.Reset(min(refusedPause, c.cfg.timeout))
-			if err := c.wait(ctx, timer, req); err != nil {
-				return packet.Message{}, err
+			timer.Reset(min(refusedPause, e.timeout))
+			if err := c.wait(ctx, timer, e.op); err != nil {
+				return none, err
 			}
 		}
-		if f := c.cfg.onAttempt; f != nil {
-			f(Attempt{Request: req.Type, Lobby: c.addr, N: attempt + 1, Of: c.cfg.attempts,
-				Timeout: c.cfg.timeout, Refused: refused, Awaiting: expected(req.Type)})
+		if f := c.cfg.onAttempt; f != nil && !e.quiet {
+			f(Attempt{Request: e.typ, Lobby: c.addr, N: attempt + 1, Of: e.attempts,
+				Timeout: e.timeout, Refused: refused, Awaiting: e.awaiting})
 		}
 		refused = false
 		select {
@@ -368,13 +402,13 @@ func (c *Client) do(ctx context.Context, req packet.Message) (packet.Message, er
 				continue
 			}
 			if errors.Is(err, net.ErrClosed) {
-				return packet.Message{}, fmt.Errorf("%s: %w", c.op(req), ErrClosed)
+				return none, fmt.Errorf("%s: %w", e.op, ErrClosed)
 			}
-			return packet.Message{}, fmt.Errorf("%s: send: %w", c.op(req), err)
+			return none, fmt.Errorf("%s: send: %w", e.op, err)
 		}
-		timer.Reset(c.cfg.timeout)
+		timer.Reset(e.timeout)
 		select {
-		case m := <-cl.reply:
+		case m := <-replies:
 			c.mu.Lock()
 			c.answered = true
 			c.mu.Unlock()
@@ -383,35 +417,35 @@ func (c *Client) do(ctx context.Context, req packet.Message) (packet.Message, er
 			refused = true
 		case <-timer.C:
 		case <-ctx.Done():
-			return packet.Message{}, c.ctxErr(ctx, req)
+			return none, c.ctxErr(ctx, e.op)
 		case <-c.done:
-			return packet.Message{}, fmt.Errorf("%s: %w", c.op(req), c.readErr)
+			return none, fmt.Errorf("%s: %w", e.op, c.readErr)
 		}
 	}
 	if refused {
-		return packet.Message{}, fmt.Errorf("%s: %w", c.op(req), ErrRefused)
+		return none, fmt.Errorf("%s: %w", e.op, ErrRefused)
 	}
-	return packet.Message{}, fmt.Errorf("%s: %w: no %s after %d attempts of %v",
-		c.op(req), ErrTimeout, expected(req.Type), c.cfg.attempts, c.cfg.timeout)
+	return none, fmt.Errorf("%s: %w: no %s after %d attempts of %v",
+		e.op, ErrTimeout, e.awaiting, e.attempts, e.timeout)
 }
 
 // wait sleeps until timer fires, unless ctx ends or the client closes.
-func (c *Client) wait(ctx context.Context, timer *time.Timer, req packet.Message) error {
+func (c *Client) wait(ctx context.Context, timer *time.Timer, op string) error {
 	select {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
-		return c.ctxErr(ctx, req)
+		return c.ctxErr(ctx, op)
 	case <-c.done:
-		return fmt.Errorf("%s: %w", c.op(req), c.readErr)
+		return fmt.Errorf("%s: %w", op, c.readErr)
 	}
 }
 
-func (c *Client) ctxErr(ctx context.Context, req packet.Message) error {
+func (c *Client) ctxErr(ctx context.Context, op string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w: %w", c.op(req), ErrTimeout, ctx.Err())
+		return fmt.Errorf("%s: %w: %w", op, ErrTimeout, ctx.Err())
 	}
-	return fmt.Errorf("%s: %w", c.op(req), ctx.Err())
+	return fmt.Errorf("%s: %w", op, ctx.Err())
 }
 
 // register gives cl a sequence id no other request in flight holds.
@@ -456,6 +490,10 @@ func (c *Client) readLoop() {
 			close(c.done)
 			return
 		}
+		if ext.Is(packet.TypeOf(buf[:n])) {
+			c.deliverExt(buf[:n])
+			continue
+		}
 		m, err := packet.Parse(buf[:n])
 		if err != nil {
 			continue
@@ -463,7 +501,7 @@ func (c *Client) readLoop() {
 		c.mu.Lock()
 		cl := c.pending[m.Seq]
 		c.mu.Unlock()
-		if cl == nil || !answers(cl.req, m) {
+		if cl == nil || cl.extReq != 0 || !answers(cl.req, m) {
 			continue
 		}
 		select {

@@ -104,11 +104,11 @@ func TestWhy(t *testing.T) {
 	c := dial(t, l)
 	for _, tc := range []struct {
 		id   uint32
-		want room.ReasonCode
+		want room.Code
 		says string
 	}{
-		{42, room.ReasonNoRoom, "no listed room has that id: it ended, or never was)"},
-		{2, room.ReasonNotJoinable, "the room's match has begun, or the room is ending: playing 4/4)"},
+		{42, room.CodeNotFound, "no such room (or not one you may join by id))"},
+		{2, room.CodeStarted, "the match has begun: playing 4/4)"},
 	} {
 		_, err := c.Join(t.Context(), tc.id)
 		err = c.Why(t.Context(), err)

@@ -11,14 +11,14 @@ import (
 
 // Refusal is the error of a CREATE or JOIN the lobby answered with
 // JOIN_FAILED; it matches ErrJoinFailed. The native protocol says nothing
-// of why: Reason is room.ReasonOther until Why, or a lobby that tells
-// the reason, says more.
+// of why: Reason is room.CodeNone until Why says more (a lobby that
+// speaks the extension says why itself: see RefusedError).
 type Refusal struct {
 	Op     string // the request, as errors name it: "join 127.0.0.1:7777 room 42"
 	Room   uint32 // the room a JOIN asked for; 0 for a CREATE
 	Create bool
-	// Reason is why, as far as is known: room.ReasonOther when unknown.
-	Reason room.ReasonCode
+	// Reason is why, as far as is known: room.CodeNone when unknown.
+	Reason room.Code
 	// Listed is the room as the lobby listed it right after a refused
 	// JOIN, when Why found it there.
 	Listed *packet.Room
@@ -34,8 +34,8 @@ func (r *Refusal) Unwrap() error { return ErrJoinFailed }
 // explain says what is known of the reason.
 func (r *Refusal) explain() string {
 	switch {
-	case r.Reason != room.ReasonOther:
-		s := r.Reason.Explain()
+	case r.Reason != room.CodeNone:
+		s := reasonText(r.Reason)
 		if l := r.Listed; l != nil {
 			s += fmt.Sprintf(": %s %d/%d", l.State, l.Players, l.MaxPlayers)
 		}
@@ -66,7 +66,7 @@ func (c *Client) Why(ctx context.Context, err error) error {
 		return err
 	}
 	out := *r
-	out.Reason = room.ReasonNoRoom
+	out.Reason = room.CodeNotFound
 	for _, l := range rooms {
 		if l.ID != r.Room {
 			continue
@@ -75,11 +75,11 @@ func (c *Client) Why(ctx context.Context, err error) error {
 		out.Listed = &listed
 		switch {
 		case l.State != packet.Waiting && l.State != packet.Countdown:
-			out.Reason = room.ReasonNotJoinable
+			out.Reason = room.CodeStarted
 		case l.Players >= l.MaxPlayers:
-			out.Reason = room.ReasonFull
+			out.Reason = room.CodeFull
 		default:
-			out.Reason = room.ReasonOther
+			out.Reason = room.CodeNone
 		}
 	}
 	return &out

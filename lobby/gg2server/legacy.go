@@ -125,7 +125,7 @@ func (s *Server) legacyReply(version gg2.UUID, host netip.Addr) ([]byte, error) 
 				if e.hasProtocol && e.protocol == version && e.lobby == gg2.GG2LobbyUUID && e.addr.Addr().Is4() {
 					registered = append(registered, listed{r, e})
 				}
-			case ownOK && r.Source.Own():
+			case ownOK && r.Source.Own() && r.Public():
 				own = append(own, listed{r, nil})
 			}
 		}

@@ -239,7 +239,7 @@ func (s *Server) listReply(lobby gg2.UUID, host netip.Addr) ([]byte, error) {
 			switch e := byRoom[r.ID]; {
 			case e != nil && e.lobby == lobby:
 				registered = append(registered, listed{r, e})
-			case e == nil && ownLobby && r.Source.Own():
+			case e == nil && ownLobby && r.Source.Own() && r.Public():
 				own = append(own, listed{r, nil})
 			}
 		}

@@ -281,13 +281,14 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 }
 
 // list turns the room table into response entries, Foyer's own rooms at
-// host: only those unless all, and never an Unchecked room.
+// host: only those unless all, and never an Unchecked room nor a private
+// one.
 func (r *responder) list(host netip.Addr, all bool) []gunz.Server {
 	rooms := r.l.rooms.List().Rooms
-	if !all || slices.ContainsFunc(rooms, func(rm room.Room) bool { return rm.Unchecked }) {
+	if !all || slices.ContainsFunc(rooms, func(rm room.Room) bool { return rm.Unchecked || rm.Private }) {
 		r.rooms = r.rooms[:0]
 		for _, rm := range rooms {
-			if (all || rm.Source.Own()) && !rm.Unchecked {
+			if (all || rm.Source.Own()) && !rm.Unchecked && rm.Public() {
 				r.rooms = append(r.rooms, rm)
 			}
 		}

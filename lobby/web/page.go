@@ -198,11 +198,16 @@ func (s *Server) fit(kind pageKind, rows []row) ([]row, int) {
 	return out, cut
 }
 
-// rows lists snap's rooms that a page shows, in room order.
+// rows lists snap's rooms that a page shows, in room order: every one but
+// the private ones, which are joined by code and listed nowhere.
 func (s *Server) rows(snap room.Snapshot, host netip.Addr) []row {
-	rows := make([]row, len(snap.Rooms))
-	for i, r := range snap.Rooms {
-		rw := &rows[i]
+	rows := make([]row, 0, len(snap.Rooms))
+	for _, r := range snap.Rooms {
+		if r.Private {
+			continue
+		}
+		rows = append(rows, row{})
+		rw := &rows[len(rows)-1]
 		rw.id, rw.password, rw.name, rw.mapID, rw.game = r.ID, r.Password, r.Name, r.Map, r.Game
 		rw.players, rw.slots = r.Occupied(), r.MaxPlayers
 		rw.addr = netip.AddrPortFrom(r.Host.Unmap(), r.Port)

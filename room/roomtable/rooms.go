@@ -56,10 +56,12 @@ func (t *Table) AwaitID(ctx context.Context, id uint32) error {
 // Enter puts a room into the table under row.ID: listed at once (a room
 // adopted as it was handed out), or kept ready until Hand lists it. seats
 // are those the room held before (an adopted room's), as Seats gave them;
-// expired ones are dropped. The id is never handed out again. An id comes
+// expired ones are dropped; password is the salted hash of its password,
+// as Keeping gave it (nil: none). An adopted room keeps its code, unless
+// another room has it. The id is never handed out again. An id comes
 // from NewID or from an adopted room, which no other room has: Enter
 // panics on an id of 0 or one the table has.
-func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
+func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat, password []byte) {
 	t.ids.above(row.ID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -68,6 +70,14 @@ func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
 	}
 	e := &entry{row: row, listed: listed}
 	e.row.Seats = 0
+	if len(password) == saltLen+hashLen {
+		e.password = password
+	}
+	e.row.Password = e.password != nil
+	if _, taken := t.codes[e.row.Code]; e.row.Code == "" || taken {
+		e.row.Code = t.newCode()
+	}
+	t.codes[e.row.Code] = row.ID
 	e.seats.restore(seats, time.Now())
 	// An adopted room's creator is on its way only while its seat is
 	// held; a room kept ready waits for its creator's seat (Hand).
@@ -82,17 +92,22 @@ func (t *Table) Enter(row room.Room, listed bool, seats []room.Seat) {
 	}
 }
 
-// Hand lists room id, which was kept ready, with a seat for creator, and
-// returns its row; false if the room is no longer there, is on its way
-// out or was handed out already. A CREATE proves nothing of its sender:
-// the seat is an unproven one.
-func (t *Table) Hand(id uint32, creator netip.AddrPort) (room.Room, bool) {
+// Hand lists room id, which was kept ready, with a seat for creator and
+// what h asks of it, and returns its row; false if the room is no longer
+// there, is on its way out or was handed out already. A CREATE proves
+// nothing of its sender: the seat is an unproven one.
+func (t *Table) Hand(id uint32, creator netip.AddrPort, h Handout) (room.Room, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.rooms[id]
 	if e == nil || e.listed || e.stopping || t.closed {
 		return room.Room{}, false
 	}
+	if h.Meta != (room.Meta{}) {
+		e.row.SetMeta(h.Meta)
+	}
+	e.row.Private, e.password = h.Private, h.hash
+	e.row.Password = h.hash != nil
 	e.listed = true
 	e.net = limit.PrefixOf(creator.Addr())
 	t.nets[e.net]++
@@ -109,8 +124,17 @@ type Report struct {
 	State   packet.RoomState
 	Players int // connected players
 	// Connected is the address of a player that just connected, if one
-	// did: it takes up the oldest seat held from its IP.
-	Connected netip.Addr
+	// did: it takes up its seat, ConnectedSeat when the room says which
+	// (the player showed its seat token), else the oldest held from its
+	// IP.
+	Connected     netip.Addr
+	ConnectedSeat uint32
+	// Away is the seat of a player the room lost who holds a token, at
+	// its last address: the table keeps a place for it ReconnectGrace.
+	Away     uint32
+	AwayFrom netip.AddrPort
+	// Meta, when set, is what the room now says describes it.
+	Meta *room.Meta
 	// Details is what a server that knows nothing of Foyer says of
 	// itself; nil for a room that reports its own players.
 	Details *Details
@@ -135,8 +159,18 @@ func (t *Table) Report(id uint32, r Report) (from packet.RoomState, row room.Roo
 		return 0, room.Room{}, false
 	}
 	old, before, seats := e.view(), e.row.Players, e.seats.len()
-	if r.Connected.IsValid() {
+	switch {
+	case r.ConnectedSeat != 0:
+		e.seats.dropSerial(r.ConnectedSeat)
+	case r.Connected.IsValid():
 		e.seats.dropOldestOf(r.Connected)
+	}
+	if r.Away != 0 && r.AwayFrom.IsValid() && r.State != packet.Finished {
+		e.seats.hold(r.AwayFrom, time.Now().Add(t.cfg.ReconnectGrace), seatKind{proven: true, serial: r.Away})
+	}
+	metaChanged := r.Meta != nil && *r.Meta != e.row.Meta()
+	if metaChanged {
+		e.row.SetMeta(*r.Meta)
 	}
 	e.row.Players = r.Players
 	e.arrived = e.arrived || r.Players > 0
@@ -147,7 +181,7 @@ func (t *Table) Report(id uint32, r Report) (from packet.RoomState, row room.Roo
 	}
 	from = e.row.State
 	e.row.State = r.State
-	if e.seats.len() != seats {
+	if e.seats.len() != seats || metaChanged {
 		t.seatsChanged(e)
 	}
 	row = e.view()
@@ -189,6 +223,9 @@ func (t *Table) Remove(id uint32, cause room.Cause, exitCode int, signal string)
 		return room.Room{}, false, false
 	}
 	delete(t.rooms, id)
+	if t.codes[e.row.Code] == id {
+		delete(t.codes, e.row.Code)
+	}
 	if e.net.IsValid() {
 		t.forget(e.net)
 	}
@@ -217,6 +254,27 @@ func (t *Table) Expire(now time.Time) (abandoned []uint32) {
 		}
 	}
 	return abandoned
+}
+
+// Keeping is what the process of a room keeps of it: its seats, whether
+// it is listed, its row, and its password's salted hash.
+type Keeping struct {
+	Seats    []room.Seat // oldest first
+	Listed   bool
+	Row      room.Room
+	Password []byte
+}
+
+// Keeping returns what room id's process keeps of it; false if it is not
+// in the table.
+func (t *Table) Keeping(id uint32) (Keeping, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.rooms[id]
+	if e == nil {
+		return Keeping{}, false
+	}
+	return Keeping{Seats: e.seats.list(), Listed: e.listed, Row: e.view(), Password: e.password}, true
 }
 
 // Seats returns the seats held in room id, oldest first, and whether it

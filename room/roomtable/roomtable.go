@@ -43,9 +43,11 @@ type Spawner interface {
 	// room (Enter) if it was not there yet, then lists it with the
 	// creator's seat (Hand), and returns the listed row. Errors wrap
 	// room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn or room.ErrClosed.
-	Spawn(ctx context.Context, creator netip.AddrPort) (room.Room, error)
+	Spawn(ctx context.Context, creator netip.AddrPort, h Handout) (room.Room, error)
 	// Capacity is how many rooms Spawn could hand out now.
 	Capacity() int
+	// RoomSize is how many places the rooms Spawn starts have.
+	RoomSize() int
 }
 
 // Config is what a Table needs. DefaultConfig has the defaults; New takes
@@ -74,16 +76,24 @@ type Config struct {
 	// network, forged or real, takes every room of the host.
 	RoomsPerNetwork int
 	// SeatsChanged, when set, is called with a room's id whenever the
-	// seats held in it change (held, refreshed, taken, expired), with the
+	// seats held in it change (held, refreshed, taken, expired), or what
+	// its instance keeps of it (its metadata, code and password), with the
 	// table's lock held: it must only take note.
 	SeatsChanged func(id uint32)
+	// ReconnectGrace is how long the seat of a player the room lost (and
+	// who holds a seat token) is kept for it to come back; default 30s.
+	ReconnectGrace time.Duration
+	// CodeTaken, when set, reports whether a join code is used by a room
+	// elsewhere (another host of a cluster), so that codes are unique
+	// across the cluster. It is called with the table's lock held.
+	CodeTaken func(code string) bool
 }
 
 // DefaultConfig returns the defaults: seats wait 10s, an address holds 2
 // seats of a room at once, a network 16 rooms (a quarter of the
 // supervisor's default max_instances), ids are not persisted nor confined.
 func DefaultConfig() Config {
-	return Config{SeatTTL: 10 * time.Second, SeatsPerAddress: 2, RoomsPerNetwork: 16}
+	return Config{SeatTTL: 10 * time.Second, SeatsPerAddress: 2, RoomsPerNetwork: 16, ReconnectGrace: 30 * time.Second}
 }
 
 // Table is the room table. It implements room.Table and room.Registry.
@@ -108,6 +118,12 @@ type Table struct {
 	snapOK   bool
 	watchers room.Watchers
 	stats    Stats
+	codes    map[string]uint32 // join code to room id
+	quick    []*pending        // quick joins' rooms being started
+	// keys sign seat tokens (this host's epoch); hashing bounds the
+	// password hashes computed at once.
+	keys    *Keys
+	hashing chan struct{}
 }
 
 // entry is one room of the table; its fields are guarded by Table.mu.
@@ -121,6 +137,8 @@ type entry struct {
 	// room is listed; arrived is set once a player came.
 	net     netip.Prefix
 	arrived bool
+	// password is the salted hash of the room's password; nil for none.
+	password []byte
 }
 
 // The edges answer JOIN on their read loops for a table whose Join never
@@ -140,6 +158,12 @@ func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
 	case cfg.SeatsPerAddress < 1 || cfg.RoomsPerNetwork < 1:
 		return nil, fmt.Errorf("room table: seats_per_address %d and rooms_per_network %d must be 1 or more",
 			cfg.SeatsPerAddress, cfg.RoomsPerNetwork)
+	case cfg.ReconnectGrace <= 0:
+		return nil, fmt.Errorf("room table: reconnect_grace %v is not above 0", cfg.ReconnectGrace)
+	}
+	keys, err := NewKeys()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.IDs != (IDRange{}) && !cfg.IDs.valid() {
 		return nil, fmt.Errorf("room table: id range %d-%d starting at %d", cfg.IDs.First, cfg.IDs.Last, cfg.IDs.Next)
@@ -158,6 +182,9 @@ func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
 		registered: make(map[string]*entry),
 		nets:       make(map[netip.Prefix]int),
 		stats:      Stats{Reaped: make(map[room.Cause]uint64)},
+		codes:      make(map[string]uint32),
+		keys:       keys,
+		hashing:    make(chan struct{}, maxHashing),
 	}
 	go func() {
 		defer close(t.wrote)
@@ -213,7 +240,7 @@ func (t *Table) Create(ctx context.Context, creator netip.AddrPort) (room.Room, 
 	t.nets[net]++ // the spawn's, until Hand counts the room
 	t.mu.Unlock()
 	defer t.uncount(net)
-	return t.spawn.Spawn(ctx, creator)
+	return t.spawn.Spawn(ctx, creator, Handout{})
 }
 
 // uncount takes one from net's count of rooms.
@@ -261,15 +288,26 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 		return room.Room{}, room.ErrClosed
 	}
 	e := t.rooms[id]
-	if id == 0 || e == nil || !e.listed {
+	if id == 0 || e == nil || !e.listed || e.row.Private {
 		return room.Room{}, room.ErrNoRoom
 	}
+	if e.password != nil {
+		return room.Room{}, room.ErrWrongPassword // a seed JOIN carries none
+	}
+	row, _, err := t.hold(e, player, proof)
+	return row, err
+}
+
+// hold holds a seat in e for player, as Join says, and returns the row
+// and the seat's number. t.mu is held.
+func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Room, uint32, error) {
+	id := e.row.ID
 	if e.stopping {
-		return room.Room{}, room.ErrNotJoinable
+		return room.Room{}, 0, room.ErrNotJoinable
 	}
 	err := e.view().JoinError()
 	if err == room.ErrNotJoinable {
-		return room.Room{}, err
+		return room.Room{}, 0, err
 	}
 	// A player already holding a seat keeps it, refreshed, even in a room
 	// that is full: its seat is one of those that fill it. A proven player
@@ -279,17 +317,17 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 	if !seated && e.seats.ofIP(player.Addr()) >= t.cfg.SeatsPerAddress {
 		// Proven or not: a proof shows only that an IP read a list.
 		t.stats.SeatsOverQuota++
-		return room.Room{}, room.ErrQuota
+		return room.Room{}, 0, room.ErrQuota
 	}
 	if err != nil && !seated {
 		if !proven || !e.seats.dropOldestUnproven() {
-			return room.Room{}, err
+			return room.Room{}, 0, err
 		}
 		t.stats.SeatsDisplaced++
 	}
 	t.seatsChanged(e)
 	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
-		return e.view(), nil
+		return e.view(), e.seats.serialOf(player), nil
 	}
 	t.stats.SeatsHeld++
 	row := e.view()
@@ -300,7 +338,7 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 		ev.Uint32("id", id).Stringer("player", player).Int("players", row.Players).
 			Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
 	}
-	return row, nil
+	return row, e.seats.serialOf(player), nil
 }
 
 // Hold stops Create and Join (they fail with room.ErrClosed) while on,

@@ -77,7 +77,7 @@ func TestBadIDRangesRefused(t *testing.T) {
 // rooms still in the table, entered or adopted.
 func TestIDsStayInTheirRange(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{IDs: roomtable.IDRange{First: 100, Last: 103, Next: 102}})
-	rooms.Enter(room.Room{ID: 103, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil) // adopted
+	rooms.Enter(room.Room{ID: 103, Port: 1, State: packet.Waiting, MaxPlayers: 4}, true, nil, nil) // adopted
 	var got []uint32
 	for range 3 {
 		got = append(got, rooms.NewID())
@@ -96,18 +96,18 @@ func TestIDsStayInTheirRange(t *testing.T) {
 func TestHandListsAWarmRoomOnce(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
 	id := rooms.NewID()
-	rooms.Enter(room.Room{ID: id, Port: 30000, State: packet.Waiting, MaxPlayers: 2}, false, nil)
+	rooms.Enter(room.Room{ID: id, Port: 30000, State: packet.Waiting, MaxPlayers: 2}, false, nil, nil)
 	if n := len(rooms.List().Rooms); n != 0 {
 		t.Fatalf("%d rooms listed before the hand-out", n)
 	}
 	if _, err := rooms.Join(ctx, id, ep("192.0.2.1:1"), room.Unproven); !errors.Is(err, room.ErrNoRoom) {
 		t.Fatalf("JOIN of a warm room: %v, want room.ErrNoRoom", err)
 	}
-	r, ok := rooms.Hand(id, ep("192.0.2.9:9"))
+	r, ok := rooms.Hand(id, ep("192.0.2.9:9"), roomtable.Handout{})
 	if !ok || r.Seats != 1 || len(rooms.List().Rooms) != 1 {
 		t.Fatalf("handed %+v %v", r, ok)
 	}
-	if _, ok := rooms.Hand(id, ep("192.0.2.8:8")); ok {
+	if _, ok := rooms.Hand(id, ep("192.0.2.8:8"), roomtable.Handout{}); ok {
 		t.Fatal("a room was handed out twice")
 	}
 }

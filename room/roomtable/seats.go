@@ -19,6 +19,7 @@ type seats struct {
 	all      chain                // every seat, oldest first
 	byIP     map[netip.Addr]chain // the seats of each IP, oldest first
 	unproven chain                // the seats of Unproven JOINs, oldest first
+	serials  uint32               // the last seat number given out
 }
 
 // seat is one held place, linked into the room's chain and its IP's.
@@ -26,8 +27,9 @@ type seat struct {
 	player    netip.AddrPort
 	ip        netip.Addr // player's, unmapped: how a connecting player is matched
 	expires   time.Time
-	proven    bool // held by a JOIN that proved its sender real
-	creator   bool // held by the CREATE that made the room: never displaced
+	proven    bool   // held by a JOIN that proved its sender real
+	creator   bool   // held by the CREATE that made the room: never displaced
+	serial    uint32 // the seat's number in its room, which its token names
 	all, mine links
 	doubt     links // in unproven, while neither proven nor the creator's
 }
@@ -103,8 +105,9 @@ func (ss *seats) creator() (netip.AddrPort, bool) {
 
 // seatKind says what kind of JOIN holds a seat.
 type seatKind struct {
-	proven  bool // the sender proved it is real
-	creator bool // the CREATE that made the room
+	proven  bool   // the sender proved it is real
+	creator bool   // the CREATE that made the room
+	serial  uint32 // the seat's number, kept (an adopted seat, a player away); 0: a new one
 }
 
 // hold takes a seat for player until expires, or refreshes the one it
@@ -119,7 +122,12 @@ func (ss *seats) hold(player netip.AddrPort, expires time.Time, k seatKind) bool
 	if ok {
 		ss.unlink(s)
 	} else {
-		s = &seat{player: player, ip: player.Addr().Unmap()}
+		s = &seat{player: player, ip: player.Addr().Unmap(), serial: k.serial}
+		if s.serial == 0 {
+			ss.serials++
+			s.serial = ss.serials
+		}
+		ss.serials = max(ss.serials, s.serial)
 		ss.byPlayer[player] = s
 	}
 	s.expires = expires
@@ -187,6 +195,26 @@ func (ss *seats) dropOldestOf(ip netip.Addr) bool {
 	return true
 }
 
+// dropSerial drops the seat numbered serial, if it is held, and says so.
+// It walks the seats, which SeatsPerAddress and the room's size bound.
+func (ss *seats) dropSerial(serial uint32) bool {
+	for s := ss.all.head; s != nil; s = s.all.next {
+		if s.serial == serial {
+			ss.drop(s)
+			return true
+		}
+	}
+	return false
+}
+
+// serialOf is the number of the seat player holds; 0 if none.
+func (ss *seats) serialOf(player netip.AddrPort) uint32 {
+	if s, ok := ss.byPlayer[player]; ok {
+		return s.serial
+	}
+	return 0
+}
+
 // expire drops the seats expired at now and says how many.
 func (ss *seats) expire(now time.Time) int {
 	n := 0
@@ -201,7 +229,7 @@ func (ss *seats) expire(now time.Time) int {
 func (ss *seats) list() []room.Seat {
 	out := make([]room.Seat, 0, len(ss.byPlayer))
 	for s := ss.all.head; s != nil; s = s.all.next {
-		out = append(out, room.Seat{Player: s.player, Expires: s.expires, Proven: s.proven, Creator: s.creator})
+		out = append(out, room.Seat{Player: s.player, Expires: s.expires, Proven: s.proven, Creator: s.creator, Serial: s.serial})
 	}
 	return out
 }
@@ -212,7 +240,7 @@ func (ss *seats) restore(kept []room.Seat, now time.Time) {
 	slices.SortStableFunc(kept, func(a, b room.Seat) int { return a.Expires.Compare(b.Expires) })
 	for _, s := range kept {
 		if s.Expires.After(now) {
-			ss.hold(s.Player, s.Expires, seatKind{proven: s.Proven, creator: s.Creator})
+			ss.hold(s.Player, s.Expires, seatKind{proven: s.Proven, creator: s.Creator, serial: s.Serial})
 		}
 	}
 }

@@ -312,7 +312,13 @@ type roomJSON struct {
 	Host       string    `json:"host,omitempty"`
 	Node       string    `json:"node,omitempty"`
 	Password   bool      `json:"password,omitempty"`
-	Adopted    bool      `json:"adopted"`
+	// What the lobby's extension shows: the room's join code, mode and
+	// tags, and whether it is private (listed nowhere but here).
+	Code    string            `json:"code,omitempty"`
+	Mode    string            `json:"mode,omitempty"`
+	Tags    map[string]string `json:"tags,omitempty"`
+	Private bool              `json:"private,omitempty"`
+	Adopted bool              `json:"adopted"`
 	// CPUSeconds and MemoryBytes are what the room's processes use
 	// (CPU time since the room started, resident memory now), where the
 	// host measures them.
@@ -389,6 +395,7 @@ func roomRow(r room.Room, now time.Time) roomJSON {
 		ID: r.ID, State: r.State.String(), Players: r.Players, Seats: r.Seats, MaxPlayers: r.MaxPlayers,
 		Port: r.Port, PID: r.PID, StartedAt: r.StartedAt.UTC(), AgeSeconds: now.Sub(r.StartedAt).Truncate(time.Millisecond).Seconds(),
 		Source: string(r.Source), Name: r.Name, Game: r.Game, Map: r.Map, Node: r.Node, Password: r.Password,
+		Code: r.Code, Mode: r.Mode, Tags: tagMap(r.Tags), Private: r.Private,
 		Adopted: r.Adopted,
 	}
 	if r.Host.IsValid() {
@@ -416,4 +423,16 @@ func (s *Server) bearer(token string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// tagMap is a room's tags as JSON shows them; nil for none.
+func tagMap(t room.Tags) map[string]string {
+	var m map[string]string
+	for _, g := range t.Slice() {
+		if m == nil {
+			m = make(map[string]string)
+		}
+		m[g.Key] = g.Value
+	}
+	return m
 }

@@ -47,6 +47,7 @@ state_dir = "/var/lib/foyer"
 data_dir = "/var/lib/foyer-data"
 room_users = ""
 reattach_grace = "3s"
+reconnect_grace = "45s"
 memory_max = "256MiB"
 cpu_max = 0.5
 pids_max = 64
@@ -68,8 +69,8 @@ format = "json"
 	}
 	s := c.Supervisor
 	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
-		s.DataDir != "/var/lib/foyer-data" {
-		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace)
+		s.DataDir != "/var/lib/foyer-data" || s.ReconnectGrace != 45*time.Second {
+		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v, reconnect_grace %v, data_dir %q", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace, s.ReconnectGrace, s.DataDir)
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
@@ -251,13 +252,14 @@ func TestRefusals(t *testing.T) {
 		{"duration number", "[room]\ncountdown = 3\n", `bad.toml:2: [room] countdown 3: want a duration string`},
 		{"max_instances zero", "[supervisor]\nmax_instances = 0\n", `bad.toml:2: [supervisor] max_instances 0: must be at least 1`},
 		{"seats per address zero", "[supervisor]\nseats_per_address = 0\n", `bad.toml:2: [supervisor] seats_per_address 0: must be at least 1`},
+		{"reconnect_grace zero", "[supervisor]\nreconnect_grace = \"0s\"\n", `bad.toml:2: [supervisor] reconnect_grace "0s": must be at least 1ms`},
 		{"rooms per network zero", "[supervisor]\nrooms_per_network = 0\n", `bad.toml:2: [supervisor] rooms_per_network 0: must be at least 1`},
 		{"max waiting short", "[supervisor]\nmax_waiting = \"10ms\"\n", `bad.toml:2: [supervisor] max_waiting "10ms": must be at least 1s`},
 		{"max_players too big", "[supervisor]\nmax_players = 70000\n", `bad.toml:2: [supervisor] max_players 70000: must be at most 65535`},
 		{"warm above max", "[supervisor]\nmax_instances = 2\nwarm = 3\n", `bad.toml:3: [supervisor] warm 3: must be at most 2`},
 		{"probe without command", "[supervisor]\nprobe = \"teeworlds\"\n", `bad.toml:2: [supervisor] probe "teeworlds": needs a command`},
 		{"bind not an IP", "[supervisor]\nbind = \"localhost\"\n", `bad.toml:2: [supervisor] bind "localhost": not an IP address`},
-		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "none"]`},
+		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "endpoint", "none"]`},
 		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
 		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
 		{"web title empty", "[web]\ntitle = \"\"\n", `bad.toml:2: [web] title "": must be 1 to 100 bytes`},

@@ -201,6 +201,7 @@ type supervisorKeys struct {
 	PortCooldown   toml.Primitive `toml:"port_cooldown"`
 	PortQuarantine toml.Primitive `toml:"port_quarantine"`
 	SeatTTL        toml.Primitive `toml:"seat_ttl"`
+	ReconnectGrace toml.Primitive `toml:"reconnect_grace"`
 	SeatsPerAddr   toml.Primitive `toml:"seats_per_address"`
 	RoomsPerNet    toml.Primitive `toml:"rooms_per_network"`
 	MaxWaiting     toml.Primitive `toml:"max_waiting"`
@@ -233,7 +234,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.MaxPlayers, count(&sc.MaxPlayers, 1, 1<<16-1))
 	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
 	r.get(k.Command, command(&sc.Command))
-	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "none"))
+	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "endpoint", "none"))
 	// The supervisor refuses a zero duration (it means nothing); it is
 	// refused here, with its line.
 	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))
@@ -242,6 +243,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.PortCooldown, duration(&sc.PortCooldown, time.Millisecond))
 	r.get(k.PortQuarantine, duration(&sc.PortQuarantine, time.Millisecond))
 	r.get(k.SeatTTL, duration(&sc.SeatTTL, time.Millisecond))
+	r.get(k.ReconnectGrace, duration(&sc.ReconnectGrace, time.Millisecond))
 	r.get(k.SeatsPerAddr, count(&sc.SeatsPerAddress, 1, 1<<16-1))
 	// A file that sizes max_instances sizes the networks' share with it.
 	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)

@@ -341,7 +341,15 @@ func statusFrom(m *instancepb.Status) (Status, bool) {
 	if st < instancepb.State_STATE_WAITING || st > instancepb.State_STATE_FINISHED {
 		return Status{}, false
 	}
-	s := Status{State: packet.RoomState(st), Players: int(min(m.GetPlayers(), 1<<16-1)), DoorRefused: m.GetDoorRefused()}
+	s := Status{State: packet.RoomState(st), Players: int(min(m.GetPlayers(), 1<<16-1)), DoorRefused: m.GetDoorRefused(),
+		Seat: m.GetSeat()}
+	if m.GetMeta() != nil {
+		meta := metaFrom(m.GetMeta())
+		s.Meta = &meta
+	}
+	if a, err := netip.ParseAddrPort(m.GetAddr()); err == nil {
+		s.Addr = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	}
 	if d := m.GetDetails(); d != nil {
 		s.Details = &Details{
 			MaxPlayers: int(min(d.GetMaxPlayers(), 1<<16-1)),
@@ -424,7 +432,17 @@ func startRequest(a instance.Assignment) *instancepb.StartRequest {
 	if a.Bind.IsValid() {
 		req.Bind = a.Bind.String()
 	}
+	req.SeatKeys = seatKeys(a.SeatKeys)
+	req.ReconnectGraceMs = uint32(min(max(a.ReconnectGrace.Milliseconds(), 0), 1<<32-1))
 	return req
+}
+
+func seatKeys(keys []instance.SeatKey) []*instancepb.SeatKey {
+	out := make([]*instancepb.SeatKey, len(keys))
+	for i, k := range keys {
+		out[i] = &instancepb.SeatKey{Epoch: k.Epoch, Key: k.Key}
+	}
+	return out
 }
 
 // StartedAt is when the room started, as the instance says (the start

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -38,6 +40,13 @@ type Status struct {
 	// DoorRefused is how many datagrams the room's door turned away so
 	// far: their senders held no seat.
 	DoorRefused uint64
+	// Seat is the seat of the player of Event when it showed a seat
+	// token; with PlayerDisconnected, Addr is its last address.
+	Seat uint32
+	Addr netip.AddrPort
+	// Meta is what the room now says describes it; nil if it said
+	// nothing.
+	Meta *room.Meta
 }
 
 // Status's reports beyond the player events.
@@ -63,6 +72,14 @@ type (
 type Kept struct {
 	Listed bool        // handed out, as opposed to kept ready
 	Seats  []room.Seat // oldest first
+	// Keys are the room's seat-token keys, newest first.
+	Keys []instance.SeatKey
+	// Meta, Code and Private are the room's; Password the salted hash of
+	// its password (nil: none).
+	Meta     room.Meta
+	Code     string
+	Private  bool
+	Password []byte
 }
 
 // maxKeptSeats bounds the seats one Keep carries, so that the message
@@ -89,11 +106,42 @@ func hostState(k Kept) *instancepb.HostState {
 	if len(seats) > maxKeptSeats {
 		seats = seats[len(seats)-maxKeptSeats:]
 	}
-	m := &instancepb.HostState{Listed: k.Listed, Seats: make([]*instancepb.Seat, len(seats))}
+	m := &instancepb.HostState{Listed: k.Listed, Seats: make([]*instancepb.Seat, len(seats)),
+		SeatKeys: seatKeys(k.Keys), Meta: metadata(k.Meta), Code: k.Code, Private: k.Private, Password: k.Password}
 	for i, s := range seats {
-		m.Seats[i] = &instancepb.Seat{Player: s.Player.String(), ExpiresUnixMs: s.Expires.UnixMilli(), Proven: s.Proven, Creator: s.Creator}
+		m.Seats[i] = &instancepb.Seat{Player: s.Player.String(), ExpiresUnixMs: s.Expires.UnixMilli(), Proven: s.Proven,
+			Creator: s.Creator, Serial: s.Serial}
 	}
 	return m
+}
+
+func metadata(m room.Meta) *instancepb.Metadata {
+	out := &instancepb.Metadata{Name: m.Name, Mode: m.Mode, Map: m.Map}
+	for _, t := range m.Tags.Slice() {
+		out.Tags = append(out.Tags, &instancepb.Tag{Key: t.Key, Value: t.Value})
+	}
+	return out
+}
+
+// metaFrom reads what a room says describes it: the word of a process
+// that may be anything, so what a listing cannot carry is dropped.
+func metaFrom(m *instancepb.Metadata) room.Meta {
+	text := func(s string, max int) string {
+		if ext.ValidText(s, max) {
+			return s
+		}
+		return ""
+	}
+	out := room.Meta{Name: text(m.GetName(), ext.MaxName), Mode: text(m.GetMode(), ext.MaxMode), Map: text(m.GetMap(), ext.MaxMap)}
+	var tags []room.Tag
+	for _, t := range m.GetTags() {
+		if len(tags) < room.MaxTags && ext.ValidTagKey(t.GetKey()) && ext.ValidText(t.GetValue(), ext.MaxTagValue) &&
+			!slices.ContainsFunc(tags, func(u room.Tag) bool { return u.Key == t.GetKey() }) {
+			tags = append(tags, room.Tag{Key: t.GetKey(), Value: t.GetValue()})
+		}
+	}
+	out.Tags = room.TagsOf(tags)
+	return out
 }
 
 // descriptionFrom reads an instance's description; it is the word of a
@@ -113,15 +161,26 @@ func descriptionFrom(m *instancepb.Description) (Description, error) {
 		return Description{}, errors.New("instance: describe: invalid status")
 	}
 	d.Status = st
-	d.Kept.Listed = m.GetHost().GetListed()
-	seats := m.GetHost().GetSeats()
+	h := m.GetHost()
+	d.Kept.Listed = h.GetListed()
+	d.Kept.Meta, d.Kept.Private = metaFrom(h.GetMeta()), h.GetPrivate()
+	if ext.ValidCode(h.GetCode()) {
+		d.Kept.Code = h.GetCode()
+	}
+	if len(h.GetPassword()) > 0 {
+		d.Kept.Password = h.GetPassword()
+	}
+	for _, k := range h.GetSeatKeys() {
+		d.Kept.Keys = append(d.Kept.Keys, instance.SeatKey{Epoch: k.GetEpoch(), Key: k.GetKey()})
+	}
+	seats := h.GetSeats()
 	for _, s := range seats[max(len(seats)-maxKeptSeats, 0):] {
 		player, err := netip.ParseAddrPort(s.GetPlayer())
 		if err != nil {
 			continue
 		}
 		d.Kept.Seats = append(d.Kept.Seats, room.Seat{Player: player, Expires: time.UnixMilli(s.GetExpiresUnixMs()),
-			Proven: s.GetProven(), Creator: s.GetCreator()})
+			Proven: s.GetProven(), Creator: s.GetCreator(), Serial: s.GetSerial()})
 	}
 	return d, nil
 }

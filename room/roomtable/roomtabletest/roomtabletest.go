@@ -31,6 +31,7 @@ type Rooms struct {
 
 	mu       sync.Mutex
 	capacity int
+	delay    time.Duration // how long a Spawn takes
 }
 
 // Defaults of the rooms Create makes.
@@ -40,7 +41,7 @@ const (
 )
 
 // New returns an empty table of Unlimited capacity with cfg's rules, closed
-// at the end of the test. Zero SeatTTL, SeatsPerAddress and
+// at the end of the test. Zero SeatTTL, SeatsPerAddress, ReconnectGrace and
 // RoomsPerNetwork take roomtable.DefaultConfig's, so that a test says only
 // what it is about.
 func New(t testing.TB, cfg roomtable.Config) *Rooms {
@@ -49,6 +50,7 @@ func New(t testing.TB, cfg roomtable.Config) *Rooms {
 	cfg.SeatTTL = cmp.Or(cfg.SeatTTL, d.SeatTTL)
 	cfg.SeatsPerAddress = cmp.Or(cfg.SeatsPerAddress, d.SeatsPerAddress)
 	cfg.RoomsPerNetwork = cmp.Or(cfg.RoomsPerNetwork, d.RoomsPerNetwork)
+	cfg.ReconnectGrace = cmp.Or(cfg.ReconnectGrace, d.ReconnectGrace)
 	r := &Rooms{capacity: Unlimited}
 	table, err := roomtable.New(cfg, r, zerolog.Nop())
 	if err != nil {
@@ -74,9 +76,24 @@ func (r *Rooms) Capacity() int {
 	return r.capacity
 }
 
+// SetSpawnDelay makes every Spawn take d, as a real room's start does, so
+// that a test sees what happens meanwhile.
+func (r *Rooms) SetSpawnDelay(d time.Duration) {
+	r.mu.Lock()
+	r.delay = d
+	r.mu.Unlock()
+}
+
+// RoomSize is MaxPlayers, the places of every room Create makes.
+func (r *Rooms) RoomSize() int { return MaxPlayers }
+
 // Spawn makes the room a Create asks for and hands it to creator: the
 // table's Spawner.
-func (r *Rooms) Spawn(_ context.Context, creator netip.AddrPort) (room.Room, error) {
+func (r *Rooms) Spawn(_ context.Context, creator netip.AddrPort, h roomtable.Handout) (room.Room, error) {
+	r.mu.Lock()
+	delay := r.delay
+	r.mu.Unlock()
+	time.Sleep(delay)
 	r.mu.Lock()
 	if r.capacity == 0 {
 		r.mu.Unlock()
@@ -88,8 +105,8 @@ func (r *Rooms) Spawn(_ context.Context, creator netip.AddrPort) (room.Room, err
 	r.mu.Unlock()
 	id := r.NewID()
 	r.Enter(room.Room{ID: id, Port: port(id), State: packet.Waiting, MaxPlayers: MaxPlayers,
-		StartedAt: time.Now(), Source: room.Instance}, false, nil)
-	row, ok := r.Hand(id, creator)
+		StartedAt: time.Now(), Source: room.Instance}, false, nil, nil)
+	row, ok := r.Hand(id, creator, h)
 	if !ok {
 		return room.Room{}, room.ErrClosed
 	}
@@ -118,7 +135,7 @@ func (r *Rooms) Add(row room.Room) room.Room {
 	// listed, without a List per room, which would make a table of
 	// thousands of rooms take seconds to fill.
 	row.Seats = 0
-	r.Enter(row, true, nil)
+	r.Enter(row, true, nil, nil)
 	return row
 }
 

@@ -15,6 +15,8 @@
   // Optional fields of a room: each shows as a tag on its card when the
   // room carries it. A field the table gains is one more line here.
   const optionalTags = [
+    ["code", (c) => "code " + c],
+    ["private", () => "private"],
     ["password", () => "password"],
     ["node", (n) => "host " + n], // the cluster host running it (only in a cluster)
     ["cpu_seconds", (s) => (s < 60 ? s.toFixed(1) + "s" : duration(s)) + " CPU"],
@@ -120,7 +122,8 @@
     if (c.fill.style.width !== width) c.fill.style.width = width;
     text(c.name, r.name || "Room " + r.id);
     text(c.where, "port " + r.port + " · " + (ended ? "lived " : "up ") + duration(r.age_seconds));
-    text(c.what, [ended && "ended " + duration(r.ended_seconds_ago) + " ago", r.game, r.map].filter(Boolean).join(" · "));
+    const labels = Object.entries(r.tags || {}).map(([k, v]) => k + "=" + v);
+    text(c.what, [ended && "ended " + duration(r.ended_seconds_ago) + " ago", r.game, r.mode, r.map, ...labels].filter(Boolean).join(" · "));
 
     const tags = [];
     if (ownSources.has(r.source)) tags.push(["own", "Foyer · " + r.source]);

@@ -125,6 +125,13 @@ type roomJSON struct {
 	MaxPlayers uint16 `json:"max_players"`
 	Port       uint16 `json:"port"`
 	Host       string `json:"host,omitempty"` // the cluster host, from an admin listener only
+	// What the lobby's extension lists besides.
+	Code     string            `json:"code,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	Mode     string            `json:"mode,omitempty"`
+	Map      string            `json:"map,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
+	Password bool              `json:"password,omitempty"`
 }
 
 func roomsJSON(rooms []packet.Room) []roomJSON {

@@ -33,7 +33,7 @@ var testRooms = []packet.Room{
 }
 
 func TestClientCommandsHelp(t *testing.T) {
-	for _, name := range []string{"rooms", "create", "join", "watch", "play"} {
+	for _, name := range []string{"rooms", "create", "join", "quick", "watch", "play"} {
 		for _, flag := range []string{"--help", "-h"} {
 			code, out, errOut := run(t, name, flag)
 			if code != 0 || errOut != "" {
@@ -158,7 +158,7 @@ func TestCreateAndJoinCommands(t *testing.T) {
 	}
 
 	code, out, errOut = run(t, "join", l.Addr.String(), "42")
-	want := fmt.Sprintf("foyer: join %s room 42: lobby answered JOIN_FAILED (no listed room has that id: it ended, or never was)\n", l.Addr)
+	want := fmt.Sprintf("foyer: join %s room 42: lobby answered JOIN_FAILED (no such room (or not one you may join by id))\n", l.Addr)
 	if code != 1 || out != "" || errOut != want {
 		t.Fatalf("join of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}

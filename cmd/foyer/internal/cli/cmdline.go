@@ -40,7 +40,8 @@ type Entry struct {
 var Clients = []Entry{
 	{Name: "rooms", Summary: "list a lobby's rooms", Run: Rooms},
 	{Name: "create", Summary: "create a room and print its port", Run: Create},
-	{Name: "join", Summary: "join a room and print its port", Run: Join},
+	{Name: "join", Summary: "join a room, by id or by code, and print its port", Run: Join},
+	{Name: "quick", Summary: "join the fullest matching room, or a new one", Run: Quick},
 	{Name: "watch", Summary: "show a lobby's rooms live", Run: Watch},
 	{Name: "play", Summary: "play the reference room from the terminal", Run: Play},
 }

@@ -17,16 +17,22 @@ import (
 )
 
 var playHelp = Help{
-	Usage: []string{"foyer play [flags] [ADDR] [ROOM]"},
-	About: `Play the reference room from the terminal. Join room ROOM of the lobby at
-ADDR (` + defaultLobby + ` when left out; a lone number is a ROOM), or
-create a room when ROOM is left out, then talk to the room on its
-UDP port on the lobby's host: say hello, get ready (press Enter, or pass
---ready), and watch the countdown, the start, who leaves, and the end of
-the match.
-The room drops a player it has not heard from for 10 s, so play pings it
-every --ping. --timeout and --attempts govern the hello as well as the
-lobby request.
+	Usage: []string{"foyer play [flags] [ADDR] [ROOM|CODE]"},
+	About: `Play the reference room from the terminal. Join room ROOM (or the room
+whose join code is CODE) of the lobby at ADDR (` + defaultLobby + ` when left
+out; a lone number or code is a ROOM or CODE), or create a room when ROOM
+is left out, then talk to the room on its UDP port on the lobby's host:
+say hello, get ready (press Enter, or pass --ready), and watch the
+countdown, the start, who leaves, and the end of the match. The room
+drops a player it has not heard from for 10 s, so play pings it every
+--ping. --timeout and --attempts govern the hello as well as the lobby
+request.
+
+From a lobby that speaks the extension, play gets a seat token and shows
+it to the room first. When the room falls silent for --reconnect (the
+network went away, a NAT changed the port), play takes a new socket and
+shows its token again, every second, until the room answers or --silence
+runs out: the room gives the seat back, wherever play is now.
 
 With --legacy, play speaks the original game's 17-byte framing to the
 lobby and to the room, and greets the room as that game's client does: a
@@ -43,6 +49,7 @@ prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
 		"foyer play --legacy 127.0.0.1:7777 42",
+		"foyer play 127.0.0.1:7777 KXMPRT",
 	},
 }
 
@@ -51,10 +58,11 @@ const exitInterrupted = 130
 
 // playConfig is what play needs besides the lobby and the room.
 type playConfig struct {
-	ready   bool          // ready at once instead of on Enter
-	ping    time.Duration // between pings
-	silence time.Duration // a room silent this long is gone
-	lobby   *lobbyFlags   // also the hello's timeout and attempts
+	ready     bool          // ready at once instead of on Enter
+	ping      time.Duration // between pings
+	silence   time.Duration // a room silent this long is gone
+	reconnect time.Duration // a room silent this long is asked for the seat again
+	lobby     *lobbyFlags   // also the hello's timeout and attempts
 }
 
 func Play(args []string, stdout, stderr io.Writer) int {
@@ -63,50 +71,73 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	c.Flags.BoolVar(&cfg.ready, "ready", false, "get ready at once instead of on Enter")
 	c.Flags.DurationVar(&cfg.ping, "ping", 2*time.Second, "time between pings to the room")
 	c.Flags.DurationVar(&cfg.silence, "silence", 10*time.Second, "give up on a room silent for this long")
+	c.Flags.DurationVar(&cfg.reconnect, "reconnect", 3*time.Second, "with a seat token: present it again from a new socket when the room is silent this long")
 	cfg.lobby = c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
 	c.Flags.Lookup("legacy").Usage = "talk to the lobby and the room in the original game's 17-byte header, as its client does"
 	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
-	if cfg.ping <= 0 || cfg.silence <= 0 {
-		return c.UsageError("--ping and --silence must be positive")
+	if cfg.ping <= 0 || cfg.silence <= 0 || cfg.reconnect <= 0 {
+		return c.UsageError("--ping, --silence and --reconnect must be positive")
 	}
 	if len(pos) > 2 {
 		return c.UsageError("takes [ADDR] [ROOM], got %s", count(len(pos), "argument"))
 	}
-	addr, room := "", (*uint32)(nil)
-	if len(pos) == 2 || len(pos) == 1 && isRoomID(pos[0]) {
-		id, err := parseRoomID(pos[len(pos)-1])
-		if err != nil {
-			return c.UsageError("%v", err)
+	var target roomTarget
+	if last := len(pos) - 1; len(pos) == 2 || len(pos) == 1 && (isRoomID(pos[0]) || isCode(pos[0])) {
+		if isCode(pos[last]) {
+			target.code = pos[last]
+		} else {
+			id, err := parseRoomID(pos[last])
+			if err != nil {
+				return c.UsageError("%v", err)
+			}
+			target.id = &id
 		}
-		room, pos = &id, pos[:len(pos)-1]
+		pos = pos[:last]
 	}
+	addr := ""
 	if len(pos) == 1 {
 		addr = pos[0]
 	}
 	ctx, stop := interruptContext()
 	defer stop()
-	return c.play(ctx, addr, room, cfg, os.Stdin)
+	return c.play(ctx, addr, target, cfg, os.Stdin)
+}
+
+// roomTarget is the room play joins: by id, by code, or a new one.
+type roomTarget struct {
+	id   *uint32
+	code string
+}
+
+// seat asks the lobby for target's seat. The original game's framing has
+// no extension: a legacy player asks as its client does.
+func (t roomTarget) seat(ctx context.Context, lc *client.Client, legacy bool) (client.Seat, error) {
+	switch {
+	case t.code != "":
+		return lc.JoinCode(ctx, t.code, "")
+	case legacy && t.id != nil:
+		return lc.Join(ctx, *t.id)
+	case legacy:
+		return lc.Create(ctx)
+	case t.id != nil:
+		return lc.JoinRoom(ctx, *t.id, "")
+	}
+	return lc.CreateRoom(ctx, client.CreateOptions{})
 }
 
 // play takes a seat from the lobby at addr (in room, or in a new room if
 // room is nil) and plays the match, reading Enter from stdin, until the
 // match ends or ctx does.
-func (c *Command) play(ctx context.Context, addr string, room *uint32, cfg playConfig, stdin io.Reader) int {
+func (c *Command) play(ctx context.Context, addr string, target roomTarget, cfg playConfig, stdin io.Reader) int {
 	lc, code, ok := c.dial(addr, cfg.lobby)
 	if !ok {
 		return code
 	}
-	var seat client.Seat
-	var err error
-	if room == nil {
-		seat, err = lc.Create(ctx)
-	} else {
-		seat, err = lc.Join(ctx, *room)
-		err = lc.Why(ctx, err)
-	}
+	seat, err := target.seat(ctx, lc, cfg.lobby.legacy)
+	err = lc.Why(ctx, err) // a seed lobby's refusal: what its list shows
 	cfg.lobby.notes.stop()
 	lobby := lc.Addr()
 	lc.Close()
@@ -116,10 +147,13 @@ func (c *Command) play(ctx context.Context, addr string, room *uint32, cfg playC
 	if err != nil {
 		return c.Fail(err)
 	}
-	if room == nil {
-		fmt.Fprintf(c.stdout, "created room %d, port %d: others join with 'foyer play %s %d'\n", seat.Room, seat.Port, lobby, seat.Room)
-	} else {
+	if target.id != nil || target.code != "" {
 		fmt.Fprintf(c.stdout, "joined room %d, port %d\n", seat.Room, seat.Port)
+	} else {
+		fmt.Fprintf(c.stdout, "created room %d, port %d: others join with 'foyer play %s %d'\n", seat.Room, seat.Port, lobby, seat.Room)
+		if seat.Code != "" {
+			fmt.Fprintf(c.stdout, "its join code is %s: 'foyer play %s %s' joins it too\n", seat.Code, lobby, seat.Code)
+		}
 	}
 
 	framing := packet.Compact
@@ -131,6 +165,15 @@ func (c *Command) play(ctx context.Context, addr string, room *uint32, cfg playC
 		return c.Fail(err)
 	}
 	defer p.close()
+	if seat.Token != "" {
+		if err := client.Present(ctx, p.conn, seat, cfg.lobby.timeout, cfg.lobby.attempts); err != nil {
+			if ctx.Err() != nil {
+				return exitInterrupted
+			}
+			return c.Fail(err)
+		}
+	}
+	go p.read(p.conn)
 	return p.run(ctx, c, cfg, stdin)
 }
 
@@ -157,7 +200,6 @@ func dialRoom(seat client.Seat, framing packet.Framing) (*player, error) {
 		return nil, fmt.Errorf("play %s room %d: %w", seat.Addr, seat.Room, err)
 	}
 	p := &player{seat: seat, framing: framing, conn: conn, events: make(chan roomEvent), done: make(chan struct{})}
-	go p.read()
 	return p, nil
 }
 
@@ -173,17 +215,17 @@ func (p *player) close() {
 // "port unreachable", which the kernel reports on the next read even
 // while the room's last datagrams (its GAME_END) still wait unread. So a
 // refusal is reported only once nothing more comes within refusedGrace.
-func (p *player) read() {
+func (p *player) read(conn *net.UDPConn) {
 	buf := make([]byte, 2048)
 	refused := false
 	for {
-		n, err := p.conn.Read(buf)
+		n, err := conn.Read(buf)
 		var ev roomEvent
 		var ne net.Error
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			refused = true
-			_ = p.conn.SetReadDeadline(time.Now().Add(refusedGrace))
+			_ = conn.SetReadDeadline(time.Now().Add(refusedGrace))
 			continue
 		case refused && errors.As(err, &ne) && ne.Timeout():
 			ev.err = client.ErrRefused
@@ -192,7 +234,7 @@ func (p *player) read() {
 		default:
 			if refused { // the room is there after all
 				refused = false
-				_ = p.conn.SetReadDeadline(time.Time{})
+				_ = conn.SetReadDeadline(time.Time{})
 			}
 			m, err := game.Parse(buf[:n])
 			if err != nil || m.Type.Dir() != packet.ServerToClient || m.Framing != p.framing {
@@ -209,6 +251,25 @@ func (p *player) read() {
 			return
 		}
 	}
+}
+
+// rebind takes a new socket and presents the seat's token from it: the
+// room seats the player there again. It reports whether the room did,
+// within a second.
+func (p *player) rebind(ctx context.Context) bool {
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(p.seat.Addr))
+	if err != nil {
+		return false // no route yet: the network is still away
+	}
+	if err := client.Present(ctx, conn, p.seat, time.Second, 1); err != nil {
+		conn.Close()
+		return false
+	}
+	old := p.conn
+	p.conn = conn
+	old.Close() // its reader ends
+	go p.read(conn)
+	return true
 }
 
 // refusedGrace is how long read still waits for the room's last datagrams
@@ -271,14 +332,22 @@ func (p *player) run(ctx context.Context, c *Command, cfg playConfig, stdin io.R
 	defer ping.Stop()
 	silence := time.NewTimer(cfg.silence)
 	defer silence.Stop()
+	quiet := time.NewTimer(cfg.reconnect)
+	defer quiet.Stop()
+	away := false // the room fell silent: asking for the seat from a new socket
 	for err == nil {
 		select {
 		case ev := <-p.events:
+			if ev.err != nil && p.seat.Token != "" {
+				continue // the room is not there, or not for this socket: the seat may be had again
+			}
 			if ev.err != nil {
 				err = ev.err
 				break
 			}
 			silence.Reset(cfg.silence)
+			quiet.Reset(cfg.reconnect)
+			away = false
 			switch m := ev.msg; m.Type {
 			case game.AllReady:
 				counting = true
@@ -303,12 +372,33 @@ func (p *player) run(ctx context.Context, c *Command, cfg playConfig, stdin io.R
 				err = getReady()
 			}
 		case <-ping.C:
+			if away {
+				continue
+			}
 			err = p.send(game.ClientPing)
 			if err == nil && ready && !counting {
 				// Ready has no answer of its own; say it again until the
 				// countdown shows it arrived.
 				err = p.send(game.ClientReady)
 			}
+			if err != nil && p.seat.Token != "" {
+				err = nil // the network went away: the token gets the seat back
+			}
+		case <-quiet.C:
+			if p.seat.Token == "" {
+				continue
+			}
+			if !away {
+				fmt.Fprintf(c.stdout, "the room is silent: asking for seat back from a new socket\n")
+			}
+			away = true
+			if p.rebind(ctx) {
+				fmt.Fprintf(c.stdout, "back in room %d from %s\n", p.seat.Room, p.conn.LocalAddr())
+				away = false
+				silence.Reset(cfg.silence)
+				err = p.send(game.ClientPing)
+			}
+			quiet.Reset(time.Second)
 		case <-silence.C:
 			err = p.errorf("%w: the room has not answered for %v", client.ErrTimeout, cfg.silence)
 		case <-ctx.Done():

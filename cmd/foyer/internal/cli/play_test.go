@@ -133,7 +133,7 @@ func TestPlayReadyOnEnter(t *testing.T) {
 	var out, errOut strings.Builder
 	c := New("play", playHelp, &out, &errOut)
 	room := uint32(1)
-	code := c.play(t.Context(), l.Addr.String(), &room, testPlayConfig(), strings.NewReader("\n"))
+	code := c.play(t.Context(), l.Addr.String(), roomTarget{id: &room}, testPlayConfig(), strings.NewReader("\n"))
 	want := fmt.Sprintf("joined room 1, port %d\nin room 1: slot 1 of 1\npress Enter when ready (Ctrl-C leaves)\n", port) +
 		"ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
 	if code != 0 || out.String() != want {
@@ -142,7 +142,7 @@ func TestPlayReadyOnEnter(t *testing.T) {
 }
 
 func testPlayConfig() playConfig {
-	return playConfig{ping: 2 * time.Second, silence: patience, lobby: &lobbyFlags{timeout: time.Second, attempts: 3}}
+	return playConfig{ping: 2 * time.Second, silence: patience, reconnect: 3 * time.Second, lobby: &lobbyFlags{timeout: time.Second, attempts: 3}}
 }
 
 func TestPlayLeaveSendsDisconnect(t *testing.T) {
@@ -155,7 +155,9 @@ func TestPlayLeaveSendsDisconnect(t *testing.T) {
 	c := New("play", playHelp, &out, &errOut)
 	room := uint32(1)
 	code := make(chan int, 1)
-	go func() { code <- c.play(ctx, l.Addr.String(), &room, testPlayConfig(), strings.NewReader("")) }()
+	go func() {
+		code <- c.play(ctx, l.Addr.String(), roomTarget{id: &room}, testPlayConfig(), strings.NewReader(""))
+	}()
 
 	expect := func(want string) {
 		t.Helper()
@@ -248,7 +250,7 @@ func TestPlaySilentRoom(t *testing.T) {
 func TestPlayLobbySaysNo(t *testing.T) {
 	l := clienttest.Start(t)
 	code, out, errOut := run(t, "play", l.Addr.String(), "9")
-	want := fmt.Sprintf("foyer: join %s room 9: lobby answered JOIN_FAILED (no listed room has that id: it ended, or never was)\n", l.Addr)
+	want := fmt.Sprintf("foyer: join %s room 9: lobby answered JOIN_FAILED (no such room (or not one you may join by id))\n", l.Addr)
 	if code != 1 || out != "" || errOut != want {
 		t.Fatalf("play of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
@@ -297,7 +299,7 @@ func TestPlayReadsTheEndOfAGoneRoom(t *testing.T) {
 	if err := p.send(game.ClientPing); err != nil { // the room is gone: this draws the refusal
 		t.Fatal(err)
 	}
-	go p.read()
+	go p.read(conn)
 	first := <-p.events
 	if first.err != nil || first.msg.Type != game.GameEnd {
 		t.Fatalf("first event %+v, want the GAME_END", first)

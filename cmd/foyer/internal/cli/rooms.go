@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/foyerlobby/foyer/lobby/client"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 var roomsHelp = Help{
@@ -28,6 +31,12 @@ With --lan, find the lobbies on the local network instead: the request is
 broadcast to --port on every IPv4 interface, and every lobby that answers
 within --wait is listed with its address. Exits 1 if none answers.
 
+With --filter (or --ext), list through the lobby's extension: the rooms
+that match, page after page, with their join code, name, mode, map and
+tags; private rooms are listed nowhere. A filter is key=value: mode, map,
+name (a prefix), state (waiting|countdown|...), free (places), or any
+other key for a tag.
+
 With --admin, read the room table from the lobby's admin listener
 (host:port or URL) instead: every room it keeps, registered servers and
 the rooms of other cluster hosts too, with a HOST column when the rooms
@@ -39,6 +48,7 @@ token: --token-file names the file that holds it.
 		"foyer rooms 192.168.1.20",
 		"foyer rooms --json 127.0.0.1:7777",
 		"foyer rooms --lan --wait 1s",
+		"foyer rooms --filter mode=ctf,state=waiting,free=1",
 		"foyer rooms --admin 127.0.0.1:9477",
 	},
 }
@@ -52,10 +62,37 @@ func Rooms(args []string, stdout, stderr io.Writer) int {
 	broadcast := c.Flags.String("broadcast", "", "with --lan: comma-separated `addresses` to send to instead of every interface's broadcast address")
 	admin := c.Flags.String("admin", "", "read the room table from the admin listener at this `address` (shows each room's host)")
 	tokenFile := c.Flags.String("token-file", "", "with --admin: the `file` holding the admin listener's bearer token")
+	var filters listFlag
+	c.Flags.Var(&filters, "filter", filterHelp)
+	extended := c.Flags.Bool("ext", false, "list through the lobby's extension: with codes, names, modes, maps and tags")
 	lf := c.lobbyFlags(client.DefaultTimeout, client.DefaultAttempts)
 	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
+	}
+	if len(filters) > 0 || *extended {
+		if *admin != "" || *lan {
+			return c.UsageError("--filter and --ext list one lobby: no --admin, no --lan")
+		}
+		f, err := parseFilter(filters)
+		if err != nil {
+			return c.UsageError("--filter: %v", err)
+		}
+		return c.withLobby(pos, func(lc *client.Client) error {
+			rooms, err := lc.Rooms(context.Background(), f)
+			if err != nil {
+				return err
+			}
+			switch {
+			case *asJSON:
+				writeJSON(stdout, lobbyJSON{Lobby: lc.Addr().String(), Rooms: entriesJSON(rooms)})
+			case len(rooms) == 0:
+				fmt.Fprintf(stdout, "no rooms on %s match\n", lc.Addr())
+			default:
+				writeEntries(stdout, rooms)
+			}
+			return nil
+		})
 	}
 	if *admin != "" {
 		if *lan || len(pos) > 0 {
@@ -94,6 +131,48 @@ func Rooms(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
+}
+
+// entriesJSON are an extended listing's rooms in JSON output.
+func entriesJSON(rooms []ext.Entry) []roomJSON {
+	out := make([]roomJSON, 0, len(rooms))
+	for _, e := range rooms {
+		r := roomJSON{ID: e.ID, State: e.State.String(), Players: e.Players, MaxPlayers: e.MaxPlayers, Port: e.Port,
+			Code: e.Code, Name: e.Name, Mode: e.Mode, Map: e.Map, Password: e.Password}
+		for _, t := range e.Tags {
+			if r.Tags == nil {
+				r.Tags = map[string]string{}
+			}
+			r.Tags[t.Key] = t.Value
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// writeEntries writes an extended listing as a table.
+func writeEntries(w io.Writer, rooms []ext.Entry) {
+	rows := make([][]string, 0, len(rooms))
+	for _, e := range rooms {
+		pr := packet.Room{ID: e.ID, Players: e.Players, MaxPlayers: e.MaxPlayers, Port: e.Port, State: e.State}
+		var tags []string
+		for _, t := range e.Tags {
+			tags = append(tags, t.Key+"="+t.Value)
+		}
+		name := e.Name
+		if e.Password {
+			name += " (password)"
+		}
+		rows = append(rows, append(roomCells(pr), e.Code, orDash(name), orDash(e.Mode), orDash(e.Map), orDash(strings.Join(tags, ","))))
+	}
+	writeTable(w, append(slices.Clone(roomTitles), "CODE", "NAME", "MODE", "MAP", "TAGS"), rows)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // lobbyJSON is one lobby and its rooms in JSON output.
