@@ -168,7 +168,7 @@ func TestCLIFailuresExitWithOneLine(t *testing.T) {
 	addr := l.Addr().String()
 	// The lobby does not say why; join reads its list and says what it
 	// shows.
-	cliFails(t, 1, []string{"join " + addr + " room 999999", "JOIN_FAILED", "no listed room has that id"}, "join", addr, "999999")
+	cliFails(t, 1, []string{"join " + addr + " room 999999", "JOIN_FAILED", "no such room"}, "join", addr, "999999")
 
 	// A socket that reads nothing and answers nothing: no port-unreachable
 	// either, so the client can only time out.
