@@ -5,8 +5,7 @@ import (
 	"net/netip"
 	"runtime"
 
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
+	"github.com/foyerlobby/foyer/internal/replyaddr"
 )
 
 // batchSize is how many datagrams a read loop takes from its socket per
@@ -19,81 +18,85 @@ import (
 // slot grows to the longest reply it has held (a full ROOM_LIST at most).
 const batchSize = 16
 
-// batchConn is the batch I/O of golang.org/x/net's ipv4 and ipv6
-// PacketConn, which share the Message type, or of stdConn.
-type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
-// batchIO says whether golang.org/x/net batches: only on Linux. Elsewhere
-// it would read and write one datagram per call anyway, and it would
-// address a dual-stack socket's IPv4 peers as AF_INET, which Linux
-// accepts on an IPv6 socket but other systems need not; the standard
-// library (stdConn) gets both right.
+// batchIO says whether the loops batch their system calls (mmsgIO): on
+// Linux. Elsewhere they read and write a datagram per call through the
+// standard library (stdIO).
 const batchIO = runtime.GOOS == "linux"
 
-// stdConn is a batchConn of one datagram per call through the standard
-// library, for the systems where golang.org/x/net does not batch.
-type stdConn struct{ c *net.UDPConn }
+// slot is one datagram read: its bytes, control messages and sender.
+type slot struct {
+	buf, oob []byte // read into; n and oobn of them filled
+	n, oobn  int
+	from     netip.AddrPort
+}
 
-func (s stdConn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
-	n, from, err := s.c.ReadFromUDPAddrPort(ms[0].Buffers[0])
+// reply is one reply queued: its bytes, its control messages (its source
+// address, see replyaddr) and where it goes.
+type reply struct {
+	b, oob []byte
+	to     netip.AddrPort
+}
+
+// socketIO reads datagrams into slots and sends replies, as many as one
+// system call takes: at least one, or an error.
+type socketIO interface {
+	read(in []slot) (int, error)
+	write(out []reply) (int, error)
+}
+
+// stdIO is a datagram per call through the standard library.
+type stdIO struct{ c *net.UDPConn }
+
+func (s stdIO) read(in []slot) (int, error) {
+	n, oobn, _, from, err := s.c.ReadMsgUDPAddrPort(in[0].buf, in[0].oob)
 	if err != nil {
 		return 0, err
 	}
-	ms[0].N, ms[0].Addr = n, net.UDPAddrFromAddrPort(from)
+	in[0].n, in[0].oobn, in[0].from = n, oobn, from
 	return 1, nil
 }
 
-func (s stdConn) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
-	if _, err := s.c.WriteToUDP(ms[0].Buffers[0], ms[0].Addr.(*net.UDPAddr)); err != nil {
+func (s stdIO) write(out []reply) (int, error) {
+	if _, _, err := s.c.WriteMsgUDPAddrPort(out[0].b, out[0].oob, out[0].to); err != nil {
 		return 0, err
 	}
 	return 1, nil
 }
 
-// batch is one read loop's state: the datagrams read by the last
-// ReadBatch and the replies the loop made to them, which leave together
-// when the batch is done (flush). Replies made later, by CREATE or a JOIN
-// worker, go straight to the socket. Only its loop uses a batch.
+// batch is one read loop's state: the datagrams read by the last read and
+// the replies the loop made to them, which leave together when the batch
+// is done (flush). Replies made later, by CREATE or a JOIN worker, go
+// straight to the socket. Only its loop uses a batch.
 type batch struct {
-	bc  batchConn
-	in  []ipv4.Message
-	out []ipv4.Message // out[:queued] wait for flush
-	// bound is the socket's own address: where every datagram arrived,
-	// unless it is a wildcard, when the datagram's control message says.
+	io  socketIO
+	in  []slot
+	out []reply // out[:queued] wait for flush
+	// bound is the socket's own address: where every datagram arrived
+	// and its replies leave from, unless it is a wildcard, when the
+	// datagram's control message says (and a reply carries one back).
 	bound netip.Addr
 	// drops is the socket's drop counter as the last datagram read said.
-	drops uint32
-	// to are the replies' addresses, reused: Message wants a net.Addr.
-	to     []net.UDPAddr
+	drops  uint32
 	queued int
 }
 
 func newBatch(c *net.UDPConn, batched bool) *batch {
 	q := &batch{
-		in:  make([]ipv4.Message, batchSize),
-		out: make([]ipv4.Message, batchSize),
-		to:  make([]net.UDPAddr, batchSize),
+		in:  make([]slot, batchSize),
+		out: make([]reply, batchSize),
 	}
 	if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
 		q.bound = a.AddrPort().Addr().Unmap()
 	}
-	switch a, _ := c.LocalAddr().(*net.UDPAddr); {
-	case !batched:
-		q.bc = stdConn{c}
-	case a != nil && a.IP.To4() == nil:
-		q.bc = ipv6.NewPacketConn(c)
-	default:
-		q.bc = ipv4.NewPacketConn(c)
-	}
 	for i := range q.in {
-		q.in[i].Buffers = [][]byte{make([]byte, 1<<16)}
-		q.in[i].OOB = make([]byte, controlSpace)
-		q.out[i].Buffers = [][]byte{make([]byte, 0, 64)} // grows to the longest reply
-		q.to[i].IP = make(net.IP, 0, net.IPv6len)
-		q.out[i].Addr = &q.to[i]
+		q.in[i].buf = make([]byte, 1<<16)
+		q.in[i].oob = make([]byte, controlSpace)
+		q.out[i].b = make([]byte, 0, 64) // grows to the longest reply
+		q.out[i].oob = make([]byte, 0, replyaddr.Space)
+	}
+	q.io = stdIO{c}
+	if batched {
+		q.io = newMmsgIO(c, q.in, len(q.out))
 	}
 	return q
 }
@@ -102,30 +105,26 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 // q.in, and whether the socket dropped datagrams since the last read (a
 // flood: the kernel could not hand them over fast enough).
 func (q *batch) read() (n int, dropped bool, err error) {
-	n, err = q.bc.ReadBatch(q.in, 0)
+	n, err = q.io.read(q.in)
 	if err != nil || n == 0 {
 		return n, false, err
 	}
-	m := &q.in[n-1]
-	if _, drops, ok := parseControl(m.OOB[:m.NN]); ok {
+	s := &q.in[n-1]
+	if _, drops, ok := parseControl(s.oob[:s.oobn]); ok {
 		dropped, q.drops = drops != q.drops, drops
 	}
 	return n, dropped, nil
 }
 
-// datagram returns the i-th datagram read, its sender and the local
-// address it was sent to (invalid when a wildcard socket could not tell).
-func (q *batch) datagram(i int) ([]byte, netip.AddrPort, netip.Addr) {
-	m := &q.in[i]
-	var from netip.AddrPort
-	if a, ok := m.Addr.(*net.UDPAddr); ok {
-		from = a.AddrPort()
+// datagram returns the i-th datagram read, its sender and where it
+// arrived (invalid when a wildcard socket could not tell).
+func (q *batch) datagram(i int) ([]byte, netip.AddrPort, arrival) {
+	s := &q.in[i]
+	at := arrival{to: q.bound}
+	if q.bound.IsUnspecified() {
+		at, _, _ = parseControl(s.oob[:s.oobn])
 	}
-	local := q.bound
-	if local.IsUnspecified() {
-		local, _, _ = parseControl(m.OOB[:m.NN])
-	}
-	return m.Buffers[0][:m.N], from, local
+	return s.buf[:s.n], s.from, at
 }
 
 // answer runs handle on each datagram read with the buffer of the next
@@ -133,31 +132,24 @@ func (q *batch) datagram(i int) ([]byte, netip.AddrPort, netip.Addr) {
 // nothing; a buffer handle grew but did not queue (its reply was dropped)
 // is kept for the next one, so that even a flood of dropped replies
 // allocates nothing.
-func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte) {
+func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte) {
 	for i := range n {
 		slot := q.queued
-		b, from, local := q.datagram(i)
-		if out := handle(b, from, local, q.out[slot].Buffers[0][:0]); q.queued == slot {
-			q.out[slot].Buffers[0] = out[:0]
+		b, from, at := q.datagram(i)
+		if out := handle(b, from, at, q.out[slot].b[:0]); q.queued == slot {
+			q.out[slot].b = out[:0]
 		}
 	}
 }
 
-// WriteToUDPAddrPort queues b, the scratch space answer handed out (grown
-// or not), for the next flush. handle queues at most one reply per
-// datagram, so a batch has room for every reply.
-func (q *batch) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
-	a := &q.to[q.queued]
-	ip := to.Addr()
-	if ip.Is4() {
-		v4 := ip.As4()
-		a.IP = append(a.IP[:0], v4[:]...)
-	} else {
-		v6 := ip.As16()
-		a.IP = append(a.IP[:0], v6[:]...)
-	}
-	a.Port, a.Zone = int(to.Port()), ip.Zone()
-	q.out[q.queued].Buffers[0] = b
+// WriteFrom queues b, the scratch space answer handed out (grown or not),
+// for the next flush, to leave from src (see arrival.replyFrom). handle
+// queues at most one reply per datagram, so a batch has room for every
+// reply.
+func (q *batch) WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error) {
+	r := &q.out[q.queued]
+	r.b, r.to = b, to
+	r.oob = replyaddr.Append(r.oob[:0], src)
 	q.queued++
 	return len(b), nil
 }
@@ -165,19 +157,19 @@ func (q *batch) WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error) {
 // flush sends the queued replies, telling sent about each: whether it
 // went out.
 func (q *batch) flush(sent func(b []byte, ok bool)) {
-	ms := q.out[:q.queued]
+	rs := q.out[:q.queued]
 	q.queued = 0
-	for len(ms) > 0 {
-		n, err := q.bc.WriteBatch(ms, 0)
+	for len(rs) > 0 {
+		n, err := q.io.write(rs)
 		n = max(n, 0)
-		for _, m := range ms[:n] {
-			sent(m.Buffers[0], true)
+		for _, r := range rs[:n] {
+			sent(r.b, true)
 		}
-		ms = ms[n:]
-		if len(ms) > 0 && (err != nil || n == 0) {
+		rs = rs[n:]
+		if len(rs) > 0 && (err != nil || n == 0) {
 			// The first unsent one failed; the rest may yet go.
-			sent(ms[0].Buffers[0], false)
-			ms = ms[1:]
+			sent(rs[0].b, false)
+			rs = rs[1:]
 		}
 	}
 }

@@ -37,11 +37,11 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("batched %v, %s: read: %v", batched, ip, err)
 				}
-				q.answer(n, func(b []byte, from netip.AddrPort, _ netip.Addr, out []byte) []byte {
+				q.answer(n, func(b []byte, from netip.AddrPort, _ arrival, out []byte) []byte {
 					got = append(got, slices.Clone(b))
 					out = append(append(out, "re:"...), b...)
 					if !bytes.Equal(b, []byte("drop")) {
-						q.WriteToUDPAddrPort(out, from)
+						q.WriteFrom(out, from, netip.Addr{})
 					}
 					return out
 				})

@@ -4,7 +4,6 @@ package lobby
 
 import (
 	"net"
-	"net/netip"
 )
 
 // controlSpace is 0: other systems read one datagram per call through the
@@ -16,4 +15,4 @@ const controlSpace = 0
 // offers only the host's own rooms.
 func enableControl(*net.UDPConn, bool, bool) error { return nil }
 
-func parseControl([]byte) (netip.Addr, uint32, bool) { return netip.Addr{}, 0, false }
+func parseControl([]byte) (arrival, uint32, bool) { return arrival{}, 0, false }

@@ -77,7 +77,8 @@ func newExtension(rooms room.Table) *extension {
 type extRequest struct {
 	m       ext.Message
 	from    netip.AddrPort
-	local   netip.Addr
+	local   netip.Addr // where it arrived (arrival.to)
+	src     netip.Addr // where the answer leaves from (arrival.replyFrom)
 	verdict limit.Verdict
 	key     retryKey
 	room    room.Room // JOIN: the room it names
@@ -85,7 +86,7 @@ type extRequest struct {
 }
 
 // handleExt answers one extension datagram; see handle.
-func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
+func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
 	m, err := ext.ParseRequest(b)
 	if err != nil {
 		l.stats.drop(ext.Reason(err))
@@ -107,22 +108,22 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 		return out
 	}
 	if !l.validated(&m, from.Addr(), now) {
-		return l.challenge(c, &m, len(b), from, v, now, out)
+		return l.challenge(c, &m, len(b), from, at.replyFrom, v, now, out)
 	}
 	rl := l.lists.get(now)
 	if m.Type == ext.List {
-		out = os.appendPage(out, rl, &m, local)
-		l.send(c, out, from, v, now)
+		out = os.appendPage(out, rl, &m, at.to)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
-	req := extRequest{m: m, from: from, local: local, verdict: v, conn: later,
+	req := extRequest{m: m, from: from, local: at.to, src: at.replyFrom, verdict: v, conn: later,
 		key: newRetryKey(from, m.Header, binary.BigEndian.Uint32(b[len(b)-packet.CRCLen:]))}
 	if m.Type == ext.Join {
-		r, err := extTarget(rl, &m, local)
+		r, err := extTarget(rl, &m, at.to)
 		if err != nil {
 			l.failed("ext_join", from, m.RoomID, err)
 			out = appendExtAnswer(out, &req, room.Grant{}, err)
-			l.send(c, out, from, v, now)
+			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
 		req.room = r
@@ -133,7 +134,7 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 			return out
 		}
 		l.stats.retries.Add(1)
-		l.send(c, out, from, v, now)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
 	switch {
@@ -184,8 +185,9 @@ func (l *Lobby) validated(m *ext.Message, ip netip.Addr, now time.Time) bool {
 }
 
 // challenge answers a request of a source not yet validated with
-// EXT_RETRY, when that is no longer than the n bytes of the request.
-func (l *Lobby) challenge(c sender, m *ext.Message, n int, from netip.AddrPort, v limit.Verdict, now time.Time, out []byte) []byte {
+// EXT_RETRY, when that is no longer than the n bytes of the request,
+// from src (see arrival.replyFrom).
+func (l *Lobby) challenge(c sender, m *ext.Message, n int, from netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time, out []byte) []byte {
 	r := ext.Message{Header: packet.Header{Framing: m.Framing, Type: ext.Retry, Seq: m.Seq, Tick: m.Tick},
 		Token: l.ext.retry.make(from.Addr(), now)}
 	out, err := r.Append(out[:0])
@@ -193,7 +195,7 @@ func (l *Lobby) challenge(c sender, m *ext.Message, n int, from netip.AddrPort, 
 		l.stats.drop("ext_unpadded")
 		return out[:0]
 	}
-	l.send(c, out, from, v, now)
+	l.send(c, out, from, src, v, now)
 	return out
 }
 
@@ -324,7 +326,7 @@ func (l *Lobby) granted(req extRequest, g room.Grant, err error) {
 func (l *Lobby) extAnswer(req extRequest, g room.Grant, err error, now time.Time, buf []byte) []byte {
 	buf = appendExtAnswer(buf[:0], &req, g, err)
 	l.extRetries.finish(req.key, buf)
-	l.send(req.conn, buf, req.from, req.verdict, now)
+	l.send(req.conn, buf, req.from, req.src, req.verdict, now)
 	return buf
 }
 

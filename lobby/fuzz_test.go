@@ -15,7 +15,7 @@ type sent struct {
 	out [][]byte
 }
 
-func (s *sent) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) {
+func (s *sent) WriteFrom(b []byte, _ netip.AddrPort, _ netip.Addr) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.out = append(s.out, append([]byte(nil), b...))
@@ -36,7 +36,7 @@ func FuzzHandle(f *testing.F) {
 		defer l.stop()
 		w := &sent{}
 		from := netip.MustParseAddrPort("127.0.0.1:5000")
-		l.handle(w, w, &offers{}, b, from, from.Addr(), nil)
+		l.handle(w, w, &offers{}, b, from, arrival{to: from.Addr()}, nil)
 		l.work.Wait() // a CREATE answers from its own goroutine (JOIN inline: the table never waits)
 		req, err := packet.Parse(b)
 		isRequest := err == nil && requestIndex(req.Type) >= 0

@@ -2,10 +2,14 @@
 // CREATE_ROOM and JOIN_ROOM (messages 0x40-0x46, see package packet) in
 // front of a room.Table.
 //
-// Each listen address has one socket and one goroutine reading it, a
-// batch of datagrams per system call into reused buffers (see batch);
-// the replies the loop makes to a batch leave together. A datagram goes
-// through, in order:
+// Each listen address has Readers sockets sharing its port
+// (SO_REUSEPORT, see sockets.ListenUDPGroup), each read by a goroutine of
+// its own, a batch of datagrams per system call into reused buffers (see
+// batch); the replies a loop makes to a batch leave together. The kernel
+// sends each sender's datagrams to one socket of the group, so the loops
+// share the work without sharing a receive queue; everything a request
+// draws on (the guard's budgets, the retry cache, the room table) is one
+// for all of them. A datagram goes through, in order:
 //
 //	packet.Parse        malformed: dropped, counted by packet.Reason
 //	request type?       replies and unknown types: dropped
@@ -38,6 +42,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +52,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/replyaddr"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
@@ -59,6 +66,9 @@ type Config struct {
 	// Listen are the UDP addresses to serve; port 0 picks a free port
 	// (see Lobby.Addrs).
 	Listen []netip.AddrPort
+	// Readers is how many sockets, each with a goroutine reading it,
+	// serve each listen address.
+	Readers int
 	// RetryWindow is how long a CREATE or JOIN reply is replayed to a
 	// retry; RetryCache bounds how many are kept.
 	RetryWindow time.Duration
@@ -74,6 +84,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:         []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7777")},
+		Readers:        runtime.GOMAXPROCS(0),
 		RetryWindow:    10 * time.Second,
 		RetryCache:     65536,
 		MaxCreates:     64,
@@ -87,7 +98,8 @@ func DefaultConfig() Config {
 const (
 	joinWorkers = 4
 	joinQueue   = 1024
-	readBuffer  = 4 << 20 // socket receive buffer asked for
+	readBuffer  = 4 << 20 // socket receive buffer asked for, per socket
+	maxReaders  = 1024
 )
 
 // Lobby serves the native protocol on its sockets.
@@ -95,7 +107,8 @@ type Lobby struct {
 	cfg     Config
 	rooms   room.Table
 	log     zerolog.Logger
-	conns   []*net.UDPConn
+	conns   []*net.UDPConn   // Readers per listen address
+	addrs   []netip.AddrPort // one per listen address
 	guard   *limit.Guard
 	cookies *cookies
 	retries *retries
@@ -118,16 +131,37 @@ type Lobby struct {
 	stop       context.CancelFunc
 }
 
-// sender is where replies go out: a socket, or a read loop's batch, which
-// queues them until the loop has answered the whole batch.
+// sender is where replies go out: a socket (direct), or a read loop's
+// batch, which queues them until the loop has answered the whole batch.
+// src is the address a reply leaves from: invalid for the socket's own.
 type sender interface {
-	WriteToUDPAddrPort(b []byte, to netip.AddrPort) (int, error)
+	WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error)
 }
+
+// direct sends straight to its socket.
+type direct struct{ c *net.UDPConn }
+
+func (d direct) WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error) {
+	if !src.IsValid() {
+		return d.c.WriteToUDPAddrPort(b, to)
+	}
+	var space [64]byte
+	n, _, err := d.c.WriteMsgUDPAddrPort(b, replyaddr.Append(space[:0], src), to)
+	return n, err
+}
+
+// arrival is where a datagram arrived: the address it was sent to, which
+// decides what a client there is offered, and the address its replies
+// leave from, the same but for a broadcast (see replyaddr.Read). Both are
+// invalid when a wildcard socket could not tell; replyFrom is invalid on
+// a socket bound to one address, whose replies leave from it anyway.
+type arrival struct{ to, replyFrom netip.Addr }
 
 // request is one well-formed CREATE or JOIN on its way through the lobby.
 type request struct {
 	h       packet.Header
 	from    netip.AddrPort
+	src     netip.Addr    // where the answer leaves from (arrival.replyFrom)
 	verdict limit.Verdict // the guard's, which the reply is charged by
 	key     retryKey
 	// JOIN only: the room id as sent (echoed in the answer), the room it
@@ -154,20 +188,24 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
 			network = "udp6"
 		}
-		// Through sockets, so that an upgrade hands the very socket on.
-		c, err := sockets.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
+		// Through sockets, so that an upgrade hands the very sockets on.
+		group, err := sockets.ListenUDPGroup(network, net.UDPAddrFromAddrPort(ap), cfg.Readers)
 		if err != nil {
 			l.closeConns()
 			l.stop()
 			return nil, fmt.Errorf("lobby: listen %v: %w", ap, err)
 		}
-		_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
-		if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
-			// Without it the lobby sees no flood, and a wildcard socket
-			// offers only the host's own rooms: degraded, not broken.
-			l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
+		for _, c := range group {
+			_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
+			if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
+				// Without it the lobby sees no flood, and a wildcard
+				// socket offers only the host's own rooms: degraded,
+				// not broken.
+				l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
+			}
 		}
-		l.conns = append(l.conns, c)
+		l.conns = append(l.conns, group...)
+		l.addrs = append(l.addrs, group[0].LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	return l, nil
 }
@@ -204,6 +242,8 @@ func (c Config) check() error {
 	switch {
 	case len(c.Listen) == 0:
 		return errors.New("lobby: no listen address")
+	case c.Readers < 1 || c.Readers > maxReaders:
+		return fmt.Errorf("lobby: readers must be 1-%d", maxReaders)
 	case c.RetryCache < 1 || c.MaxCreates < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
 		return errors.New("lobby: retry cache, max creates, retry window and report interval must be positive")
 	}
@@ -211,13 +251,7 @@ func (c Config) check() error {
 }
 
 // Addrs returns the bound addresses, in the order of Config.Listen.
-func (l *Lobby) Addrs() []netip.AddrPort {
-	out := make([]netip.AddrPort, len(l.conns))
-	for i, c := range l.conns {
-		out[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
-	}
-	return out
-}
+func (l *Lobby) Addrs() []netip.AddrPort { return slices.Clone(l.addrs) }
 
 // Drain stops answering CREATE (they are dropped and counted), ahead of a
 // shutdown; LIST and JOIN are still answered.
@@ -325,8 +359,8 @@ func isTimeout(err error) bool {
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO)
 	var os offers
-	handle := func(b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
-		return l.handle(q, c, &os, b, from, local, out)
+	handle := func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
+		return l.handle(q, direct{c}, &os, b, from, at, out)
 	}
 	err := tally.ReadLoop(l.stats.readErrors, func() error {
 		n, dropped, err := q.read()
@@ -349,17 +383,17 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	return nil
 }
 
-// handle answers one datagram that came from from to the local address
-// local: what it answers at once goes to c, what it answers later
-// (CREATE, JOIN on a worker) to later. os are the loop's lists. out is
-// scratch space it returns for reuse.
-func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, local netip.Addr, out []byte) []byte {
+// handle answers one datagram that came from from and arrived at at:
+// what it answers at once goes to c, what it answers later (CREATE, JOIN
+// on a worker) to later, each from the address the datagram was sent to.
+// os are the loop's lists. out is scratch space it returns for reuse.
+func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
 	if l.guard.Denied(from.Addr()) {
 		l.stats.drop("denied")
 		return out
 	}
 	if ext.Is(packet.TypeOf(b)) {
-		return l.handleExt(c, later, os, b, from, local, out)
+		return l.handleExt(c, later, os, b, from, at, out)
 	}
 	m, err := packet.ParseRequest(b)
 	if err != nil {
@@ -394,14 +428,14 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		if l.cookies.on(now) {
 			mask = l.cookies.mask(from.Addr())
 		}
-		out = os.appendReply(out, os.get(rl, local), m.Header, mask)
-		l.send(c, out, from, v, now)
+		out = os.appendReply(out, os.get(rl, at.to), m.Header, mask)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
-	req := request{h: m.Header, from: from, verdict: v, asked: m.RoomID, conn: later,
+	req := request{h: m.Header, from: from, src: at.replyFrom, verdict: v, asked: m.RoomID, conn: later,
 		key: newRetryKey(from, m.Header, m.RoomID)}
 	if !create {
-		r, proof, ok := l.cookies.resolve(rl, m.RoomID, from.Addr(), local)
+		r, proof, ok := l.cookies.resolve(rl, m.RoomID, from.Addr(), at.to)
 		if !ok { // no such room, or not one this client can reach
 			err := errNoRoomZero
 			if m.RoomID != 0 {
@@ -409,7 +443,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			}
 			l.failed("join", from, m.RoomID, err)
 			out = l.appendAnswer(out, req, room.Room{}, err)
-			l.send(c, out, from, v, now)
+			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
 		req.room, req.proof = r, proof
@@ -425,7 +459,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			return out
 		}
 		l.stats.retries.Add(1)
-		l.send(c, out, from, v, now)
+		l.send(c, out, from, at.replyFrom, v, now)
 		return out
 	}
 	if create {
@@ -519,7 +553,7 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 func (l *Lobby) answer(req request, r room.Room, err error, now time.Time, buf []byte) []byte {
 	buf = l.appendAnswer(buf, req, r, err)
 	l.retries.finish(req.key, buf)
-	l.send(req.conn, buf, req.from, req.verdict, now)
+	l.send(req.conn, buf, req.from, req.src, req.verdict, now)
 	return buf
 }
 
@@ -564,15 +598,16 @@ func failureReason(err error) string {
 	return room.Reason(err)
 }
 
-// send writes one reply if the guard's reply budgets let it through (v
-// is the request's verdict). A reply queued in a read loop's batch is
-// counted when the batch is flushed, once it is known to have gone out.
-func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, v limit.Verdict, now time.Time) {
+// send writes one reply from src (see arrival.replyFrom) if the guard's
+// reply budgets let it through (v is the request's verdict). A reply
+// queued in a read loop's batch is counted when the batch is flushed, once
+// it is known to have gone out.
+func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time) {
 	if !l.guard.AllowReply(to.Addr(), len(b), v, now) {
 		l.stats.drop("reflection")
 		return
 	}
-	_, err := c.WriteToUDPAddrPort(b, to)
+	_, err := c.WriteFrom(b, to, src)
 	if _, queued := c.(*batch); !queued {
 		l.sent(b, err == nil)
 	}

@@ -42,7 +42,7 @@ func TestStatsCountRepliesByType(t *testing.T) {
 // discard is a socket that sends everything and keeps nothing.
 type discard struct{}
 
-func (discard) WriteToUDPAddrPort(b []byte, _ netip.AddrPort) (int, error) { return len(b), nil }
+func (discard) WriteFrom(b []byte, _ netip.AddrPort, _ netip.Addr) (int, error) { return len(b), nil }
 
 // BenchmarkHandle is the native edge's cost per datagram, counting
 // included, without the sockets: handle on one datagram, its reply (if
@@ -98,7 +98,7 @@ func BenchmarkHandle(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				out = l.handle(discard{}, discard{}, &os, dgrams[i&(len(dgrams)-1)], from, from.Addr(), out[:0])
+				out = l.handle(discard{}, discard{}, &os, dgrams[i&(len(dgrams)-1)], from, arrival{to: from.Addr()}, out[:0])
 				i++
 			}
 		})

@@ -202,7 +202,7 @@ func (s *Supervisor) Release(ctx context.Context) error {
 	// Every room is kept, whether or not it changed: its instance then
 	// holds the listed flag too, even for a room adopted warm.
 	for id := range s.live {
-		s.remember(id)
+		s.remember(id, time.Time{})
 	}
 	s.mu.Unlock()
 	for {
@@ -219,7 +219,7 @@ func (s *Supervisor) Release(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	s.flushSeats()
+	s.flushSeats(true)
 	s.dirs.unlock()
 	return nil
 }

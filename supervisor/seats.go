@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"time"
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/packet/ext"
@@ -14,11 +15,23 @@ import (
 // tells the supervisor of every change (remember); one goroutine sends
 // them, off every lock a request waits on.
 
+// keepLazy is how often the keeper sends the rooms whose seats were only
+// refreshed: a refresh of a seat that has more than twice this left waits
+// for the next round, so that a flood of repeated JOINs costs a room one
+// Keep a round, not one each.
+const keepLazy = time.Second
+
 // remember marks room id's seats for its instance to keep, and to admit
-// its players by: the table's SeatsChanged hook, called under the table's
-// lock.
-func (s *Supervisor) remember(id uint32) {
+// its players by, at once or, for a change its instance needs only by by
+// (a refresh), within keepLazy: the table's SeatsChanged hook, called
+// under the table's lock.
+func (s *Supervisor) remember(id uint32, by time.Time) {
 	s.dirtyMu.Lock()
+	if !by.IsZero() && time.Until(by) > 2*keepLazy {
+		s.lazy[id] = struct{}{}
+		s.dirtyMu.Unlock()
+		return
+	}
 	s.dirty[id] = struct{}{}
 	s.dirtyMu.Unlock()
 	select {
@@ -29,24 +42,35 @@ func (s *Supervisor) remember(id uint32) {
 
 // keepSeats sends the seats of every changed room to its instance, off
 // every lock a request waits on: one Keep per room however many changes
-// came since the last.
+// came since the last, and the refreshed ones every keepLazy.
 func (s *Supervisor) keepSeats() {
 	defer s.wg.Done()
+	tick := time.NewTicker(keepLazy)
+	defer tick.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.keepWake:
-			s.flushSeats()
+			s.flushSeats(false)
+		case <-tick.C:
+			s.flushSeats(true)
 		}
 	}
 }
 
-// flushSeats sends what remember marked, now.
-func (s *Supervisor) flushSeats() {
+// flushSeats sends what remember marked to send at once, and with lazy
+// what it marked for the next round too.
+func (s *Supervisor) flushSeats(lazy bool) {
 	s.dirtyMu.Lock()
 	batch := s.dirty
 	s.dirty = make(map[uint32]struct{})
+	for id := range s.lazy {
+		if _, ok := batch[id]; ok || lazy {
+			batch[id] = struct{}{} // the Keep sends the refreshes too
+			delete(s.lazy, id)
+		}
+	}
 	s.dirtyMu.Unlock()
 	s.mu.Lock()
 	rs := make([]*record, 0, len(batch))

@@ -83,6 +83,7 @@ type Supervisor struct {
 
 	dirtyMu  sync.Mutex          // a leaf lock: the table's hook takes it
 	dirty    map[uint32]struct{} // rooms whose seats their instance does not have yet
+	lazy     map[uint32]struct{} // rooms whose seats were only refreshed since
 	keepWake chan struct{}       // wakes the seat keeper
 }
 
@@ -158,6 +159,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 		tree:     tree,
 		stats:    newStats(),
 		dirty:    make(map[uint32]struct{}),
+		lazy:     make(map[uint32]struct{}),
 		keepWake: make(chan struct{}, 1),
 	}
 	tc := roomtable.Config{SeatTTL: cfg.SeatTTL, IDFile: cfg.IDFile, IDs: cfg.IDs,

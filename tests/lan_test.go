@@ -43,8 +43,9 @@ func lanRun(t testing.TB, argv ...string) {
 // veth pair between them, and deletes them at the end of the test, even a
 // failed one. It requires network namespaces (root, the ip command, a
 // kernel or container that allows them): the LAN path is what the test is
-// there to show, and the loopback path is TestLANRoomsOnLoopback's.
-func lanNamespaces(t testing.TB) (server, player string) {
+// there to show, and the loopback path is TestLANRoomsOnLoopback's. It
+// returns the namespaces' names and their ends of the pair.
+func lanNamespaces(t testing.TB) (server, player, serverDev, playerDev string) {
 	t.Helper()
 	requiretest.Netns(t)
 	// Unique per run, short enough for interface names (15 bytes).
@@ -67,7 +68,7 @@ func lanNamespaces(t testing.TB) (server, player string) {
 		lanRun(t, "ip", "-n", end.ns, "link", "set", end.dev, "up")
 		lanRun(t, "ip", "-n", end.ns, "link", "set", "lo", "up")
 	}
-	return server, player
+	return server, player, tag + "a", tag + "b"
 }
 
 // TestLANRooms finds a lobby on the local network without its address:
@@ -75,7 +76,7 @@ func lanNamespaces(t testing.TB) (server, player string) {
 // `foyer rooms --lan` in another, joined by a veth pair. It needs root and
 // ip(8).
 func TestLANRooms(t *testing.T) {
-	server, player := lanNamespaces(t)
+	server, player, _, _ := lanNamespaces(t)
 	t.Logf("LAN path: network namespaces %s (%v) and %s (%v)", server, lanServerIP, player, lanPlayerIP)
 	l := foyertest.StartBinary(t, foyertest.Binary(bin), foyertest.Wrap("ip", "netns", "exec", server),
 		foyertest.Listen(netip.AddrPortFrom(netip.IPv4Unspecified(), lanPort)))

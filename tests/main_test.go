@@ -419,8 +419,25 @@ func freeUDPPort(t testing.TB) int {
 // startServer writes a config (the lobby and instance sections are filled
 // in, extra is appended inside [lobby] ... as given; the admin pages are on
 // a free loopback port) and runs foyer serve
-// until the test ends, then checks that SIGTERM makes it exit 0.
+// until the test ends, then checks that SIGTERM makes it exit 0. It logs
+// at debug level, for the test to read.
 func startServer(t testing.TB, lobbyExtra, supervisorExtra string) *server {
+	t.Helper()
+	return startServerLogging(t, "debug", lobbyExtra, supervisorExtra)
+}
+
+// startServerLogging is startServer logging at level: a benchmark logs
+// at info, as a host does, so that the lines debug writes per request do
+// not weigh on what it measures. With wrap, the command runs under it
+// (e.g. taskset).
+func startServerLogging(t testing.TB, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
+	t.Helper()
+	return startServerBinary(t, bin, level, lobbyExtra, supervisorExtra, wrap...)
+}
+
+// startServerBinary is startServerLogging running binary, the foyer of
+// another build, for a benchmark to compare with.
+func startServerBinary(t testing.TB, binary, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
 	t.Helper()
 	port := freeUDPPort(t)
 	// A pool of 20 ports in 6000-10999: below the kernel's ephemeral range
@@ -441,16 +458,17 @@ bind = "127.0.0.1"
 [admin]
 listen = "127.0.0.1:0"
 [log]
-level = "debug"
+level = %q
 format = "json"
-`, port, lobbyExtra, first, first+19, supervisorExtra)
+`, port, lobbyExtra, first, first+19, supervisorExtra, level)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
 		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + 19}}
-	s.cmd = exec.Command(bin, "serve", "--config", path)
+	argv := append(wrap, binary, "serve", "--config", path)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

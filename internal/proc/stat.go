@@ -16,6 +16,9 @@ type Stat struct {
 	// with the pid it names one process for good, since a reused pid
 	// starts later.
 	StartTicks uint64
+	// UTime and STime are the CPU time it spent in user and kernel
+	// mode, in clock ticks (USER_HZ, 100 a second on Linux).
+	UTime, STime uint64
 }
 
 // ErrStat is returned for a stat line that cannot be read.
@@ -40,7 +43,7 @@ func parseStat(b []byte) (Stat, error) {
 		return Stat{}, ErrStat
 	}
 	// After the name: state(3) ppid(4) pgrp(5) session tty_nr tpgid flags
-	// minflt cminflt majflt cmajflt utime stime cutime cstime priority nice
+	// minflt cminflt majflt cmajflt utime(14) stime(15) cutime cstime priority nice
 	// num_threads itrealvalue starttime(22).
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 20 || len(f[0]) != 1 {
@@ -48,11 +51,13 @@ func parseStat(b []byte) (Stat, error) {
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgid, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	utime, err3 := strconv.ParseUint(string(f[11]), 10, 64)
+	stime, err4 := strconv.ParseUint(string(f[12]), 10, 64)
+	start, err5 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return Stat{}, ErrStat
 	}
-	return Stat{State: f[0][0], PPID: ppid, PGID: pgid, StartTicks: start}, nil
+	return Stat{State: f[0][0], PPID: ppid, PGID: pgid, StartTicks: start, UTime: utime, STime: stime}, nil
 }
 
 // Alive reports whether pid is a process that has not exited: neither gone

@@ -9,13 +9,13 @@ import (
 )
 
 func TestParseStat(t *testing.T) {
-	line := "4242 (a) b) (c) S 17 4242 4242 0 -1 4194560 107 0 0 0 0 0 0 0 20 0 1 0 987654 2314240 160 " +
+	line := "4242 (a) b) (c) S 17 4242 4242 0 -1 4194560 107 0 0 0 31 7 0 0 20 0 1 0 987654 2314240 160 " +
 		"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
 	st, err := parseStat([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Stat{State: 'S', PPID: 17, PGID: 4242, StartTicks: 987654}); st != want {
+	if want := (Stat{State: 'S', PPID: 17, PGID: 4242, StartTicks: 987654, UTime: 31, STime: 7}); st != want {
 		t.Errorf("parseStat = %+v, want %+v", st, want)
 	}
 	for _, bad := range []string{"", "4242 no parenthesis S 1 2", "1 (x) S 1 2 3", "1 (x) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"} {

@@ -17,6 +17,7 @@
 package sockets
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -84,6 +85,75 @@ func ListenUDP(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
 	return bind(Key(network, laddr.String()), inheritUDP, func() (*net.UDPConn, error) {
 		return net.ListenUDP(network, laddr)
 	})
+}
+
+// ListenUDPGroup binds n sockets to laddr that share its port
+// (SO_REUSEPORT): the kernel spreads the datagrams sent there over them by
+// their sender, each sender's always to the same socket, so that n readers
+// share the load without sharing a receive queue. The first socket is
+// bound alone, as ListenUDP binds, so that a port held by another process
+// (another lobby started by mistake) is refused as ever, and only then
+// opened to the others, which join it at its port. Each is the socket a
+// predecessor bound for the same network and address, where there is one;
+// a predecessor with fewer gets the rest bound next to its own, and the
+// ones of a predecessor with more are left to CloseUnclaimed. Only a
+// process of the same user can join the group (the kernel's rule).
+func ListenUDPGroup(network string, laddr *net.UDPAddr, n int) ([]*net.UDPConn, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("sockets: a group of %d sockets", n)
+	}
+	first, err := ListenUDP(network, laddr)
+	if err != nil {
+		return nil, err
+	}
+	group := []*net.UDPConn{first}
+	if n == 1 {
+		return group, nil
+	}
+	fail := func(err error) ([]*net.UDPConn, error) {
+		for _, c := range group {
+			c.Close()
+		}
+		return nil, err
+	}
+	if err := control(first, reusePort); err != nil {
+		return fail(fmt.Errorf("sockets: SO_REUSEPORT: %w", err))
+	}
+	at := first.LocalAddr().(*net.UDPAddr)
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return rawControl(rc, reusePort) }}
+	for range n - 1 {
+		c, err := bind(Key(network, at.String()), inheritUDP, func() (*net.UDPConn, error) {
+			pc, err := lc.ListenPacket(context.Background(), network, at.String())
+			if err != nil {
+				return nil, err
+			}
+			return pc.(*net.UDPConn), nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+		group = append(group, c)
+	}
+	return group, nil
+}
+
+func reusePort(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }
+
+// control runs f on c's descriptor.
+func control(c syscall.Conn, f func(fd int) error) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rawControl(rc, f)
+}
+
+func rawControl(rc syscall.RawConn, f func(fd int) error) error {
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // ListenTCP is net.ListenTCP, or the socket a predecessor bound for the

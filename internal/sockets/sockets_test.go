@@ -122,3 +122,114 @@ func TestCloseUnclaimed(t *testing.T) {
 		t.Fatal("files without keys accepted")
 	}
 }
+
+// A group shares one port: every socket gets some of many senders'
+// datagrams, a sender's all go to one socket, and the port stays closed
+// to a socket that does not ask to share it.
+func TestGroupSharesAPort(t *testing.T) {
+	reset()
+	t.Cleanup(reset)
+	group, err := ListenUDPGroup("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range group {
+		defer c.Close()
+	}
+	addr := group[0].LocalAddr().(*net.UDPAddr)
+	for _, c := range group[1:] {
+		if c.LocalAddr().String() != addr.String() {
+			t.Fatalf("group bound %v and %v", addr, c.LocalAddr())
+		}
+	}
+	if c, err := net.ListenUDP("udp4", addr); err == nil {
+		c.Close()
+		t.Fatal("a plain socket bound the group's port")
+	}
+	const senders = 60
+	for i := range senders {
+		c, err := net.DialUDP("udp4", nil, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			c.Write([]byte{byte(i)})
+		}
+		c.Close()
+	}
+	from := map[int]int{} // sender: socket
+	got := 0
+	for s, c := range group {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		buf := make([]byte, 1)
+		n := 0
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+			if prev, ok := from[int(buf[0])]; ok && prev != s {
+				t.Fatalf("sender %d reached sockets %d and %d", buf[0], prev, s)
+			}
+			from[int(buf[0])] = s
+			n++
+		}
+		if n == 0 {
+			t.Errorf("socket %d of the group got none of %d senders' datagrams", s, senders)
+		}
+		got += n
+	}
+	if got != 3*senders {
+		t.Errorf("the group got %d datagrams of %d", got, 3*senders)
+	}
+}
+
+// A port another process holds is refused to a group, as to ListenUDP.
+func TestGroupRefusesAPortInUse(t *testing.T) {
+	reset()
+	t.Cleanup(reset)
+	u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if g, err := ListenUDPGroup("udp4", u.LocalAddr().(*net.UDPAddr), 2); err == nil {
+		g[0].Close()
+		t.Fatal("a group bound a port in use")
+	}
+}
+
+// A successor's group takes its predecessor's sockets, and binds next to
+// them those it has more of, whether or not the predecessor shared its
+// port.
+func TestGroupHandedOver(t *testing.T) {
+	for _, tc := range []struct{ before, after int }{{1, 3}, {2, 2}, {2, 3}} {
+		reset()
+		old, err := ListenUDPGroup("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, tc.before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		laddr := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
+		files, keys, err := Files()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reset()
+		if err := Inherit(files, keys); err != nil {
+			t.Fatal(err)
+		}
+		group, err := ListenUDPGroup("udp4", laddr, tc.after)
+		if err != nil {
+			t.Fatalf("%d sockets after %d: %v", tc.after, tc.before, err)
+		}
+		if left := CloseUnclaimed(); len(left) != 0 {
+			t.Errorf("%d sockets after %d: unclaimed %q", tc.after, tc.before, left)
+		}
+		if len(group) != tc.after || group[tc.after-1].LocalAddr().String() != old[0].LocalAddr().String() {
+			t.Errorf("%d sockets after %d: %d at %v, want %v", tc.after, tc.before, len(group), group[tc.after-1].LocalAddr(), old[0].LocalAddr())
+		}
+		for _, c := range append(old, group...) {
+			c.Close()
+		}
+	}
+	reset()
+}

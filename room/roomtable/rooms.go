@@ -112,7 +112,7 @@ func (t *Table) Hand(id uint32, creator netip.AddrPort, h Handout) (room.Room, b
 	e.net = limit.PrefixOf(creator.Addr())
 	t.nets[e.net]++
 	e.seats.hold(creator, time.Now().Add(t.cfg.SeatTTL), seatKind{creator: true})
-	t.seatsChanged(e)
+	t.seatsChanged(e, time.Time{})
 	t.stats.Created++
 	row := e.view()
 	t.emit(room.Event{Kind: room.Created, Room: row})
@@ -182,7 +182,7 @@ func (t *Table) Report(id uint32, r Report) (from packet.RoomState, row room.Roo
 	from = e.row.State
 	e.row.State = r.State
 	if e.seats.len() != seats || metaChanged {
-		t.seatsChanged(e)
+		t.seatsChanged(e, time.Time{})
 	}
 	row = e.view()
 	if row != old && e.listed {

@@ -78,8 +78,12 @@ type Config struct {
 	// SeatsChanged, when set, is called with a room's id whenever the
 	// seats held in it change (held, refreshed, taken, expired), or what
 	// its instance keeps of it (its metadata, code and password), with the
-	// table's lock held: it must only take note.
-	SeatsChanged func(id uint32)
+	// table's lock held: it must only take note. by is when the room's
+	// process must have the change at the latest: the zero time (at once)
+	// for a change that admits or turns away someone, and for a seat
+	// merely refreshed, the moment it would have expired, so that a flood
+	// of repeated JOINs need not reach the room one by one.
+	SeatsChanged func(id uint32, by time.Time)
 	// ReconnectGrace is how long the seat of a player the room lost (and
 	// who holds a seat token) is kept for it to come back; default 30s.
 	ReconnectGrace time.Duration
@@ -280,7 +284,8 @@ func (t *Table) JoinNeverWaits() bool { return true }
 // Join holds a seat in room id for player. It succeeds only for a listed
 // room that is joinable (room.Room.JoinError); a player already holding a
 // seat there keeps it, refreshed, and takes no second one, even in a room
-// that is full.
+// that is full. A seat taken or refreshed less than a second ago (a tenth
+// of SeatTTL, if that is less) keeps its time.
 func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -313,7 +318,8 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Ro
 	// that is full: its seat is one of those that fill it. A proven player
 	// may take the place of a seat held for a sender that may be forged.
 	proven := proof == room.SawListing
-	seated := e.seats.holdsFor(player)
+	held := e.seats.find(player)
+	seated := held != nil
 	if !seated && e.seats.ofIP(player.Addr()) >= t.cfg.SeatsPerAddress {
 		// Proven or not: a proof shows only that an IP read a list.
 		t.stats.SeatsOverQuota++
@@ -325,8 +331,12 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Ro
 		}
 		t.stats.SeatsDisplaced++
 	}
-	t.seatsChanged(e)
-	if !e.seats.hold(player, time.Now().Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
+	now := time.Now()
+	if seated && held.current(now, t.cfg.SeatTTL, proven) {
+		return e.view(), held.serial, nil
+	}
+	t.seatsChanged(e, refreshBy(held, proven))
+	if !e.seats.hold(player, now.Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
 		return e.view(), e.seats.serialOf(player), nil
 	}
 	t.stats.SeatsHeld++
@@ -389,10 +399,11 @@ func (t *Table) emit(ev room.Event) {
 	t.watchers.Send(ev)
 }
 
-// seatsChanged tells the hook that e's seats change. t.mu is held.
-func (t *Table) seatsChanged(e *entry) {
+// seatsChanged tells the hook that e's seats change, for its process to
+// know by by (see Config.SeatsChanged). t.mu is held.
+func (t *Table) seatsChanged(e *entry, by time.Time) {
 	if t.cfg.SeatsChanged != nil && e.key == "" {
-		t.cfg.SeatsChanged(e.row.ID)
+		t.cfg.SeatsChanged(e.row.ID, by)
 	}
 }
 

@@ -156,7 +156,7 @@ func TestReportTakesUpSeats(t *testing.T) {
 // SeatTTL, and the hook hears of every other change of seats.
 func TestSeatsExpire(t *testing.T) {
 	var changed []uint32
-	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsChanged: func(id uint32) { changed = append(changed, id) }}
+	cfg := roomtable.Config{SeatTTL: time.Minute, SeatsChanged: func(id uint32, _ time.Time) { changed = append(changed, id) }}
 	rooms := roomtabletest.New(t, cfg)
 	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
 	if _, err := rooms.Join(ctx, r.ID, ep("192.0.2.1:1"), room.Unproven); err != nil {
@@ -172,6 +172,55 @@ func TestSeatsExpire(t *testing.T) {
 	}
 	if len(changed) != 1 || changed[0] != r.ID {
 		t.Fatalf("hook heard %v, want the JOIN of room %d", changed, r.ID)
+	}
+}
+
+// TestSeatRefreshCanWait: the hook says a new seat, and a seat proven,
+// must reach the room's process at once, and a seat merely refreshed by
+// the moment it would have expired; a JOIN repeated within a tenth of the
+// seat's time finds the seat as it is, and changes nothing.
+func TestSeatRefreshCanWait(t *testing.T) {
+	const ttl = 500 * time.Millisecond // refreshed after 50ms
+	var by []time.Time
+	cfg := roomtable.Config{SeatTTL: ttl, SeatsPerAddress: 2,
+		SeatsChanged: func(_ uint32, b time.Time) { by = append(by, b) }}
+	rooms := roomtabletest.New(t, cfg)
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	p := ep("192.0.2.1:1")
+	expires := func() time.Time {
+		seats, _, _ := rooms.Seats(r.ID)
+		return seats[0].Expires
+	}
+	var last time.Time
+	for i, step := range []struct {
+		proof   room.Proof
+		wait    bool // past the tenth of the seat's time
+		changed bool
+		at      bool // must reach the process at once
+	}{
+		{room.Unproven, false, true, true},     // taken
+		{room.Unproven, false, false, false},   // repeated at once: as it is
+		{room.Unproven, true, true, false},     // refreshed
+		{room.SawListing, false, true, true},   // proven
+		{room.SawListing, false, false, false}, // repeated at once
+		{room.Unproven, true, true, false},     // refreshed, proven still
+	} {
+		if step.wait {
+			time.Sleep(ttl / 5)
+		}
+		n := len(by)
+		if _, err := rooms.Join(ctx, r.ID, p, step.proof); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case step.changed != (len(by) == n+1) || step.changed != expires().After(last):
+			t.Fatalf("JOIN %d: hook heard %v, expiry %v after %v; want a change %v", i, by[n:], expires(), last, step.changed)
+		case step.changed && by[n].IsZero() != step.at:
+			t.Fatalf("JOIN %d: hook heard %v; want at once %v", i, by[n], step.at)
+		case step.changed && !step.at && !by[n].Equal(last):
+			t.Fatalf("JOIN %d: hook heard %v; want the former expiry %v", i, by[n], last)
+		}
+		last = expires()
 	}
 }
 

@@ -77,10 +77,31 @@ func doubtLinks(s *seat) *links { return &s.doubt }
 // len is the number of seats held.
 func (ss *seats) len() int { return len(ss.byPlayer) }
 
-// holdsFor reports whether player holds a seat.
-func (ss *seats) holdsFor(player netip.AddrPort) bool {
-	_, ok := ss.byPlayer[player]
-	return ok
+// find returns the seat player holds, or nil.
+func (ss *seats) find(player netip.AddrPort) *seat { return ss.byPlayer[player] }
+
+// refreshBy is when the room's process must know of a JOIN (proven or
+// not) of the player holding s (nil for none) at the latest: the expiry of
+// its seat, if the JOIN only refreshes it, and the zero time (at once) if
+// it takes a seat or proves one.
+func refreshBy(s *seat, proven bool) time.Time {
+	if s != nil && (s.proven || !proven) {
+		return s.expires
+	}
+	return time.Time{}
+}
+
+// refreshStep is how much of a seat's time may pass before a JOIN that
+// changes nothing else refreshes it (capped at a tenth of the seat's
+// time): one repeated sooner finds the seat as it is, so that a flood of
+// repeated JOINs costs a table lookup each, not the relinking of a seat.
+const refreshStep = time.Second
+
+// current reports whether a JOIN (proven or not) at now would change
+// nothing of s, a seat held for ttl: taken or refreshed less than
+// refreshStep ago, and proven if the JOIN is.
+func (s *seat) current(now time.Time, ttl time.Duration, proven bool) bool {
+	return s.expires.Sub(now) > ttl-min(refreshStep, ttl/10) && (s.proven || !proven)
 }
 
 // ofIP is how many seats ip holds.

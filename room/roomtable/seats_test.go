@@ -24,11 +24,11 @@ func TestSeatsKeepExpiryOrder(t *testing.T) {
 		t.Fatalf("refreshing a seat made another: %d seats", ss.len())
 	}
 	// Order now b (1s), c (2s), a (3s).
-	if n := ss.expire(t0.Add(1500 * time.Millisecond)); n != 1 || ss.holdsFor(b) {
-		t.Fatalf("expire dropped %d, b held %v; want b alone", n, ss.holdsFor(b))
+	if n := ss.expire(t0.Add(1500 * time.Millisecond)); n != 1 || ss.find(b) != nil {
+		t.Fatalf("expire dropped %d, b held %v; want b alone", n, ss.find(b) != nil)
 	}
 	// The oldest seat of 192.0.2.1 is c now that a was refreshed.
-	if !ss.dropOldestOf(netip.MustParseAddr("::ffff:192.0.2.1")) || ss.holdsFor(c) || !ss.holdsFor(a) {
+	if !ss.dropOldestOf(netip.MustParseAddr("::ffff:192.0.2.1")) || ss.find(c) != nil || ss.find(a) == nil {
 		t.Fatal("a connecting player from 192.0.2.1 did not take its oldest seat")
 	}
 	if ss.dropOldestOf(netip.MustParseAddr("192.0.2.2")) {
@@ -79,7 +79,7 @@ func TestSeatsProvenDisplaceUnproven(t *testing.T) {
 	ss.hold(forged, t0, seatKind{})
 	ss.hold(real, t0, seatKind{proven: true})
 	ss.hold(seatOf("127.9.9.10", 1), t0, seatKind{})
-	if !ss.dropOldestUnproven() || ss.holdsFor(forged) || !ss.holdsFor(real) {
+	if !ss.dropOldestUnproven() || (ss.find(forged) != nil) || !(ss.find(real) != nil) {
 		t.Fatal("the oldest unproven seat was not the one given up")
 	}
 	if !ss.dropOldestUnproven() || ss.dropOldestUnproven() || ss.len() != 1 {

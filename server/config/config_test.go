@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,13 +33,14 @@ func TestRepositoryFileIsTheDefaults(t *testing.T) {
 func TestParseOverrides(t *testing.T) {
 	c, err := Parse("x.toml", `
 [lobby]
-listen = ["127.0.0.1:7001", "127.0.0.1:7002"]
+listen = ["127.0.0.1:7001", "[::1]:7002"]
+readers = 3
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
 ports = "40000-40009"
 max_instances = 4
-bind = "127.0.0.1"
+bind = "::"
 id_file = "ids"
 command = ["/bin/sh", "-x"]
 probe = "none"
@@ -60,15 +62,15 @@ format = "json"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:7001"), netip.MustParseAddrPort("127.0.0.1:7002")}
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:7001"), netip.MustParseAddrPort("[::1]:7002")}
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
-	if c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
+	if c.Lobby.Readers != 3 || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
-	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
+	if s.Bind != netip.IPv6Unspecified() || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
 		s.DataDir != "/var/lib/foyer-data" || s.ReconnectGrace != 45*time.Second {
 		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v, reconnect_grace %v, data_dir %q", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace, s.ReconnectGrace, s.DataDir)
 	}
@@ -243,6 +245,8 @@ func TestRefusals(t *testing.T) {
 		{"rate negative", "[lobby]\ncreate_rate = -1.5\n", `bad.toml:2: [lobby] create_rate -1.5: must be above 0`},
 		{"rate string", "[lobby]\nrate = \"fast\"\n", `bad.toml:2: [lobby] rate "fast": want a number`},
 		{"burst zero", "[lobby]\nburst = 0\n", `bad.toml:2: [lobby] burst 0: must be at least 1`},
+		{"readers zero", "[lobby]\nreaders = 0\n", `bad.toml:2: [lobby] readers 0: must be at least 1`},
+		{"readers neither auto nor a count", "[lobby]\nreaders = \"all\"\n", `bad.toml:2: [lobby] readers "all": want "auto" or an integer`},
 		{"burst float", "[lobby]\nburst = 1.5\n", `bad.toml:2: [lobby] burst 1.5: want an integer`},
 		{"reflection small", "[lobby]\nreflection_limit = \"1B\"\n", `bad.toml:2: [lobby] reflection_limit "1B": must be between 1024`},
 		{"reflection garbage", "[lobby]\nreflection_limit = \"lots\"\n", `bad.toml:2: [lobby] reflection_limit "lots": not a size`},
@@ -513,6 +517,17 @@ func TestRoomLifetimes(t *testing.T) {
 	c, err = Parse("x.toml", "[supervisor]\nempty_timeout = \"90s\"\n[room]\nidle_timeout = \"30s\"\n")
 	if err != nil || c.Supervisor.EmptyTimeout != 90*time.Second || len(c.Warnings) != 1 {
 		t.Fatalf("both given: empty_timeout %v, warnings %q, %v; want 90s", c.Supervisor.EmptyTimeout, c.Warnings, err)
+	}
+}
+
+// TestReadersAuto: "auto", the default, is one reader per core the
+// process may use.
+func TestReadersAuto(t *testing.T) {
+	for _, text := range []string{"", "[lobby]\nreaders = \"auto\"\n"} {
+		c, err := Parse("x.toml", text)
+		if err != nil || c.Lobby.Readers != runtime.GOMAXPROCS(0) {
+			t.Errorf("%q: readers %d, %v; want %d", text, c.Lobby.Readers, err, runtime.GOMAXPROCS(0))
+		}
 	}
 }
 

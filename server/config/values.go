@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,21 @@ func count[T int | int64](dst *T, lo, hi T) value {
 		*dst = T(n)
 		return nil
 	})
+}
+
+// readers reads "auto" (as many as the process may run threads at once,
+// runtime.GOMAXPROCS: the cores it may use) or a count of 1-1024.
+func readers(dst *int) value {
+	return func(raw any) error {
+		if raw == "auto" {
+			*dst = runtime.GOMAXPROCS(0)
+			return nil
+		}
+		if _, ok := raw.(int64); !ok {
+			return errors.New(`want "auto" or an integer`)
+		}
+		return count(dst, 1, 1024)(raw)
+	}
 }
 
 // number is a TOML number as a float64, whether written as an integer or

@@ -59,3 +59,41 @@ func TestRunRefusesEmptyConfig(t *testing.T) {
 		t.Error("an empty config ran")
 	}
 }
+
+// An open run keeps its window full for its duration: an echo answers
+// every request but those still in flight at the end, by the request's
+// own type.
+func TestWindowAgainstEcho(t *testing.T) {
+	c, addr := listen(t)
+	go EchoBatched(c)
+	sources := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("127.0.0.2:0")}
+	res, err := Window(context.Background(), WindowConfig{Target: addr, Sources: sources, Window: 4,
+		Duration: 200 * time.Millisecond, Mix: mix(t), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answered == 0 || res.Lost != 0 || res.Sent-res.Answered > 8 || res.Types[uint8(packet.ListRooms)] != res.Answered ||
+		res.Rate <= 0 || res.P99 < res.P50 {
+		t.Errorf("result %v, types %v", res, res.Types)
+	}
+}
+
+// Requests a server never answers are lost after the timeout and make
+// room for others.
+func TestWindowCountsLost(t *testing.T) {
+	_, addr := listen(t) // bound, never read
+	res, err := Window(context.Background(), WindowConfig{Target: addr, Sources: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Window: 2, Duration: 250 * time.Millisecond, Mix: mix(t), Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answered != 0 || res.Lost < 4 || res.Sent != res.Lost+2 {
+		t.Errorf("result %v", res)
+	}
+}
+
+func TestWindowRefusesEmptyConfig(t *testing.T) {
+	if _, err := Window(context.Background(), WindowConfig{}); err == nil {
+		t.Error("an empty config ran")
+	}
+}

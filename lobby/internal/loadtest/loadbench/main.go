@@ -1,0 +1,129 @@
+// Command loadbench is the benchmarks' load generator and echo servers, as
+// processes of their own, so that a server under test (the real foyer
+// binary) and its baselines are measured from outside, each with its own
+// CPU time. It is a test tool: nothing ships it.
+//
+//	loadbench echo [-batched] [-listen ADDR]
+//	    serve a UDP echo (one datagram per system call, or recvmmsg and
+//	    sendmmsg with -batched); print the bound address on a line, then
+//	    serve until stdin closes
+//	loadbench load -target ADDR -sources IP,IP,... -window N -duration D
+//	    -timeout D -request HEX [-request HEX ...]
+//	    run loadtest.Window and print its result as JSON
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/foyerlobby/foyer/lobby/internal/loadtest"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: loadbench echo|load [flags]")
+	}
+	var err error
+	switch os.Args[1] {
+	case "echo":
+		err = echo(os.Args[2:])
+	case "load":
+		err = load(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fail(err.Error())
+	}
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "loadbench:", msg)
+	os.Exit(2)
+}
+
+func echo(args []string) error {
+	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+	batched := fs.Bool("batched", false, "recvmmsg/sendmmsg, 16 datagrams per call")
+	listen := fs.String("listen", "127.0.0.1:0", "UDP address to serve")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ap, err := netip.ParseAddrPort(*listen)
+	if err != nil {
+		return err
+	}
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+	if err != nil {
+		return err
+	}
+	fmt.Println(c.LocalAddr())
+	serve := loadtest.Echo
+	if *batched {
+		serve = loadtest.EchoBatched
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the parent is gone, or done
+		c.Close()
+	}()
+	serve(c)
+	return nil
+}
+
+// requests is a repeated -request flag.
+type requests [][]byte
+
+func (r *requests) String() string { return fmt.Sprint(len(*r), " requests") }
+
+func (r *requests) Set(s string) error {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, b)
+	return nil
+}
+
+func load(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	var cfg loadtest.WindowConfig
+	var mix requests
+	target := fs.String("target", "", "the server's UDP address")
+	sources := fs.String("sources", "127.0.0.1", "comma-separated local addresses, one socket each: IP, or IP:PORT for a fixed port")
+	fs.IntVar(&cfg.Window, "window", 16, "requests outstanding per socket")
+	fs.DurationVar(&cfg.Duration, "duration", time.Second, "length of the run")
+	fs.DurationVar(&cfg.Timeout, "timeout", 200*time.Millisecond, "a request unanswered this long is lost")
+	fs.Var(&mix, "request", "a request, hex-encoded (compact framing); repeat for a mix sent in turn")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Target, err = netip.ParseAddrPort(*target); err != nil {
+		return fmt.Errorf("-target: %w", err)
+	}
+	for _, s := range strings.Split(*sources, ",") {
+		ap, err := netip.ParseAddrPort(s)
+		if ip, ierr := netip.ParseAddr(s); ierr == nil {
+			ap, err = netip.AddrPortFrom(ip, 0), nil
+		}
+		if err != nil {
+			return fmt.Errorf("-sources: %w", err)
+		}
+		cfg.Sources = append(cfg.Sources, ap)
+	}
+	cfg.Mix = mix
+	res, err := loadtest.Window(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}

@@ -1,0 +1,444 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/udptest"
+)
+
+// The edge benchmarks measure the real binary from outside: `foyer serve`
+// with 10 rooms and its per-source limits raised, driven by a load
+// generator of its own process (lobby/internal/loadtest/loadbench), and
+// the same generator against two echo servers, each a process of its own
+// too: one that reads and writes a datagram per system call, and one that
+// batches with recvmmsg/sendmmsg as the lobby does, the limit of the
+// lobby's I/O pattern whatever its work per datagram. The runs of one
+// benchmark are interleaved, the order rotating, so that a load that comes
+// and goes on the machine weighs on every server alike.
+//
+// Every server's CPU time is its own process's (utime + stime in
+// /proc/PID/stat), read before and after each run: CPU per answered
+// request compares what each spends, whoever else runs on the machine.
+
+// edgeRun is how long each run lasts, edgeWindow and edgeSockets the
+// generator's shape: 8 sockets, each keeping 16 requests outstanding.
+const (
+	edgeRun     = time.Second
+	edgeSockets = 8
+	edgeWindow  = 16
+)
+
+var loadbench struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// loadbenchBinary builds the load generator once per test process.
+func loadbenchBinary(b *testing.B) string {
+	b.Helper()
+	loadbench.once.Do(func() {
+		dir, err := os.MkdirTemp("", "foyer-loadbench-")
+		if err != nil {
+			loadbench.err = err
+			return
+		}
+		loadbench.path = filepath.Join(dir, "loadbench")
+		cmd := exec.Command("go", "build", "-o", loadbench.path, "../lobby/internal/loadtest/loadbench")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			loadbench.err = fmt.Errorf("building loadbench: %v\n%s", err, out)
+		}
+	})
+	if loadbench.err != nil {
+		b.Fatal(loadbench.err)
+	}
+	return loadbench.path
+}
+
+// target is a server under load: where it listens and the process whose
+// CPU time it spends.
+type target struct {
+	name string
+	addr netip.AddrPort
+	pid  int
+}
+
+// startEchoServer runs `loadbench echo` until the benchmark ends.
+func startEchoServer(b *testing.B, batched bool) target {
+	b.Helper()
+	t := target{name: "echo"}
+	args := []string{"echo"}
+	if batched {
+		t.name = "batched_echo"
+		args = append(args, "-batched")
+	}
+	cmd := exec.Command(loadbenchBinary(b), args...)
+	stdin, err := cmd.StdinPipe() // closing it ends the server
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("%s: %v", t.name, err)
+	}
+	if t.addr, err = netip.ParseAddrPort(strings.TrimSpace(line)); err != nil {
+		b.Fatalf("%s said %q: %v", t.name, line, err)
+	}
+	t.pid = cmd.Process.Pid
+	return t
+}
+
+// loadResult is what loadbench prints of a run (loadtest.WindowResult).
+type loadResult struct {
+	Answered, Lost int
+	Elapsed        time.Duration
+	P50, P99       time.Duration
+	Types          map[uint8]int
+}
+
+// loadRun is what one run of the generator against one server measured.
+type loadRun struct {
+	res loadResult
+	cpu time.Duration // the server's
+}
+
+// shape is what the generator sends: from one socket per source, each
+// keeping window requests of mix outstanding, run under wrap (e.g.
+// taskset) when it is set.
+type shape struct {
+	sources []netip.AddrPort
+	window  int
+	mix     [][]byte
+	wrap    []string
+}
+
+// load runs the generator against t once, for edgeRun.
+func load(b *testing.B, t target, sh shape) loadRun {
+	b.Helper()
+	args := append(slices.Clone(sh.wrap), loadbenchBinary(b), "load", "-target", t.addr.String(),
+		"-window", fmt.Sprint(sh.window), "-duration", edgeRun.String(), "-sources", joinAddrs(sh.sources))
+	for _, m := range sh.mix {
+		args = append(args, "-request", hex.EncodeToString(m))
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	before := cpuTime(b, t.pid)
+	out, err := cmd.Output()
+	after := cpuTime(b, t.pid)
+	if err != nil {
+		b.Fatalf("loadbench against %s: %v", t.name, err)
+	}
+	var r loadRun
+	if err := json.Unmarshal(out, &r.res); err != nil {
+		b.Fatalf("loadbench said %q: %v", out, err)
+	}
+	r.cpu = after - before
+	return r
+}
+
+func joinAddrs(as []netip.AddrPort) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time process pid has spent so far.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(st.UTime+st.STime) * clockTick
+}
+
+// loadTotal is the runs against one server, summed.
+type loadTotal struct {
+	answered, lost int
+	elapsed, cpu   time.Duration
+	p50s, p99s     []time.Duration
+	types          map[uint8]int
+}
+
+func (t *loadTotal) add(r loadRun) {
+	t.answered += r.res.Answered
+	t.lost += r.res.Lost
+	t.elapsed += r.res.Elapsed
+	t.cpu += r.cpu
+	t.p50s = append(t.p50s, r.res.P50)
+	t.p99s = append(t.p99s, r.res.P99)
+	if t.types == nil {
+		t.types = map[uint8]int{}
+	}
+	for k, n := range r.res.Types {
+		t.types[k] += n
+	}
+}
+
+func (t *loadTotal) rate() float64 { return float64(t.answered) / t.elapsed.Seconds() }
+
+// cpuPerRequest is the server's CPU time per answered request, in µs.
+func (t *loadTotal) cpuPerRequest() float64 {
+	return float64(t.cpu) / float64(time.Microsecond) / float64(max(t.answered, 1))
+}
+
+func (t *loadTotal) p(ds []time.Duration) float64 {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2]) / float64(time.Microsecond)
+}
+
+// interleave runs the generator against each target once per b.Loop
+// iteration, the order rotating, each with its shape (shapes[i], or the
+// one shape for all), and returns the totals by target.
+func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
+	b.Helper()
+	if len(shapes) == 1 {
+		shapes = slices.Repeat(shapes, len(targets))
+	}
+	for i, t := range targets { // warm up: seats, caches, tables
+		load(b, t, shapes[i])
+	}
+	totals := make([]loadTotal, len(targets))
+	for i := 0; b.Loop(); i++ {
+		for j := range targets {
+			k := (i + j) % len(targets)
+			totals[k].add(load(b, targets[k], shapes[k]))
+		}
+	}
+	for i, t := range targets {
+		b.Logf("%s: %.0f req/s, %.2f µs CPU/req, p50 %.0f µs, p99 %.0f µs, %d lost, replies by type %v",
+			t.name, totals[i].rate(), totals[i].cpuPerRequest(), totals[i].p(totals[i].p50s), totals[i].p(totals[i].p99s),
+			totals[i].lost, totals[i].types)
+	}
+	return totals
+}
+
+// edgeLobby starts `foyer serve` at info level (under wrap, when set)
+// with limits that let the generator through, and rooms rooms its players
+// need not come to; it returns the lobby as a target and its rooms' ids.
+func edgeLobby(b *testing.B, name, lobbyExtra string, rooms int, wrap ...string) (target, []uint32) {
+	b.Helper()
+	return edgeLobbyOf(b, bin, name, lobbyExtra, rooms, wrap...)
+}
+
+// edgeLobbyOf is edgeLobby running binary.
+func edgeLobbyOf(b *testing.B, binary, name, lobbyExtra string, rooms int, wrap ...string) (target, []uint32) {
+	b.Helper()
+	s := startServerBinary(b, binary, "info", `rate = 100000000
+burst = 1000000
+create_rate = 1000
+create_burst = 1000
+create_network_rate = 1000
+create_network_burst = 1000
+admit_rate = 100000000
+admit_burst = 16000000
+reflection_limit = "1GiB"
+`+lobbyExtra, `max_players = 32
+seat_ttl = "1h"
+max_waiting = "1h"
+[room]
+idle_timeout = "1h"
+`, wrap...)
+	c := newClient(b, "127.0.0.1", s.lobby)
+	ids := make([]uint32, rooms)
+	for i := range ids {
+		ids[i], _ = c.request(compact, createRoom, uint16(i+1), nil).roomPort(b)
+	}
+	return target{name: name, addr: s.lobby, pid: s.cmd.Process.Pid}, ids
+}
+
+// edgeRows are the two loads of the edge benchmarks: LIST from 8
+// sockets on 127.0.0.1, 16 outstanding on each; JOIN of the rooms ids in
+// turn from 16 sockets on 16 source addresses, 8 outstanding on each,
+// every one answered JOIN_SUCCESS from the seat its source holds. The
+// JOINs' sources keep their ports from run to run.
+func edgeRows(b *testing.B, ids []uint32) []edgeRow {
+	var joins [][]byte
+	for _, id := range ids {
+		joins = append(joins, encode(compact, joinRoom, 0, 0, joinPayload(id)))
+	}
+	return []edgeRow{
+		{"list", shape{sources: loopbackSockets(edgeSockets), window: edgeWindow, mix: [][]byte{encode(compact, listRooms, 0, 0, nil)}}, roomList},
+		{"join", shape{sources: loopbackSources(b, 16), window: edgeSockets * edgeWindow / 16, mix: joins}, joinSuccess},
+	}
+}
+
+// edgeRow is one load and the reply every request of it gets.
+type edgeRow struct {
+	name  string
+	shape shape
+	reply uint8
+}
+
+// check fails the benchmark unless every answer of the lobby's totals
+// (tot) is the row's reply.
+func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
+	if n := tot.types[row.reply]; n != tot.answered || n == 0 {
+		b.Fatalf("%d of %s's %d answers are %#x: %v", n, name, tot.answered, row.reply, tot.types)
+	}
+}
+
+// BenchmarkEdgeVsEcho is the native edge at the socket's limit, measured
+// from outside: the real binary with 10 rooms and one reader, as the echo
+// servers have (BenchmarkReaders measures more), against the two echo
+// servers, on the same sockets and window, in the same run.
+//
+// Rows:
+//   - list: LIST from 8 sockets on 127.0.0.1, 16 outstanding on each
+//     (target: 0.95 of the batched echo's rate);
+//   - join: JOIN of the 10 rooms in turn from 16 sockets on 16 source
+//     addresses, 8 outstanding on each, every one answered JOIN_SUCCESS
+//     from the seat its source holds (target: 0.9).
+//
+// Metrics: each server's req/s, the ratios of the lobby's rate to each
+// echo's, each one's CPU per answered request and the ratio of the
+// lobby's to the batched echo's (target: at most 1.1).
+//
+// With FOYER_BENCH_BASELINE set to the path of another build's foyer
+// binary, that build (with its defaults: no key it may not know) runs
+// too, as a fourth server, and its ratios are reported next to these:
+// before and after a change, in one run.
+func BenchmarkEdgeVsEcho(b *testing.B) {
+	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10)
+	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
+	rows := edgeRows(b, ids)
+	var baseRows []edgeRow
+	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
+		base, baseIDs := edgeLobbyOf(b, path, "baseline", "", 10)
+		targets = append(targets, base)
+		baseRows = edgeRows(b, baseIDs)
+	}
+	for i, row := range rows {
+		b.Run(row.name, func(b *testing.B) {
+			shapes := []shape{row.shape, row.shape, row.shape}
+			if baseRows != nil {
+				shapes = append(shapes, baseRows[i].shape)
+			}
+			tot := interleave(b, targets, shapes...)
+			row.check(b, lobby.name, tot[0])
+			reportEdge(b, "", tot[0], tot[1], tot[2])
+			if baseRows != nil {
+				row.check(b, "the baseline", tot[3])
+				reportEdge(b, "baseline_", tot[3], tot[1], tot[2])
+			}
+		})
+	}
+}
+
+// loopbackSources returns n addresses of 127.1.0.0/24, each with a port
+// free a moment ago: the same endpoints for every run, so that a JOIN
+// refreshes the seat its endpoint holds rather than taking a new one.
+func loopbackSources(b *testing.B, n int) []netip.AddrPort {
+	out := make([]netip.AddrPort, n)
+	for i := range out {
+		c := udptest.Listen(b, netip.AddrFrom4([4]byte{127, 1, 0, byte(i + 1)}).String())
+		out[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
+		c.Close()
+	}
+	return out
+}
+
+// loopbackSockets returns n sockets' sources on 127.0.0.1, ports picked
+// by each run.
+func loopbackSockets(n int) []netip.AddrPort {
+	return slices.Repeat([]netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, n)
+}
+
+// reportEdge reports a lobby's (l) rate and CPU against the echo's (e)
+// and the batched echo's (eb), its metrics' names prefixed with prefix.
+func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
+	b.ReportMetric(l.rate(), prefix+"lobby_req/s")
+	b.ReportMetric(l.rate()/e.rate(), prefix+"ratio_echo")
+	b.ReportMetric(l.rate()/eb.rate(), prefix+"ratio_batched")
+	b.ReportMetric(l.cpuPerRequest(), prefix+"lobby_cpu_µs/req")
+	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), prefix+"cpu_ratio")
+	b.ReportMetric(l.p(l.p99s), prefix+"lobby_p99_µs")
+	if prefix == "" {
+		b.ReportMetric(e.rate(), "echo_req/s")
+		b.ReportMetric(eb.rate(), "batched_req/s")
+		b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
+	}
+}
+
+// BenchmarkReaders is the native edge with one reader and with one per
+// core, interleaved in one run: two lobbies of the real binary, 10 rooms
+// each, `readers = 1` and `readers = N`, N the machine's cores (at least
+// 2), under the edge benchmarks' loads.
+//
+// Rows: unpinned, every process free to run on any core; and pinned
+// (machines of 2 cores or more), the generator on core 0 and the lobbies
+// on the others, so that N readers run on N-1 cores: on a 2-core machine
+// two readers share the one core, where they must cost nothing.
+//
+// Metrics: each lobby's req/s and CPU per request, and the ratio of N
+// readers' rate to one's.
+func BenchmarkReaders(b *testing.B) {
+	cpus := runtime.NumCPU()
+	n := max(cpus, 2)
+	for _, pinned := range []bool{false, true} {
+		if pinned && cpus < 2 {
+			continue
+		}
+		name := "unpinned"
+		var lobbyWrap, genWrap []string
+		if pinned {
+			name = "pinned"
+			lobbyWrap = []string{"taskset", "-c", fmt.Sprintf("1-%d", cpus-1)}
+			genWrap = []string{"taskset", "-c", "0"}
+		}
+		b.Run(name, func(b *testing.B) {
+			one, ids := edgeLobby(b, "1 reader", "readers = 1\n", 10, lobbyWrap...)
+			many, manyIDs := edgeLobby(b, fmt.Sprintf("%d readers", n), fmt.Sprintf("readers = %d\n", n), 10, lobbyWrap...)
+			rows, manyRows := edgeRows(b, ids), edgeRows(b, manyIDs)
+			for i, row := range rows {
+				b.Run(row.name, func(b *testing.B) {
+					// Each lobby is asked for its own rooms.
+					sh, manySh := row.shape, manyRows[i].shape
+					sh.wrap, manySh.wrap = genWrap, genWrap
+					tot := interleave(b, []target{one, many}, sh, manySh)
+					row.check(b, one.name, tot[0])
+					row.check(b, many.name, tot[1])
+					b.ReportMetric(tot[0].rate(), "1reader_req/s")
+					b.ReportMetric(tot[1].rate(), "Nreaders_req/s")
+					b.ReportMetric(tot[1].rate()/tot[0].rate(), "ratio")
+					b.ReportMetric(tot[0].cpuPerRequest(), "1reader_cpu_µs/req")
+					b.ReportMetric(tot[1].cpuPerRequest(), "Nreaders_cpu_µs/req")
+				})
+			}
+		})
+	}
+}
