@@ -165,4 +165,9 @@ type KeptReporter interface {
 	// now, and until when: the door's answer, for a program that keeps
 	// its own door (the keeper's endpoint asks it for its server).
 	Seated(ip netip.Addr) (expires time.Time, ok bool)
+	// SeatToken reports whether b is a seat token of the room a player
+	// may present now (signed by a key of its host, unexpired), its seat
+	// and until when: the door's check, for a program that keeps its own
+	// door. It seats no one.
+	SeatToken(b []byte) (seat uint32, expires time.Time, ok bool)
 }

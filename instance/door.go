@@ -168,10 +168,10 @@ func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission,
 	if err != nil || m.Type != ext.Present {
 		return d.refuse()
 	}
-	tok, ok := ext.ReadToken(m.SeatToken)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !ok || tok.Room != d.room || int64(tok.Expires) <= now.Unix() || tok.Seat == 0 || !d.verify(tok.Epoch, m.SeatToken) {
+	tok, ok := d.valid(m.SeatToken, now)
+	if !ok {
 		d.refused++
 		return admission{}, false
 	}
@@ -209,6 +209,25 @@ func (d *door) refuse() (admission, bool) {
 }
 
 // verify reports whether a key of epoch signed tok. d.mu is held.
+// valid reads seat token b and reports whether it is one of this room's
+// seats, signed by a key of its host and unexpired at now. d.mu is held.
+func (d *door) valid(b []byte, now time.Time) (ext.SeatToken, bool) {
+	tok, ok := ext.ReadToken(b)
+	return tok, ok && tok.Room == d.room && int64(tok.Expires) > now.Unix() && tok.Seat != 0 && d.verify(tok.Epoch, b)
+}
+
+// checkToken reports whether b is a valid seat token of this room at now
+// (valid), and its seat and expiry; it seats no one.
+func (d *door) checkToken(b []byte, now time.Time) (uint32, time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	tok, ok := d.valid(b, now)
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	return tok.Seat, time.Unix(int64(tok.Expires), 0), true
+}
+
 func (d *door) verify(epoch uint32, tok []byte) bool {
 	for _, k := range d.keys {
 		if k.epoch == epoch {

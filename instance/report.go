@@ -44,6 +44,8 @@ type reporter struct {
 	refused  func() uint64
 	// seated is the door's answer to Seated; nil: no seat is held.
 	seated func(ip netip.Addr, now time.Time) (time.Time, bool)
+	// token is the door's answer to SeatToken; nil: no token holds.
+	token func(b []byte, now time.Time) (uint32, time.Time, bool)
 	// kept is the room's description as its host keeps it (Keep); own
 	// is what the game made of it (Labeler), nil while it said nothing.
 	kept, own *instancepb.Metadata
@@ -244,6 +246,16 @@ func (r *reporter) Seated(ip netip.Addr) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return r.seated(ip, time.Now())
+}
+
+// SeatToken reports whether b is a seat token of the room that a player
+// may present now (signed by a key of its host, unexpired), its seat and
+// its expiry.
+func (r *reporter) SeatToken(b []byte) (seat uint32, expires time.Time, ok bool) {
+	if r.token == nil {
+		return 0, time.Time{}, false
+	}
+	return r.token(b, time.Now())
 }
 
 // exitCode is what the process exits with: 0, or 1 when a kept program

@@ -272,7 +272,7 @@ func newServer(g Game, dir string) *server {
 	life, end := context.WithCancel(context.Background())
 	d := newDoor()
 	rep := newReporter(d.player)
-	rep.refused, rep.seated = d.refusedCount, d.held
+	rep.refused, rep.seated, rep.token = d.refusedCount, d.held, d.checkToken
 	s := &server{game: g, dir: dir, rep: rep, door: d, life: life, endLife: end, acked: make(chan struct{})}
 	s.runner, _ = g.(Runner)
 	s.stderr = os.NewFile(2, "stderr")

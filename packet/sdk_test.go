@@ -31,6 +31,10 @@ type sdkGoldens struct {
 		Hex    string `json:"hex"`
 		Reason string `json:"reason"`
 	} `json:"malformed"`
+	// The extension's packets, which package ext's codec keeps
+	// (tests/sdk_ext_golden_test.go).
+	Ext          json.RawMessage `json:"ext"`
+	ExtMalformed json.RawMessage `json:"ext_malformed"`
 }
 
 type sdkRoom struct {

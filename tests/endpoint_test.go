@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // A game server in Python, with no Go in its process, is a Foyer room
@@ -187,5 +190,36 @@ func TestPythonRoomThroughTheEndpoint(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("room %d, silent, not reaped as unhealthy:\n%s", id2, s.logs)
 		}
+	}
+}
+
+// TestEndpointSeatTokensAndTags: a Python game server verifies the seat
+// token its player shows it through the endpoint (the lobby's token
+// holds, a forged one does not), and the tags it sets there list its room
+// in the extension's listings, found by a filter on them.
+func TestEndpointSeatTokensAndTags(t *testing.T) {
+	s := endpointRoom(t, 2*time.Second)
+	p := newExtPeer(t, "127.0.0.4", s.lobby)
+	seat := p.seat(createMsg())
+	alice := player(t, "127.0.0.4")
+	if got := say(t, alice, seat.Port, "TOKEN "+hex.EncodeToString(seat.SeatToken), 20); got != "SEAT 1" {
+		t.Fatalf("the lobby's seat token got %q, want SEAT 1:\n%s", got, s.logs)
+	}
+	forged := append([]byte(nil), seat.SeatToken...)
+	forged[len(forged)-1] ^= 1
+	if got := say(t, alice, seat.Port, "TOKEN "+hex.EncodeToString(forged), 5); got != "NO SEAT" {
+		t.Fatalf("a forged seat token got %q, want NO SEAT", got)
+	}
+	python := []ext.Tag{{Key: "lang", Value: "python"}}
+	var rooms ext.Message
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		rooms = p.ask(ext.Message{Header: packet.Header{Type: ext.List}, Filter: ext.Filter{Tags: python}})
+		if len(rooms.Entries) > 0 {
+			break
+		}
+	}
+	if len(rooms.Entries) != 1 || rooms.Entries[0].ID != seat.RoomID || rooms.Entries[0].Mode != "duel" ||
+		!slices.Equal(rooms.Entries[0].Tags, python) {
+		t.Fatalf("a filter on the room's tags lists %+v, want room %d of mode duel tagged lang=python", rooms.Entries, seat.RoomID)
 	}
 }

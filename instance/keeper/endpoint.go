@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/internal/httpserve"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/packet/ext"
 )
 
 // The local endpoint (probe "endpoint"): a game server in any language
@@ -31,16 +33,20 @@ import (
 //	POST /v1/players/connect      {"address": "IP:port"}: a player came; 403
 //	                              "no_seat" if no seat is held for its IP
 //	POST /v1/players/disconnect   {"address": "IP:port"}: a player left
-//	POST /v1/seats/verify         {"address": "IP:port"} or {"token": "..."}:
-//	                              whether the player holds a seat, until when
-//	PUT  /v1/metadata             {"name", "mode", "map", "tags"}
+//	POST /v1/seats/verify         {"address": "IP:port"}: whether a seat is held
+//	                              for its IP, until when; or {"token": HEX}: whether
+//	                              the seat token (as the lobby gave it to the player,
+//	                              in hex) is one of this room's, unexpired: its seat
+//	                              and until when
+//	PUT  /v1/metadata             {"name", "mode", "map", "tags": {KEY: VALUE}}: what
+//	                              the lobby's listings say of the room; tags replace
+//	                              the room's (at most 4; keys 1-16 of a-z 0-9 _ - .)
 //	POST /v1/allocate             the match began: no one joins any more
 //	POST /v1/state                {"state": "waiting" | "countdown" | "playing"}
 //	POST /v1/shutdown             the room is done: it ends, and its server with it
 //
-// Every request is a sign of life. What needs the lobby's protocol
-// extension (seat tokens, tags) answers 501 "not_supported" until the
-// lobby has it. Errors are {"error": CODE, "detail": TEXT}.
+// Every request is a sign of life. Errors are {"error": CODE, "detail":
+// TEXT}.
 
 // EnvEndpoint is the variable that gives a kept server the path of its
 // endpoint's Unix socket (probe "endpoint" only). The keeper builds the
@@ -264,7 +270,7 @@ func (e *endpoint) disconnect(w http.ResponseWriter, r *http.Request) {
 }
 
 // verify says whether a player may come in: by the address its datagrams
-// come from today, by its seat token once the lobby issues them.
+// come from, or by the seat token it shows the server.
 func (e *endpoint) verify(w http.ResponseWriter, r *http.Request) {
 	var p player
 	if !decodeBody(w, r, &p) {
@@ -272,7 +278,17 @@ func (e *endpoint) verify(w http.ResponseWriter, r *http.Request) {
 	}
 	e.alive()
 	if p.Token != "" {
-		fail(w, http.StatusNotImplemented, "not_supported", "seat tokens are not supported by this lobby")
+		b, err := hex.DecodeString(p.Token)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad_token", `"token" is not hex: `+err.Error())
+			return
+		}
+		seat, expires, ok := e.r.SeatToken(b)
+		v := map[string]any{"seated": ok}
+		if ok {
+			v["seat"], v["expires_unix_ms"] = seat, expires.UnixMilli()
+		}
+		reply(w, http.StatusOK, v)
 		return
 	}
 	ap, err := netip.ParseAddrPort(p.Address)
@@ -293,16 +309,43 @@ func (e *endpoint) setMetadata(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &m) {
 		return
 	}
-	if len(m.Tags) > 0 {
+	if !validTags(m.Tags) {
 		e.alive()
-		fail(w, http.StatusNotImplemented, "not_supported", "room tags are not supported by this lobby")
+		fail(w, http.StatusBadRequest, "bad_tags", fmt.Sprintf(`"tags" are at most %d, keys of 1-%d bytes of a-z, 0-9, '_', '-' and '.', values of at most %d bytes`,
+			ext.MaxTags, ext.MaxTagKey, ext.MaxTagValue))
 		return
 	}
 	e.mu.Lock()
-	e.meta = m // the reporter bounds each text
+	defer e.mu.Unlock()
+	if l, ok := e.r.(instance.Labeler); ok { // the listings' description (the reporter bounds each text)
+		l.SetName(m.Name)
+		l.SetMode(m.Mode)
+		l.SetMap(m.Map)
+		for k := range e.meta.Tags {
+			if _, kept := m.Tags[k]; !kept {
+				l.SetLabel(k, "")
+			}
+		}
+		for k, v := range m.Tags {
+			l.SetLabel(k, v)
+		}
+	}
+	e.meta = m
 	e.report()
-	e.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// validTags reports whether tags may describe a room.
+func validTags(tags map[string]string) bool {
+	if len(tags) > ext.MaxTags {
+		return false
+	}
+	for k, v := range tags {
+		if !ext.ValidTagKey(k) || !ext.ValidText(v, ext.MaxTagValue) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *endpoint) state(w http.ResponseWriter, r *http.Request) {

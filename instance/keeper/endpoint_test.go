@@ -16,11 +16,14 @@ import (
 	"github.com/foyerlobby/foyer/packet"
 )
 
-// heard is a KeptReporter that keeps what the endpoint reports, with the
-// seats of the IPs in seated.
+// heard is a KeptReporter and Labeler that keeps what the endpoint
+// reports, with the seats of the IPs in seated and the seat token "seat"
+// (seat 3).
 type heard struct {
 	mu        sync.Mutex
 	seated    map[netip.Addr]bool
+	labels    map[string]string // the tags set, by key
+	name      string
 	details   []instance.Details
 	states    []packet.RoomState
 	connected []netip.Addr
@@ -54,6 +57,29 @@ func (h *heard) Seated(ip netip.Addr) (time.Time, bool) {
 	return time.UnixMilli(1e12), h.seated[ip]
 }
 
+func (h *heard) SeatToken(b []byte) (uint32, time.Time, bool) {
+	if string(b) != "seat" {
+		return 0, time.Time{}, false
+	}
+	return 3, time.UnixMilli(1e12), true
+}
+func (h *heard) SetName(name string) {
+	h.mu.Lock()
+	h.name = name
+	h.mu.Unlock()
+}
+func (h *heard) SetMode(string) {}
+func (h *heard) SetMap(string)  {}
+func (h *heard) SetLabel(key, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if value == "" {
+		delete(h.labels, key)
+		return
+	}
+	h.labels[key] = value
+}
+
 // lastDetails is the last account reported.
 func (h *heard) lastDetails() instance.Details {
 	h.mu.Lock()
@@ -69,7 +95,7 @@ func serveEndpoint(t testing.TB) (*endpoint, *heard, *http.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &heard{seated: map[netip.Addr]bool{
+	h := &heard{labels: map[string]string{}, seated: map[netip.Addr]bool{
 		netip.MustParseAddr("10.0.0.1"): true, netip.MustParseAddr("10.0.0.2"): true, netip.MustParseAddr("10.0.0.3"): true,
 	}}
 	e.serve(h)
@@ -107,8 +133,8 @@ func do(t testing.TB, c *http.Client, method, route, body string) (int, map[stri
 // TestEndpointRoutes checks each route against what it reports: ready
 // closes the ready channel, a player comes in only on a seat and only
 // while there is room, leaves once, the seat of an address is verified
-// (a token is not supported yet, nor are tags), metadata reaches the
-// host's account, states and the shutdown reach the host, and malformed
+// and so is a seat token, metadata and tags reach the host's account and
+// its listings (tags replacing tags), states and the shutdown reach the host, and malformed
 // or oversized bodies are refused.
 func TestEndpointRoutes(t *testing.T) {
 	e, h, c := serveEndpoint(t)
@@ -136,8 +162,12 @@ func TestEndpointRoutes(t *testing.T) {
 		{"POST", "/v1/players/connect", `{"address":"nowhere"}`, 400, "error", "bad_address"},
 		{"POST", "/v1/seats/verify", `{"address":"10.0.0.3:7"}`, 200, "seated", true},
 		{"POST", "/v1/seats/verify", `{"address":"10.0.0.9:7"}`, 200, "seated", false},
-		{"POST", "/v1/seats/verify", `{"token":"abc"}`, 501, "error", "not_supported"},
-		{"PUT", "/v1/metadata", `{"name":"n","tags":{"k":"v"}}`, 501, "error", "not_supported"},
+		{"POST", "/v1/seats/verify", `{"token":"73656174"}`, 200, "seat", 3.0},
+		{"POST", "/v1/seats/verify", `{"token":"73656175"}`, 200, "seated", false},
+		{"POST", "/v1/seats/verify", `{"token":"xyz"}`, 400, "error", "bad_token"},
+		{"PUT", "/v1/metadata", `{"name":"n","tags":{"K":"v"}}`, 400, "error", "bad_tags"},
+		{"PUT", "/v1/metadata", `{"name":"n","tags":{"a":"1","b":"2","c":"3","d":"4","e":"5"}}`, 400, "error", "bad_tags"},
+		{"PUT", "/v1/metadata", `{"name":"n","tags":{"k":"v","x":"y"}}`, 204, "", nil},
 		{"PUT", "/v1/metadata", `{"name":`, 400, "error", "bad_request"},
 		{"PUT", "/v1/metadata", `{"name":"` + strings.Repeat("x", maxEndpointBody) + `"}`, 400, "error", "bad_request"},
 		{"POST", "/v1/state", `{"state":"finished"}`, 400, "error", "bad_state"},
@@ -154,11 +184,14 @@ func TestEndpointRoutes(t *testing.T) {
 	if len(h.connected) != 2 || len(h.left) != 1 {
 		t.Errorf("reported %v connected, %v left", h.connected, h.left)
 	}
-	if code, _ := do(t, c, "PUT", "/v1/metadata", `{"name":"Room","mode":"duel","map":"arena"}`); code != http.StatusNoContent {
+	if code, _ := do(t, c, "PUT", "/v1/metadata", `{"name":"Room","mode":"duel","map":"arena","tags":{"k":"w"}}`); code != http.StatusNoContent {
 		t.Fatalf("metadata: %d", code)
 	}
 	if got := h.lastDetails(); got.Name != "Room" || got.Game != "duel" || got.Map != "arena" || got.Players != 1 {
 		t.Errorf("metadata reported as %+v", got)
+	}
+	if h.name != "Room" || len(h.labels) != 1 || h.labels["k"] != "w" {
+		t.Errorf("listed as %q tagged %v, want Room tagged k=w", h.name, h.labels)
 	}
 	do(t, c, "POST", "/v1/state", `{"state":"countdown"}`)
 	do(t, c, "POST", "/v1/allocate", "")

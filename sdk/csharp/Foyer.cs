@@ -7,12 +7,22 @@
 // cache instead of acting twice. Replies are matched by sequence id;
 // anything else reaching the socket (strays, bad CRCs) is dropped. The
 // native protocol (both framings, LZ4-compressed lists) is in Codec.
+//
+// Foyer's extension (names, filters, codes, passwords, quick join, seat
+// tokens) is spoken to a lobby that answers it, as the Go client does: the
+// first extension request also lists the seed way, and a lobby that answers
+// only that, or nothing within a second, is a seed lobby for the client's
+// life; verbs then fall back to the seed messages where they can and throw
+// FoyerNotSupportedException where they cannot. The client echoes the retry
+// token the lobby hands out (EXT_RETRY) and pads its requests until it has one.
 using System;
 using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.Linq;
 using System.Net;
 using System.Net.Sockets;
+using System.Security.Cryptography;
+using System.Text;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -25,6 +35,8 @@ namespace Foyer
     {
         ListRooms = 0x40, RoomList = 0x41, CreateRoom = 0x42, RoomCreated = 0x43,
         JoinRoom = 0x44, JoinSuccess = 0x45, JoinFailed = 0x46,
+        ExtList = 0x80, ExtRooms = 0x81, ExtCreate = 0x82, ExtSeat = 0x83,
+        ExtJoin = 0x84, ExtRefused = 0x85, ExtQuick = 0x86, ExtRetry = 0x87,
     }
 
     public enum RoomState : byte { Waiting = 0, Countdown = 1, Playing = 2, Finished = 3 }
@@ -47,7 +59,7 @@ namespace Foyer
         public FoyerTimeoutException(string message) : base(message) { }
     }
 
-    /// <summary>The lobby said no (JOIN_FAILED), for Reason.</summary>
+    /// <summary>The lobby said no (JOIN_FAILED, or EXT_REFUSED with its Reason).</summary>
     public class FoyerRefusedException : FoyerException
     {
         public Reason Reason { get; }
@@ -91,6 +103,8 @@ namespace Foyer
         public string Mode { get; set; } = "";
         public string Map { get; set; } = "";
         public IReadOnlyDictionary<string, string> Tags { get; set; } = new Dictionary<string, string>();
+        public string Code { get; set; } = "";
+        public bool HasPassword { get; set; }
     }
 
     /// <summary>A place the lobby holds for this client: send the game traffic to Address:Port.</summary>
@@ -102,6 +116,8 @@ namespace Foyer
         /// <summary>A seat token and its expiry come with the extension; null from a seed lobby.</summary>
         public byte[] Token { get; set; }
         public DateTimeOffset? Expires { get; set; }
+        /// <summary>The room's join code; "" from a seed lobby.</summary>
+        public string Code { get; set; } = "";
     }
 
     /// <summary>Which rooms List and QuickJoin want. A seed lobby filters by State and FreeSeats only.</summary>
@@ -125,7 +141,7 @@ namespace Foyer
             (State == null || r.State == State) && r.MaxPlayers - r.Players >= FreeSeats;
     }
 
-    /// <summary>What a new room is to be; a seed lobby takes none of it.</summary>
+    /// <summary>What a new room is to be; a seed lobby takes none of it (and refuses Private and Password).</summary>
     public sealed class CreateOptions
     {
         public string Name { get; set; }
@@ -157,6 +173,45 @@ namespace Foyer
         public uint Room { get; set; }
         public ushort Port { get; set; }
         public IReadOnlyList<Room> Rooms { get; set; } = new Room[0];
+        /// <summary>EXT_RETRY: the token to echo.</summary>
+        public byte[] Token { get; set; }
+        /// <summary>EXT_SEAT: the room's code, where it runs (null: the lobby's address), the seat's token.</summary>
+        public string Code { get; set; } = "";
+        public IPAddress Address { get; set; }
+        public byte[] SeatToken { get; set; }
+        /// <summary>EXT_ROOMS: the cursor of the next page, 0 after the last.</summary>
+        public uint Next { get; set; }
+        /// <summary>EXT_REFUSED: why.</summary>
+        public Reason Reason { get; set; }
+    }
+
+    /// <summary>An extension request, as Codec.EncodeExt writes it.</summary>
+    public sealed class ExtRequest
+    {
+        public MessageType Type { get; set; }
+        public ushort Seq { get; set; }
+        public Framing Framing { get; set; }
+        public uint Tick { get; set; }
+        /// <summary>The lobby's retry token, echoed; null for none.</summary>
+        public byte[] Token { get; set; }
+        /// <summary>Zero bytes the request ends with.</summary>
+        public int Pad { get; set; }
+        /// <summary>The client's own 8-byte id, which its seat token binds.</summary>
+        public byte[] Client { get; set; } = new byte[8];
+        public Filter Filter { get; set; }
+        public uint Cursor { get; set; }
+        public byte Limit { get; set; }
+        public CreateOptions Options { get; set; }
+        public string Password { get; set; }
+        public uint Room { get; set; }
+        public string Code { get; set; }
+    }
+
+    /// <summary>One page of rooms, and the cursor of the next (0 after the last).</summary>
+    public sealed class Page
+    {
+        public IReadOnlyList<Room> Rooms { get; set; }
+        public uint Next { get; set; }
     }
 
     /// <summary>The native protocol, as docs/protocol.md says it.</summary>
@@ -197,7 +252,14 @@ namespace Foyer
         {
             if (type != MessageType.ListRooms && type != MessageType.CreateRoom && type != MessageType.JoinRoom)
                 throw new ArgumentException(type + " is not a request", nameof(type));
-            int n = type == MessageType.JoinRoom ? 4 : 0, hl = framing == Framing.Legacy ? 17 : 8;
+            var p = new byte[type == MessageType.JoinRoom ? 4 : 0];
+            if (p.Length > 0) Put32(p, 0, room);
+            return Frame(type, seq, framing, tick, p);
+        }
+
+        static byte[] Frame(MessageType type, ushort seq, Framing framing, uint tick, byte[] p)
+        {
+            int n = p.Length, hl = framing == Framing.Legacy ? 17 : 8;
             var b = new byte[hl + n + 4];
             if (framing == Framing.Legacy)
             {
@@ -210,15 +272,16 @@ namespace Foyer
                 b[0] = 1; b[1] = (byte)type;
                 Put16(b, 2, seq); Put16(b, 4, n); Put16(b, 6, n);
             }
-            if (n > 0) Put32(b, hl, room);
+            Array.Copy(p, 0, b, hl, n);
             Put32(b, hl + n, Crc32(b, 0, hl + n));
             return b;
         }
 
-        static bool IsRequest(int t) => t == 0x40 || t == 0x42 || t == 0x44;
+        static bool IsRequest(int t) => t == 0x40 || t == 0x42 || t == 0x44 || (t >= 0x80 && t % 2 == 0);
 
         static bool Holds(int t, int n)
         {
+            if (t >= 0x80) return n <= ExtMaxPayload;
             switch ((MessageType)t)
             {
                 case MessageType.JoinRoom: return n == 4;
@@ -228,7 +291,8 @@ namespace Foyer
             }
         }
 
-        /// <summary>Checks one datagram in either framing, in the protocol's order, and returns it.</summary>
+        /// <summary>Checks one datagram in either framing, in the protocol's order, and returns it. Of the
+        /// extension it reads the lobby's replies; its requests are the lobby's to read ("unknown_type" here).</summary>
         /// <exception cref="MalformedPacketException">names the first rule it breaks.</exception>
         public static Message Decode(byte[] b, int len)
         {
@@ -251,7 +315,8 @@ namespace Foyer
             if (len != hl + n + 4) throw new MalformedPacketException("length");
             if (U32(b, hl + n) != Crc32(b, 0, hl + n)) throw new MalformedPacketException("crc");
             if (dir != 1 && dir != 2) throw new MalformedPacketException("packet_type");
-            if (t < 0x40 || t > 0x46) throw new MalformedPacketException("unknown_type");
+            if ((t < 0x40 || t > 0x46) && t != 0x81 && t != 0x83 && t != 0x85 && t != 0x87)
+                throw new MalformedPacketException("unknown_type");
             if ((dir == 1) != IsRequest(t)) throw new MalformedPacketException("direction");
             if (legacy && !flagged && original == 0) original = n; // the original game's encoder leaves it 0
             m.Compressed = original > n;
@@ -266,6 +331,7 @@ namespace Foyer
                 n = original;
             }
             m.Type = (MessageType)t;
+            if (t >= 0x80) return DecodeExt(m, p, at, n);
             if (m.Type == MessageType.RoomList)
             {
                 m.Rooms = DecodeRooms(p, at, n);
@@ -294,6 +360,200 @@ namespace Foyer
                 };
             }
             return rooms;
+        }
+
+        // The extension.
+
+        /// <summary>The longest extension payload: a 1200-byte compact datagram's.</summary>
+        public const int ExtMaxPayload = 1200 - 8 - 4;
+        /// <summary>The letters of join codes.</summary>
+        public const string CodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ";
+        static readonly UTF8Encoding Strict = new UTF8Encoding(false, true);
+
+        static void Field(bool ok)
+        {
+            if (!ok) throw new ArgumentException("extension field out of range");
+        }
+
+        static bool ValidText(byte[] b, int at, int n)
+        {
+            string s;
+            try { s = Strict.GetString(b, at, n); }
+            catch (ArgumentException) { return false; }
+            return s.All(c => c >= 0x20 && (c < 0x7F || c >= 0xA0));
+        }
+
+        static bool ValidKey(string k) =>
+            k.Length > 0 && k.Length <= 16 && k.All(c => (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.');
+
+        /// <summary>Whether s is a join code: 6 letters of CodeAlphabet.</summary>
+        public static bool ValidCode(string s) => s != null && s.Length == 6 && s.All(c => CodeAlphabet.IndexOf(c) >= 0);
+
+        sealed class Writer
+        {
+            public readonly List<byte> B = new List<byte>();
+            public void U8(int v) => B.Add((byte)v);
+            public void U32(uint v) { for (int i = 24; i >= 0; i -= 8) B.Add((byte)(v >> i)); }
+            public void Blob(byte[] b)
+            {
+                b = b ?? new byte[0];
+                Field(b.Length <= 64);
+                U8(b.Length);
+                B.AddRange(b);
+            }
+            public void Text(string s, int most)
+            {
+                var b = Encoding.UTF8.GetBytes(s ?? "");
+                Field(b.Length <= most && ValidText(b, 0, b.Length));
+                U8(b.Length);
+                B.AddRange(b);
+            }
+            public void Tags(IDictionary<string, string> tags)
+            {
+                tags = tags ?? new Dictionary<string, string>();
+                Field(tags.Count <= 4 && tags.Keys.All(ValidKey));
+                U8(tags.Count);
+                foreach (var t in tags) { Text(t.Key, 16); Text(t.Value, 32); }
+            }
+            public void Filter(Filter f)
+            {
+                f = f ?? new Filter();
+                Field(f.FreeSeats >= 0 && f.FreeSeats <= 255);
+                U8(f.State == null ? 0 : 1 << (int)f.State);
+                U8(f.FreeSeats);
+                Text(f.Mode, 16); Text(f.Map, 32); Text(f.NamePrefix, 32); Tags(f.Tags);
+            }
+        }
+
+        /// <summary>The datagram of an extension request (EXT_LIST, EXT_CREATE, EXT_JOIN, EXT_QUICK).</summary>
+        /// <exception cref="ArgumentException">a field out of its range.</exception>
+        public static byte[] EncodeExt(ExtRequest m)
+        {
+            var w = new Writer();
+            w.U8(1);
+            w.Blob(m.Token);
+            Field(m.Client != null && m.Client.Length == 8);
+            switch (m.Type)
+            {
+                case MessageType.ExtList:
+                    w.U32(m.Cursor); w.U8(m.Limit); w.Filter(m.Filter);
+                    break;
+                case MessageType.ExtCreate:
+                    var o = m.Options ?? new CreateOptions();
+                    w.B.AddRange(m.Client); w.U8(o.Private ? 1 : 0);
+                    w.Text(o.Name, 32); w.Text(o.Mode, 16); w.Text(o.Map, 32); w.Tags(o.Tags); w.Text(o.Password, 64);
+                    break;
+                case MessageType.ExtJoin:
+                    Field((m.Room == 0) != string.IsNullOrEmpty(m.Code) && (string.IsNullOrEmpty(m.Code) || ValidCode(m.Code)));
+                    w.B.AddRange(m.Client); w.U32(m.Room);
+                    w.U8(string.IsNullOrEmpty(m.Code) ? 0 : 6);
+                    if (!string.IsNullOrEmpty(m.Code)) w.B.AddRange(Encoding.ASCII.GetBytes(m.Code));
+                    w.Text(m.Password, 64);
+                    break;
+                case MessageType.ExtQuick:
+                    w.B.AddRange(m.Client); w.Filter(m.Filter);
+                    break;
+                default:
+                    throw new ArgumentException(m.Type + " is not an extension request");
+            }
+            w.B.AddRange(new byte[m.Pad]);
+            Field(w.B.Count <= ExtMaxPayload);
+            return Frame(m.Type, m.Seq, m.Framing, m.Tick, w.B.ToArray());
+        }
+
+        // Reader reads an extension payload front to back; MalformedPacketException at the first fault.
+        sealed class Reader
+        {
+            readonly byte[] p;
+            public int At, End;
+            public Reader(byte[] p, int at, int n) { this.p = p; At = at; End = at + n; }
+            public int Take(int n)
+            {
+                if (n > End - At) throw new MalformedPacketException("ext_short");
+                At += n;
+                return At - n;
+            }
+            public int U8() => p[Take(1)];
+            public ushort U16() => Codec.U16(p, Take(2));
+            public uint U32() => Codec.U32(p, Take(4));
+            public static void Check(bool ok) { if (!ok) throw new MalformedPacketException("ext_field"); }
+            public byte[] Bytes(int n) { int i = Take(n); var b = new byte[n]; Array.Copy(p, i, b, 0, n); return b; }
+            public string Text(int most)
+            {
+                int n = U8(), i = Take(n);
+                Check(n <= most && ValidText(p, i, n));
+                return Encoding.UTF8.GetString(p, i, n);
+            }
+            public string Code()
+            {
+                string s = Encoding.ASCII.GetString(p, Take(6), 6);
+                Check(ValidCode(s));
+                return s;
+            }
+            public byte[] Blob()
+            {
+                int n = U8();
+                Check(n <= 64);
+                return Bytes(n);
+            }
+            public Dictionary<string, string> Tags()
+            {
+                int n = U8();
+                Check(n <= 4);
+                var t = new Dictionary<string, string>();
+                for (int k = 0; k < n; k++)
+                {
+                    string key = Text(16), value = Text(32);
+                    Check(ValidKey(key) && !t.ContainsKey(key));
+                    t[key] = value;
+                }
+                return t;
+            }
+        }
+
+        static Message DecodeExt(Message m, byte[] p, int at, int n)
+        {
+            var r = new Reader(p, at, n);
+            if (r.U8() != 1) throw new MalformedPacketException("ext_version");
+            switch (m.Type)
+            {
+                case MessageType.ExtRooms:
+                    m.Next = r.U32();
+                    int count = r.U8();
+                    var rooms = new List<Room>();
+                    for (int k = 0; k < count; k++)
+                    {
+                        if (r.End - r.At < 22) throw new MalformedPacketException("ext_short"); // count is backed before it is read
+                        var room = new Room { Id = r.U32(), Players = r.U16(), MaxPlayers = r.U16(), Port = r.U16() };
+                        int state = r.U8(), flags = r.U8();
+                        Reader.Check(state <= 3 && (flags & ~1) == 0);
+                        room.State = (RoomState)state;
+                        room.HasPassword = flags == 1;
+                        room.Code = r.Code();
+                        room.Name = r.Text(32); room.Mode = r.Text(16); room.Map = r.Text(32); room.Tags = r.Tags();
+                        rooms.Add(room);
+                    }
+                    m.Rooms = rooms;
+                    break;
+                case MessageType.ExtSeat:
+                    m.Room = r.U32(); m.Port = r.U16(); m.Code = r.Code();
+                    var a = r.Bytes(r.U8());
+                    Reader.Check(a.Length == 0 || a.Length == 4 ||
+                        (a.Length == 16 && !(a.Take(10).All(x => x == 0) && a[10] == 0xFF && a[11] == 0xFF)));
+                    if (a.Length > 0) m.Address = new IPAddress(a);
+                    m.SeatToken = r.Blob();
+                    break;
+                case MessageType.ExtRefused:
+                    int why = r.U8();
+                    m.Reason = why <= (int)Reason.Denied ? (Reason)why : Reason.Unspecified;
+                    break;
+                default: // EXT_RETRY
+                    m.Token = r.Blob();
+                    Reader.Check(m.Token.Length > 0);
+                    break;
+            }
+            if (r.At != r.End) throw new MalformedPacketException("ext_trailing");
+            return m;
         }
 
         /// <summary>Inflates one LZ4 block (no frame) of src[offset..offset+n) to exactly size bytes.</summary>
@@ -341,6 +601,11 @@ namespace Foyer
     public sealed class Client : IDisposable
     {
         const int RefusedPauseMs = 250; // after "port unreachable", before trying again
+        static readonly TimeSpan ProbeTimeout = TimeSpan.FromSeconds(1); // the first extension request's wait
+        static readonly TimeSpan ProbeGrace = TimeSpan.FromMilliseconds(200); // after a seed answer to the probe
+        /// <summary>A request without a retry token is padded to this many bytes.</summary>
+        public const int PadTo = 64;
+        const int MaxPages = 4096;
 
         readonly Socket socket;
         readonly string lobby;
@@ -348,16 +613,31 @@ namespace Foyer
         readonly ClientOptions options;
         readonly ConcurrentDictionary<ushort, Call> pending = new ConcurrentDictionary<ushort, Call>();
         readonly CancellationTokenSource closed = new CancellationTokenSource();
+        readonly byte[] clientId = new byte[8]; // this client's id, which its seat tokens bind
+        readonly object gate = new object();
+        Task<bool> ext; // whether the lobby speaks the extension, once asked
+        volatile byte[] token; // the lobby's retry token
         int seq;
         volatile bool answered; // the lobby answered once: it has seen this client receive
 
         sealed class Call
         {
-            public MessageType Type;
-            public uint Room;
+            public Func<Message, bool> Match;
             public readonly TaskCompletionSource<Message> Reply =
                 new TaskCompletionSource<Message>(TaskCreationOptions.RunContinuationsAsynchronously);
             public volatile TaskCompletionSource<bool> Refused;
+        }
+
+        // Ask is one exchange: Pkt(seq) sent up to Attempts times, each waiting Timeout for a reply Match
+        // takes. A probe also sends a seed LIST once, whose answer leaves the extension's ProbeGrace more.
+        sealed class Ask
+        {
+            public string Op, Awaiting;
+            public Func<ushort, byte[]> Pkt;
+            public Func<Message, bool> Match;
+            public TimeSpan Timeout;
+            public int Attempts;
+            public bool Probe;
         }
 
         Client(Socket socket, string lobby, IPAddress address, ClientOptions options)
@@ -367,6 +647,7 @@ namespace Foyer
             this.address = address;
             this.options = options;
             seq = new Random().Next(0x10000);
+            using (var rng = RandomNumberGenerator.Create()) rng.GetBytes(clientId);
             Task.Run(ReadLoop);
         }
 
@@ -394,39 +675,92 @@ namespace Foyer
             return new Client(s, host + ":" + port, ip, o);
         }
 
-        /// <summary>The lobby's rooms that filter matches (a seed lobby filters by State and FreeSeats only).</summary>
+        /// <summary>Every room filter matches, page after page (a seed lobby filters by State and FreeSeats only).</summary>
         public async Task<IReadOnlyList<Room>> ListAsync(Filter filter = null, CancellationToken ct = default(CancellationToken))
         {
-            filter?.Check();
-            var m = await Do(MessageType.ListRooms, 0, ct).ConfigureAwait(false);
-            return filter == null ? m.Rooms : m.Rooms.Where(filter.Matches).ToList();
+            var rooms = new List<Room>();
+            uint cursor = 0;
+            for (int k = 0; k < MaxPages; k++)
+            {
+                Page page = null;
+                try { page = await PageAsync(filter, cursor, 0, ct).ConfigureAwait(false); }
+                catch (FoyerNotSupportedException) { }
+                if (page == null)
+                {
+                    filter?.Check();
+                    var m = await Seed(MessageType.ListRooms, 0, ct).ConfigureAwait(false);
+                    return filter == null ? m.Rooms : m.Rooms.Where(filter.Matches).ToList();
+                }
+                rooms.AddRange(page.Rooms);
+                if (page.Next == 0 || page.Next <= cursor) break;
+                cursor = page.Next;
+            }
+            return rooms;
+        }
+
+        /// <summary>One page of the rooms filter matches after cursor (0: from the first), at most limit (0: as many
+        /// as fit a datagram); needs the extension.</summary>
+        public async Task<Page> PageAsync(Filter filter = null, uint cursor = 0, byte limit = 0, CancellationToken ct = default(CancellationToken))
+        {
+            var r = await AskExt("list " + lobby, new ExtRequest { Type = MessageType.ExtList, Filter = filter, Cursor = cursor, Limit = limit }, ct)
+                .ConfigureAwait(false);
+            return new Page { Rooms = r.Rooms, Next = r.Next };
         }
 
         /// <summary>Starts a room and holds a seat in it for this client.</summary>
         public async Task<Seat> CreateAsync(CreateOptions options = null, CancellationToken ct = default(CancellationToken))
         {
-            if (options != null && (!string.IsNullOrEmpty(options.Name) || !string.IsNullOrEmpty(options.Mode) ||
-                                    !string.IsNullOrEmpty(options.Map) || !string.IsNullOrEmpty(options.Password) ||
-                                    options.Private || (options.Tags != null && options.Tags.Count > 0)))
-                throw new FoyerNotSupportedException("room options are not supported by this lobby");
-            if (!answered) await ListAsync(null, ct).ConfigureAwait(false); // a lobby starts few rooms for senders it never answered
-            return ToSeat(MessageType.CreateRoom, 0, await Do(MessageType.CreateRoom, 0, ct).ConfigureAwait(false));
+            var o = options ?? new CreateOptions();
+            try
+            {
+                return ExtSeat(await AskExt("create " + lobby, new ExtRequest { Type = MessageType.ExtCreate, Client = clientId, Options = o }, ct)
+                    .ConfigureAwait(false));
+            }
+            catch (FoyerNotSupportedException) when (!o.Private && string.IsNullOrEmpty(o.Password)) { }
+            return await SeedSeat(MessageType.CreateRoom, 0, ct).ConfigureAwait(false);
         }
 
-        /// <summary>Holds a seat in room id.</summary>
+        /// <summary>Holds a seat in room id, with its password if it has one.</summary>
         public async Task<Seat> JoinAsync(uint room, string password = null, CancellationToken ct = default(CancellationToken))
         {
-            if (!string.IsNullOrEmpty(password)) throw new FoyerNotSupportedException("passwords are not supported by this lobby");
-            return ToSeat(MessageType.JoinRoom, room, await Do(MessageType.JoinRoom, room, ct).ConfigureAwait(false));
+            try
+            {
+                return ExtSeat(await AskExt(Op(MessageType.JoinRoom, room),
+                    new ExtRequest { Type = MessageType.ExtJoin, Client = clientId, Room = room, Password = password }, ct).ConfigureAwait(false));
+            }
+            catch (FoyerNotSupportedException) when (string.IsNullOrEmpty(password)) { }
+            return await SeedSeat(MessageType.JoinRoom, room, ct).ConfigureAwait(false);
         }
 
-        /// <summary>Holds a seat in the room of a join code: needs the extension.</summary>
-        public Task<Seat> JoinAsync(string code, string password = null, CancellationToken ct = default(CancellationToken)) =>
-            Task.FromException<Seat>(new FoyerNotSupportedException("joining by code is not supported by this lobby"));
+        /// <summary>Holds a seat in the room of a join code (any case), with its password if it has one.</summary>
+        public async Task<Seat> JoinAsync(string code, string password = null, CancellationToken ct = default(CancellationToken))
+        {
+            code = (code ?? "").ToUpperInvariant();
+            string op = "join " + lobby + " code " + code;
+            if (!Codec.ValidCode(code)) throw new ArgumentException(op + ": not a join code (6 letters of " + Codec.CodeAlphabet + ")");
+            return ExtSeat(await AskExt(op, new ExtRequest { Type = MessageType.ExtJoin, Client = clientId, Code = code, Password = password }, ct)
+                .ConfigureAwait(false));
+        }
 
-        /// <summary>Joins the fullest room filter matches, or creates one: needs the extension.</summary>
-        public Task<Seat> QuickJoinAsync(Filter filter = null, CancellationToken ct = default(CancellationToken)) =>
-            Task.FromException<Seat>(new FoyerNotSupportedException("quick join is not supported by this lobby"));
+        /// <summary>Holds a seat in the fullest joinable room filter matches, or in a new one.</summary>
+        public async Task<Seat> QuickJoinAsync(Filter filter = null, CancellationToken ct = default(CancellationToken))
+        {
+            try
+            {
+                return ExtSeat(await AskExt("quick " + lobby, new ExtRequest { Type = MessageType.ExtQuick, Client = clientId, Filter = filter }, ct)
+                    .ConfigureAwait(false));
+            }
+            catch (FoyerNotSupportedException) { }
+            foreach (var r in (await ListAsync(filter, ct).ConfigureAwait(false)).OrderByDescending(r => r.Players))
+            {
+                if ((r.State == RoomState.Waiting || r.State == RoomState.Countdown) && r.Players < r.MaxPlayers)
+                {
+                    try { return await JoinAsync(r.Id, null, ct).ConfigureAwait(false); }
+                    catch (FoyerException) { }
+                }
+            }
+            return await CreateAsync(null, ct).ConfigureAwait(false);
+        }
 
         /// <summary>Closes the socket; requests in flight fail with FoyerClosedException.</summary>
         public void Dispose()
@@ -439,75 +773,164 @@ namespace Foyer
         string Op(MessageType t, uint room) =>
             t == MessageType.ListRooms ? "list " + lobby : t == MessageType.CreateRoom ? "create " + lobby : "join " + lobby + " room " + room;
 
-        Seat ToSeat(MessageType t, uint room, Message m)
+        async Task<Message> Seed(MessageType t, uint room, CancellationToken ct)
         {
+            if (t == MessageType.CreateRoom && !answered) await Seed(MessageType.ListRooms, 0, ct).ConfigureAwait(false);
+            var m = await Exchange(new Ask
+            {
+                Op = Op(t, room), Timeout = options.Timeout, Attempts = options.Attempts,
+                Awaiting = t == MessageType.ListRooms ? "ROOM_LIST" : t == MessageType.CreateRoom ? "ROOM_CREATED or JOIN_FAILED" : "JOIN_SUCCESS or JOIN_FAILED",
+                Pkt = id => Codec.EncodeRequest(t, id, options.Framing, 0, room),
+                Match = r => t == MessageType.ListRooms ? r.Type == MessageType.RoomList
+                    : t == MessageType.CreateRoom ? r.Type == MessageType.RoomCreated || r.Type == MessageType.JoinFailed
+                    : r.Type == MessageType.JoinFailed || (r.Type == MessageType.JoinSuccess && r.Room == room),
+            }, ct).ConfigureAwait(false);
+            answered = true;
             if (m.Type == MessageType.JoinFailed)
                 throw new FoyerRefusedException(Op(t, room) + ": lobby answered JOIN_FAILED (" +
                     (t == MessageType.CreateRoom ? "the lobby could not start a room" : "room unknown, full, or not waiting") + ")",
                     Reason.Unspecified);
+            return m;
+        }
+
+        async Task<Seat> SeedSeat(MessageType t, uint room, CancellationToken ct)
+        {
+            var m = await Seed(t, room, ct).ConfigureAwait(false);
             return new Seat { Room = m.Room, Address = address, Port = m.Port };
         }
 
-        static bool Answers(Call c, Message m)
+        Seat ExtSeat(Message m)
         {
-            switch (c.Type)
+            var t = m.SeatToken;
+            DateTimeOffset? expires = null;
+            if (t != null && t.Length == 41 && t[0] == 1)
+                expires = DateTimeOffset.FromUnixTimeSeconds((long)((uint)(t[21] << 24 | t[22] << 16 | t[23] << 8 | t[24])));
+            return new Seat { Room = m.Room, Address = m.Address ?? address, Port = m.Port, Token = t, Expires = expires, Code = m.Code };
+        }
+
+        Ask ExtAsk(string op, ExtRequest req, TimeSpan timeout, int attempts, bool probe = false)
+        {
+            var tok = token;
+            var want = req.Type == MessageType.ExtList ? MessageType.ExtRooms : MessageType.ExtSeat;
+            return new Ask
             {
-                case MessageType.ListRooms: return m.Type == MessageType.RoomList;
-                case MessageType.CreateRoom: return m.Type == MessageType.RoomCreated || m.Type == MessageType.JoinFailed;
-                default: return m.Type == MessageType.JoinFailed || (m.Type == MessageType.JoinSuccess && m.Room == c.Room);
+                Op = op, Timeout = timeout, Attempts = attempts, Probe = probe,
+                Awaiting = (want == MessageType.ExtRooms ? "EXT_ROOMS" : "EXT_SEAT") + " or EXT_REFUSED",
+                Pkt = id =>
+                {
+                    req.Seq = id; req.Framing = options.Framing; req.Token = tok; req.Pad = 0;
+                    var b = Codec.EncodeExt(req);
+                    if (tok != null) return b;
+                    req.Pad = Math.Max(PadTo - b.Length, 0);
+                    return Codec.EncodeExt(req);
+                },
+                Match = m => m.Type == want || m.Type == MessageType.ExtRetry || m.Type == MessageType.ExtRefused,
+            };
+        }
+
+        async Task<bool> Probe(string op)
+        {
+            try
+            {
+                var r = await Exchange(ExtAsk(op, new ExtRequest { Type = MessageType.ExtList, Limit = 1 },
+                    ProbeTimeout < options.Timeout ? ProbeTimeout : options.Timeout, 1, true), CancellationToken.None).ConfigureAwait(false);
+                if (r.Type == MessageType.ExtRetry) token = r.Token;
+                return true;
+            }
+            catch (FoyerTimeoutException) { return false; }
+            catch (FoyerUnreachableException) { return false; }
+            catch (Exception)
+            {
+                lock (gate) ext = null;
+                throw;
             }
         }
 
-        async Task<Message> Do(MessageType type, uint room, CancellationToken ct)
+        async Task<Message> AskExt(string op, ExtRequest req, CancellationToken ct)
         {
-            if (closed.IsCancellationRequested) throw new FoyerClosedException(Op(type, room) + ": client closed");
-            var call = new Call { Type = type, Room = room };
+            Task<bool> speaks;
+            lock (gate) speaks = ext = ext ?? Probe(op);
+            if (!await speaks.ConfigureAwait(false)) throw new FoyerNotSupportedException(op + ": the lobby does not speak the extension");
+            for (int k = 0; k < 3; k++)
+            {
+                var r = await Exchange(ExtAsk(op, req, options.Timeout, options.Attempts), ct).ConfigureAwait(false);
+                if (r.Type == MessageType.ExtRetry)
+                {
+                    token = r.Token;
+                    continue;
+                }
+                if (r.Type == MessageType.ExtRefused)
+                    throw new FoyerRefusedException(op + ": lobby refused: " + r.Reason, r.Reason);
+                answered = true;
+                return r;
+            }
+            throw new FoyerTimeoutException(op + ": the lobby asks for a retry token again and again");
+        }
+
+        ushort Register(Call call)
+        {
             ushort id;
             do id = (ushort)Interlocked.Increment(ref seq); while (!pending.TryAdd(id, call));
-            var pkt = Codec.EncodeRequest(type, id, options.Framing, 0, room);
+            return id;
+        }
+
+        async Task<Message> Exchange(Ask a, CancellationToken ct)
+        {
+            if (closed.IsCancellationRequested) throw new FoyerClosedException(a.Op + ": client closed");
+            var call = new Call { Match = a.Match };
+            var seed = a.Probe ? new Call { Match = r => r.Type == MessageType.RoomList } : null;
+            ushort id = Register(call), seedId = seed == null ? (ushort)0 : Register(seed);
+            var never = new TaskCompletionSource<Message>().Task;
             bool refused = false;
             using (var stop = CancellationTokenSource.CreateLinkedTokenSource(ct, closed.Token))
             {
                 try
                 {
-                    for (int attempt = 0; attempt < options.Attempts; attempt++)
+                    if (seed != null)
+                    {
+                        try { socket.Send(Codec.EncodeRequest(MessageType.ListRooms, seedId, options.Framing)); }
+                        catch (SocketException e) when (IsRefusal(e)) { }
+                    }
+                    var pkt = a.Pkt(id);
+                    for (int attempt = 0; attempt < a.Attempts; attempt++)
                     {
                         if (attempt > 0 && refused)
-                            await Task.Delay(TimeSpan.FromMilliseconds(Math.Min(RefusedPauseMs, options.Timeout.TotalMilliseconds)), stop.Token).ConfigureAwait(false);
+                            await Task.Delay(TimeSpan.FromMilliseconds(Math.Min(RefusedPauseMs, a.Timeout.TotalMilliseconds)), stop.Token).ConfigureAwait(false);
                         refused = false;
                         var refusal = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
                         call.Refused = refusal;
                         try { socket.Send(pkt); }
                         catch (SocketException e) when (IsRefusal(e)) { refused = true; continue; }
-                        var timeout = Task.Delay(options.Timeout, stop.Token);
-                        var done = await Task.WhenAny(call.Reply.Task, refusal.Task, timeout).ConfigureAwait(false);
-                        if (done == call.Reply.Task)
+                        var timeout = Task.Delay(a.Timeout, stop.Token);
+                        var done = await Task.WhenAny(call.Reply.Task, refusal.Task, timeout, seed?.Reply.Task ?? never).ConfigureAwait(false);
+                        if (seed != null && done == seed.Reply.Task)
                         {
-                            answered = true;
-                            return call.Reply.Task.Result;
+                            seed = null;
+                            done = await Task.WhenAny(call.Reply.Task, refusal.Task, timeout, Task.Delay(ProbeGrace, stop.Token)).ConfigureAwait(false);
                         }
+                        if (done == call.Reply.Task) return call.Reply.Task.Result;
                         refused = done == refusal.Task;
                         stop.Token.ThrowIfCancellationRequested();
                     }
                 }
                 catch (OperationCanceledException) when (closed.IsCancellationRequested)
                 {
-                    throw new FoyerClosedException(Op(type, room) + ": client closed");
+                    throw new FoyerClosedException(a.Op + ": client closed");
                 }
                 catch (ObjectDisposedException)
                 {
-                    throw new FoyerClosedException(Op(type, room) + ": client closed");
+                    throw new FoyerClosedException(a.Op + ": client closed");
                 }
                 finally
                 {
                     Call gone;
                     pending.TryRemove(id, out gone);
+                    if (a.Probe) pending.TryRemove(seedId, out gone);
                 }
             }
-            if (refused) throw new FoyerUnreachableException(Op(type, room) + ": nothing listens on that port (port unreachable)");
-            throw new FoyerTimeoutException(Op(type, room) + ": timeout: no " +
-                (type == MessageType.ListRooms ? "ROOM_LIST" : type == MessageType.CreateRoom ? "ROOM_CREATED or JOIN_FAILED" : "JOIN_SUCCESS or JOIN_FAILED") +
-                " after " + options.Attempts + " attempts of " + options.Timeout.TotalSeconds + "s");
+            if (refused) throw new FoyerUnreachableException(a.Op + ": nothing listens on that port (port unreachable)");
+            throw new FoyerTimeoutException(a.Op + ": timeout: no " + a.Awaiting + " after " + a.Attempts + " attempts of " +
+                a.Timeout.TotalSeconds + "s");
         }
 
         static bool IsRefusal(SocketException e) =>
@@ -536,7 +959,7 @@ namespace Foyer
                 try { m = Codec.Decode(buf, n); }
                 catch (MalformedPacketException) { continue; }
                 Call call;
-                if (pending.TryGetValue(m.Seq, out call) && Answers(call, m)) call.Reply.TrySetResult(m);
+                if (pending.TryGetValue(m.Seq, out call) && call.Match(m)) call.Reply.TrySetResult(m);
             }
         }
     }

@@ -1,5 +1,5 @@
 // node bench.js HOST:PORT N prints the mean round trip of N LISTs and
-// of N JOINs (answered JOIN_FAILED) against a real lobby.
+// of N JOINs (the extension's, answered EXT_REFUSED) against a real lobby.
 import { Client, RefusedError } from './index.js';
 
 const [lobby, count] = process.argv.slice(2);

@@ -5,7 +5,8 @@ export type RoomState = 'waiting' | 'countdown' | 'playing' | 'finished';
 export type Reason = 'unspecified' | 'not_found' | 'full' | 'started' | 'wrong_password'
   | 'quota' | 'rate_limited' | 'no_capacity' | 'draining' | 'denied';
 export type MessageTypeName = 'LIST_ROOMS' | 'ROOM_LIST' | 'CREATE_ROOM' | 'ROOM_CREATED'
-  | 'JOIN_ROOM' | 'JOIN_SUCCESS' | 'JOIN_FAILED';
+  | 'JOIN_ROOM' | 'JOIN_SUCCESS' | 'JOIN_FAILED' | 'EXT_LIST' | 'EXT_ROOMS' | 'EXT_CREATE' | 'EXT_SEAT'
+  | 'EXT_JOIN' | 'EXT_REFUSED' | 'EXT_QUICK' | 'EXT_RETRY';
 
 export const DEFAULT_TIMEOUT: number;
 export const DEFAULT_ATTEMPTS: number;
@@ -13,6 +14,10 @@ export const MAX_ROOMS: number;
 export const MessageType: Readonly<Record<MessageTypeName, number>>;
 export const ROOM_STATES: readonly RoomState[];
 export const REASONS: readonly Reason[];
+/** A request without a retry token is padded to this many bytes. */
+export const PAD_TO: number;
+/** The letters of join codes. */
+export const CODE_ALPHABET: string;
 
 export interface Room {
   id: number;
@@ -25,6 +30,9 @@ export interface Room {
   mode: string;
   map: string;
   tags: Record<string, string>;
+  /** Its join code, and whether it wants a password (the extension's). */
+  code?: string;
+  password?: boolean;
 }
 
 /** A place the lobby holds for this client: send the game traffic to address:port. */
@@ -35,6 +43,8 @@ export interface Seat {
   /** A seat token and its expiry come with the extension; null from a seed lobby. */
   token: Uint8Array | null;
   expires: Date | null;
+  /** The room's join code; '' from a seed lobby. */
+  code: string;
 }
 
 /** Which rooms list and quickJoin want. A seed lobby filters by state and freeSeats only. */
@@ -75,6 +85,35 @@ export interface Message {
   room: number;
   port: number;
   rooms: Room[];
+  /** The extension's replies: EXT_RETRY's token; EXT_SEAT's code, address ('' for the lobby's) and seat token;
+   * EXT_ROOMS' cursor of the next page; EXT_REFUSED's reason. */
+  token?: Uint8Array | null;
+  code?: string;
+  address?: string;
+  seatToken?: Uint8Array | null;
+  next?: number;
+  reason?: Reason;
+}
+
+/** An extension request, as encodeExt writes it. */
+export interface ExtRequest {
+  type: 'EXT_LIST' | 'EXT_CREATE' | 'EXT_JOIN' | 'EXT_QUICK' | number;
+  seq: number;
+  framing?: Framing;
+  tick?: number;
+  /** The lobby's retry token, echoed; null for none. */
+  token?: Uint8Array | null;
+  /** Zero bytes the request ends with. */
+  pad?: number;
+  /** The client's own 8-byte id, which its seat token binds. */
+  client?: Uint8Array;
+  filter?: Filter;
+  cursor?: number;
+  limit?: number;
+  options?: CreateOptions;
+  password?: string;
+  room?: number;
+  code?: string;
 }
 
 export class FoyerError extends Error {}
@@ -96,10 +135,14 @@ export class Client {
   /** The lobby's name as given, and the IP its seats are at. */
   readonly lobby: string;
   readonly address: string;
+  /** Every room filter matches, page after page. */
   list(filter?: Filter): Promise<Room[]>;
+  /** One page of rooms after cursor, and the next page's cursor (0 after the last); needs the extension. */
+  page(filter?: Filter, cursor?: number, limit?: number): Promise<{ rooms: Room[]; next: number }>;
   create(options?: CreateOptions): Promise<Seat>;
-  /** Joins a room by id (a code, a string, needs the extension). */
+  /** Joins a room by id, or by code (a string, any case), with its password if it has one. */
   join(room: number | string, options?: { password?: string }): Promise<Seat>;
+  /** A seat in the fullest joinable room filter matches, or in a new one. */
   quickJoin(filter?: Filter): Promise<Seat>;
   close(): void;
 }
@@ -107,5 +150,7 @@ export class Client {
 export function crc32(b: Uint8Array): number;
 export function encodeRequest(type: number, seq: number,
   options?: { framing?: Framing; tick?: number; room?: number }): Buffer;
+/** The datagram of an extension request; a RangeError for a field out of its range. */
+export function encodeExt(m: ExtRequest): Buffer;
 export function decode(b: Uint8Array): Message;
 export function lz4Decompress(src: Uint8Array, size: number): Buffer;

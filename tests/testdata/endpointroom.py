@@ -4,6 +4,8 @@ endpoint (probe "endpoint"): python3 endpointroom.py PORT BIND.
 Its game, on UDP PORT, answers text datagrams:
   HELLO  a player comes in: if the endpoint says it holds a seat and takes
          it as a player, "WELCOME <players>"; otherwise nothing at all
+  TOKEN <hex>  whether the seat token is one of the room's, as the endpoint
+         verifies it: "SEAT <seat>" or "NO SEAT"
   BYE    the player leaves: "BYE <players>"
   MUTE   the server stops reporting its health (and is reaped for it)
   END    the room is done: the server shuts it down and exits
@@ -47,7 +49,8 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((bind, port))
     _, room = call("GET", "/v1/room")
-    call("PUT", "/v1/metadata", {"name": "Python room %d" % room["room_id"], "mode": "duel", "map": "arena"})
+    call("PUT", "/v1/metadata", {"name": "Python room %d" % room["room_id"], "mode": "duel", "map": "arena",
+                                 "tags": {"lang": "python"}})
     call("POST", "/v1/ready")
     muted = threading.Event()
 
@@ -67,6 +70,9 @@ def main():
             status, body = call("POST", "/v1/players/connect", player)
             if status == 200:
                 sock.sendto(b"WELCOME %d" % body["players"], peer)
+        elif data.startswith(b"TOKEN "):
+            _, seat = call("POST", "/v1/seats/verify", {"token": data[6:].decode()})
+            sock.sendto(b"SEAT %d" % seat["seat"] if seat["seated"] else b"NO SEAT", peer)
         elif data == b"BYE":
             status, body = call("POST", "/v1/players/disconnect", player)
             if status == 200:

@@ -3,8 +3,8 @@
  *
  *     foyer_test GOLDEN_JSON [HOST PORT [N]]
  *
- * With N, it then prints the mean round trip of N LISTs and of N JOINs
- * (answered JOIN_FAILED) against that lobby.
+ * With N, it prints instead of the live tests the mean round trip of N
+ * LISTs and of N JOINs (the extension's, answered EXT_REFUSED) there.
  */
 #define FOYER_IMPLEMENTATION
 #include "../foyer.h"
@@ -125,6 +125,133 @@ static const char *const state_names[] = {"waiting", "countdown", "playing", "fi
 static uint8_t pkt[FOYER_MAX_DATAGRAM], scratch[FOYER_MAX_PAYLOAD];
 static foyer_room rooms[FOYER_MAX_ROOMS];
 
+static const char *const ext_names[] = {"EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT",
+                                        "EXT_JOIN", "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY"};
+
+static void hex_of(const uint8_t *b, size_t n, char *out) {
+    size_t i;
+    for (i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", b[i]);
+    out[2 * n] = 0;
+}
+
+/* tags_of turns golden.json's [[key, value], ...] into "key=value" strings. */
+static size_t tags_of(const json *pairs, char text[4][64], const char *ptrs[4]) {
+    size_t i;
+    for (i = 0; pairs && i < pairs->len && i < 4; i++) {
+        snprintf(text[i], 64, "%s=%s", pairs->kids[i].kids[0].str, pairs->kids[i].kids[1].str);
+        ptrs[i] = text[i];
+    }
+    return pairs ? pairs->len : 0;
+}
+
+static int same_tags(const foyer_room *r, const json *pairs) {
+    size_t i;
+    if (r->tag_count != (pairs ? pairs->len : 0)) return 0;
+    for (i = 0; i < r->tag_count; i++)
+        if (strcmp(r->tags[i].key, pairs->kids[i].kids[0].str) || strcmp(r->tags[i].value, pairs->kids[i].kids[1].str))
+            return 0;
+    return 1;
+}
+
+static void test_ext_golden(const json *g) {
+    const json *ext = get(g, "ext");
+    size_t i, k, encoded = 0, decoded = 0;
+    for (i = 0; i < ext->len; i++) {
+        const json *p = &ext->kids[i], *m = get(p, "msg");
+        const char *name = str(p, "name"), *type = str(m, "type");
+        size_t n = unhex(str(p, "hex"), pkt), cut;
+        char hex[2 * 1200 + 1];
+        int t = 0;
+        while (t < 8 && strcmp(ext_names[t], type)) t++;
+        CHECK(t < 8, "%s: type %s", name, type);
+        if (t % 2 == 0) { /* a request */
+            foyer_ext_request r;
+            foyer_filter f;
+            foyer_create_options o;
+            const json *jf = get(m, "filter"), *meta = get(m, "meta");
+            char ftext[4][64], otext[4][64];
+            const char *ftags[4], *otags[4];
+            uint8_t token[64], out[1200];
+            size_t len;
+            memset(&r, 0, sizeof r);
+            r.framing = strcmp(str(m, "framing"), "legacy") ? FOYER_COMPACT : FOYER_LEGACY;
+            r.type = (foyer_type)(0x80 + t);
+            r.seq = (uint16_t)num(m, "seq");
+            r.tick = (uint32_t)num(m, "tick");
+            r.token = token;
+            r.token_len = unhex(str(m, "token"), token);
+            r.pad = (size_t)num(m, "pad");
+            unhex(str(m, "client"), r.client);
+            r.cursor = (uint32_t)num(m, "cursor");
+            r.limit = (uint8_t)num(m, "limit");
+            r.room = (uint32_t)num(m, "room");
+            r.code = str(m, "code");
+            if (jf) {
+                int states = (int)num(jf, "states");
+                memset(&f, 0, sizeof f);
+                f.has_state = states != 0;
+                while (states > 1) { states >>= 1; f.state++; }
+                f.free_seats = (int)num(jf, "min_free");
+                f.mode = *str(jf, "mode") ? str(jf, "mode") : NULL;
+                f.map = *str(jf, "map") ? str(jf, "map") : NULL;
+                f.name_prefix = *str(jf, "name_prefix") ? str(jf, "name_prefix") : NULL;
+                f.tag_count = tags_of(get(jf, "tags"), ftext, ftags);
+                f.tags = ftags;
+                r.filter = &f;
+            }
+            if (meta) {
+                memset(&o, 0, sizeof o);
+                o.name = str(meta, "name");
+                o.mode = str(meta, "mode");
+                o.map = str(meta, "map");
+                o.tag_count = tags_of(get(meta, "tags"), otext, otags);
+                o.tags = otags;
+                o.private_room = get(m, "private") != NULL;
+                o.password = str(m, "password");
+                r.create = &o;
+            } else {
+                r.password = str(m, "password");
+            }
+            len = foyer_encode_ext(out, sizeof out, &r);
+            hex_of(out, len, hex);
+            CHECK(!strcmp(hex, str(p, "hex")), "%s: encodes to %s", name, hex);
+            encoded++;
+            continue;
+        }
+        {
+            foyer_message d;
+            const json *want = get(m, "entries");
+            int why = foyer_decode(pkt, n, &d, rooms, FOYER_MAX_ROOMS, scratch);
+            CHECK(why == 0, "%s: refused: %s", name, foyer_malformed_name(why));
+            if (why) continue;
+            decoded++;
+            CHECK((int)d.type == 0x80 + t && !strcmp(d.framing == FOYER_LEGACY ? "legacy" : "compact", str(m, "framing")) &&
+                      d.seq == num(m, "seq") && d.tick == num(m, "tick"), "%s: header", name);
+            hex_of(d.token, d.token_len, hex);
+            CHECK(!strcmp(hex, str(m, "token")), "%s: token %s", name, hex);
+            hex_of(d.seat_token, d.seat_token_len, hex);
+            CHECK(!strcmp(hex, str(m, "seat_token")), "%s: seat token %s", name, hex);
+            CHECK(d.room == num(m, "room") && d.port == num(m, "port") && !strcmp(d.code, str(m, "code")) &&
+                      !strcmp(d.address, str(m, "addr")) && d.next == num(m, "next") && (int)d.reason == num(m, "reason"),
+                  "%s: fields", name);
+            CHECK(d.room_count == (want ? want->len : 0), "%s: %zu entries", name, d.room_count);
+            for (k = 0; want && k < want->len && k < d.room_count; k++) {
+                const json *e = &want->kids[k];
+                const foyer_room *r = &rooms[k];
+                CHECK(r->id == num(e, "id") && r->players == num(e, "players") && r->max_players == num(e, "max_players") &&
+                          r->port == num(e, "port") && !strcmp(state_names[r->state], str(e, "state")) &&
+                          r->has_password == (int)num(e, "password") && !strcmp(r->code, str(e, "code")) &&
+                          !strcmp(r->name, str(e, "name")) && !strcmp(r->mode, str(e, "mode")) &&
+                          !strcmp(r->map, str(e, "map")) && same_tags(r, get(e, "tags")),
+                      "%s: entry %zu", name, k);
+            }
+            for (cut = 0; cut < n; cut++)
+                CHECK(foyer_decode(pkt, cut, &d, rooms, FOYER_MAX_ROOMS, scratch) != 0, "%s: prefix %zu decodes", name, cut);
+        }
+    }
+    CHECK(encoded >= 9 && decoded >= 8, "extension goldens: %zu encoded, %zu decoded", encoded, decoded);
+}
+
 static void test_golden(const json *g) {
     const json *packets = get(g, "packets"), *bad = get(g, "malformed");
     size_t i, k, encoded = 0;
@@ -160,8 +287,9 @@ static void test_golden(const json *g) {
             CHECK(foyer_decode(pkt, cut, &m, rooms, FOYER_MAX_ROOMS, scratch) != 0, "%s: prefix %zu decodes", name, cut);
     }
     CHECK(encoded >= 6, "only %zu requests encoded", encoded);
-    for (i = 0; i < bad->len; i++) {
-        const json *p = &bad->kids[i];
+    test_ext_golden(g);
+    for (i = 0; i < bad->len + get(g, "ext_malformed")->len; i++) {
+        const json *p = i < bad->len ? &bad->kids[i] : &get(g, "ext_malformed")->kids[i - bad->len];
         size_t n = unhex(str(p, "hex"), pkt);
         foyer_message m;
         int why = foyer_decode(pkt, n, &m, rooms, FOYER_MAX_ROOMS, scratch);
@@ -190,7 +318,7 @@ static int udp_bound(char *port, size_t cap) {
 /* reply sends the compact reply of type t (payload p) with sequence id seq
  * from the lobby socket to the client's socket. */
 static void reply(int lobby, uint8_t t, uint16_t seq, const uint8_t *p, size_t n) {
-    uint8_t b[64];
+    uint8_t b[128];
     struct sockaddr_in to;
     socklen_t tolen = sizeof to;
     b[0] = 2; b[1] = t; b[2] = (uint8_t)(seq >> 8); b[3] = (uint8_t)seq;
@@ -211,14 +339,18 @@ static void test_scripted(void) {
     foyer_options opt = {50, 3, FOYER_COMPACT};
     foyer_seat seat;
     size_t count;
-    uint8_t got[3][64], ok[6] = {0, 0, 0, 1, 0x75, 0x30}, other[6] = {0, 0, 0, 7, 0, 9};
+    uint8_t got[3][128], ok[6] = {0, 0, 0, 1, 0x75, 0x30}, other[6] = {0, 0, 0, 7, 0, 9};
     ssize_t len[3];
     foyer_filter by_mode;
-    foyer_create_options named;
+    foyer_create_options private_room;
 
     CHECK(foyer_open(&client, "127.0.0.1", port, &opt) == FOYER_OK, "open");
     err = foyer_list(&client, NULL, rooms, FOYER_MAX_ROOMS, &count);
     CHECK(err == FOYER_ETIMEOUT, "silence: %s", foyer_strerror(err));
+    len[0] = recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT);
+    len[1] = recv(lobby, got[1], sizeof got[1], MSG_DONTWAIT);
+    CHECK(len[0] == 12 && got[0][1] == FOYER_LIST_ROOMS && len[1] == FOYER_PAD_TO && got[1][1] == FOYER_EXT_LIST,
+          "the probe: a seed LIST and a padded EXT_LIST: %zd %zd", len[0], len[1]);
     for (i = 0; i < 3; i++) len[i] = recv(lobby, got[i], sizeof got[i], MSG_DONTWAIT);
     CHECK(len[0] == 12 && len[1] == 12 && len[2] == 12 && !memcmp(got[0], got[1], 12) && !memcmp(got[1], got[2], 12),
           "three attempts, one datagram: %zd %zd %zd", len[0], len[1], len[2]);
@@ -238,15 +370,48 @@ static void test_scripted(void) {
 
     memset(&by_mode, 0, sizeof by_mode);
     by_mode.mode = "ctf";
-    memset(&named, 0, sizeof named);
-    named.name = "x";
+    memset(&private_room, 0, sizeof private_room);
+    private_room.private_room = 1;
     while (recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT) > 0) {
     }
-    CHECK(foyer_join_code(&client, "ABCDEF", NULL, &seat) == FOYER_ENOTSUP, "join by code");
-    CHECK(foyer_quick_join(&client, NULL, &seat) == FOYER_ENOTSUP, "quick join");
+    CHECK(foyer_join_code(&client, "abcdef", NULL, &seat) == FOYER_ENOTSUP, "join by code");
+    CHECK(foyer_quick_join(&client, &by_mode, &seat) == FOYER_ENOTSUP, "quick join by mode");
     CHECK(foyer_list(&client, &by_mode, rooms, 1, &count) == FOYER_ENOTSUP, "filter by mode");
-    CHECK(foyer_create(&client, &named, &seat) == FOYER_ENOTSUP, "create with a name");
-    CHECK(recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT) < 0, "an extension verb sent something");
+    CHECK(foyer_create(&client, &private_room, &seat) == FOYER_ENOTSUP, "create a private room");
+    CHECK(recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT) < 0, "a seed lobby was asked twice, or an extension verb sent something");
+    foyer_close(&client);
+    close(lobby);
+
+    /* A lobby of the extension: it hands out a retry token, which every
+     * request then echoes; retries reuse the datagram; a refusal says why. */
+    lobby = udp_bound(port, sizeof port);
+    CHECK(foyer_open(&client, "127.0.0.1", port, &opt) == FOYER_OK, "open");
+    {
+        static const uint8_t retry[] = {1, 4, 't', 'o', 'k', 'n'}, wrong_password[] = {1, 4};
+        uint8_t seat_reply[60] = {1, 0, 0, 0, 7, 0x75, 0x30, 'A', 'B', 'C', 'D', 'E', 'F', 4, 192, 0, 2, 7, 41, 1};
+        seat_reply[19 + 21] = 0x65; seat_reply[19 + 22] = 0x53; seat_reply[19 + 23] = 0xF1; /* expires 1700000000 */
+        reply(lobby, FOYER_EXT_RETRY, (uint16_t)(client.seq + 1), retry, sizeof retry);
+        err = foyer_join_code(&client, "abcdef", "pw", &seat);
+        CHECK(err == FOYER_ETIMEOUT, "an unanswered EXT_JOIN: %s", foyer_strerror(err));
+        recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT); /* the probe's seed LIST */
+        len[0] = recv(lobby, got[0], sizeof got[0], MSG_DONTWAIT);
+        CHECK(len[0] == FOYER_PAD_TO && got[0][1] == FOYER_EXT_LIST && got[0][9] == 0, "the probe, padded: %zd", len[0]);
+        for (i = 0; i < 3; i++) len[i] = recv(lobby, got[i], sizeof got[i], MSG_DONTWAIT);
+        CHECK(len[0] > 20 && len[0] == len[1] && len[1] == len[2] && !memcmp(got[0], got[1], (size_t)len[0]) &&
+                  !memcmp(got[1], got[2], (size_t)len[0]) && got[0][1] == FOYER_EXT_JOIN && got[0][9] == 4 &&
+                  !memcmp(got[0] + 10, "tokn", 4),
+              "three attempts of one EXT_JOIN echoing the token: %zd %zd %zd", len[0], len[1], len[2]);
+        reply(lobby, FOYER_EXT_REFUSED, (uint16_t)(client.seq + 1), wrong_password, sizeof wrong_password);
+        err = foyer_join_code(&client, "ABCDEF", "wrong", &seat);
+        CHECK(err == FOYER_EREFUSED && client.reason == FOYER_REASON_WRONG_PASSWORD, "EXT_REFUSED: %s, %s",
+              foyer_strerror(err), foyer_reason_name(client.reason));
+        reply(lobby, FOYER_EXT_SEAT, (uint16_t)(client.seq + 1), seat_reply, sizeof seat_reply);
+        err = foyer_join_code(&client, "ABCDEF", "pw", &seat);
+        CHECK(err == FOYER_OK && seat.room == 7 && seat.port == 30000 && !strcmp(seat.code, "ABCDEF") &&
+                  !strcmp(seat.address, "192.0.2.7") && seat.token_len == 41 && seat.expires_unix_ms == 1700000000000LL,
+              "the extension's seat: %s, room %u at %s, expires %lld", foyer_strerror(err), seat.room, seat.address,
+              (long long)seat.expires_unix_ms);
+    }
     foyer_close(&client);
     close(lobby);
 
@@ -284,7 +449,49 @@ static void test_live(const char *host, const char *port) {
         CHECK(err == FOYER_OK && joined.room == seat.room && joined.port == seat.port, "framing %d: join: %s", f,
               foyer_strerror(err));
         err = foyer_join(&other, 0xFFFFFFF0u, &joined);
-        CHECK(err == FOYER_EREFUSED, "framing %d: join a room that is not: %s", f, foyer_strerror(err));
+        CHECK(err == FOYER_EREFUSED && other.reason == FOYER_REASON_NOT_FOUND, "framing %d: join a room that is not: %s",
+              f, foyer_strerror(err));
+        {
+            static const char *const tags[] = {"sdk=c"};
+            char mode[17], lower[7];
+            foyer_create_options named;
+            foyer_filter by_mode;
+            foyer_seat quick;
+            snprintf(mode, sizeof mode, "c%d%c", (int)getpid(), f ? 'l' : 'c'); /* this run's rooms only */
+            memset(&named, 0, sizeof named);
+            named.name = "C night";
+            named.mode = mode;
+            named.password = "pw";
+            named.tags = tags;
+            named.tag_count = 1;
+            err = foyer_create(&client, &named, &seat);
+            CHECK(err == FOYER_OK && strlen(seat.code) == 6 && seat.token_len > 0 && seat.expires_unix_ms > 0,
+                  "framing %d: create a named room: %s", f, foyer_strerror(err));
+            memset(&by_mode, 0, sizeof by_mode);
+            by_mode.mode = mode;
+            by_mode.name_prefix = "C ";
+            err = foyer_list(&other, &by_mode, rooms, FOYER_MAX_ROOMS, &count);
+            CHECK(err == FOYER_OK && count == 1 && rooms[0].id == seat.room && !strcmp(rooms[0].name, "C night") &&
+                      !strcmp(rooms[0].code, seat.code) && rooms[0].has_password && rooms[0].tag_count == 1 &&
+                      !strcmp(rooms[0].tags[0].key, "sdk") && !strcmp(rooms[0].tags[0].value, "c"),
+                  "framing %d: list by a filter: %s, %zu rooms", f, foyer_strerror(err), count);
+            by_mode.name_prefix = "Go";
+            err = foyer_list(&other, &by_mode, rooms, FOYER_MAX_ROOMS, &count);
+            CHECK(err == FOYER_OK && count == 0, "framing %d: a filter that finds none: %zu", f, count);
+            for (i = 0; i < 7; i++) lower[i] = (char)(seat.code[i] >= 'A' && seat.code[i] <= 'Z' ? seat.code[i] + 32 : seat.code[i]);
+            err = foyer_join_code(&other, lower, "wrong", &joined);
+            CHECK(err == FOYER_EREFUSED && other.reason == FOYER_REASON_WRONG_PASSWORD, "framing %d: a wrong password: %s, %s",
+                  f, foyer_strerror(err), foyer_reason_name(other.reason));
+            err = foyer_join_code(&other, lower, "pw", &joined);
+            CHECK(err == FOYER_OK && joined.room == seat.room && joined.port == seat.port, "framing %d: join by code: %s", f,
+                  foyer_strerror(err));
+            strcat(mode, "q");
+            by_mode.mode = mode;
+            by_mode.name_prefix = NULL;
+            err = foyer_quick_join(&other, &by_mode, &quick);
+            CHECK(err == FOYER_OK && quick.room != seat.room && quick.port > 0 && quick.token_len > 0,
+                  "framing %d: quick join: %s", f, foyer_strerror(err));
+        }
         foyer_close(&client);
         foyer_close(&other);
     }
@@ -333,7 +540,7 @@ int main(int argc, char **argv) {
     g = jvalue();
     test_golden(&g);
     test_scripted();
-    if (argc >= 4) test_live(argv[2], argv[3]);
+    if (argc == 4) test_live(argv[2], argv[3]);
     if (argc == 5) bench(argv[2], argv[3], atol(argv[4]));
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;

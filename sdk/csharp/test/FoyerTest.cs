@@ -3,8 +3,8 @@
 //
 //     mono FoyerTest.exe GOLDEN_JSON [HOST:PORT [N]]
 //
-// With N, it then prints the mean round trip of N LISTs and of N JOINs
-// (answered JOIN_FAILED) against that lobby.
+// With N, it prints instead of the live tests the mean round trip of N
+// LISTs and of N JOINs (the extension's, answered EXT_REFUSED) there.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -160,7 +160,7 @@ static class FoyerTest
             }
         }
         Check(encoded >= 6, "requests encoded: " + encoded);
-        foreach (var p in Arr(g, "malformed"))
+        foreach (var p in Arr(g, "malformed").Concat(Arr(g, "ext_malformed")))
         {
             var b = Unhex(Str(p, "hex"));
             string why = "";
@@ -168,12 +168,90 @@ static class FoyerTest
             catch (MalformedPacketException e) { why = e.Reason; }
             Check(why == Str(p, "reason"), Str(p, "name") + ": refused as '" + why + "', want " + Str(p, "reason"));
         }
+        TestExtGolden(g);
+    }
+
+    static Dictionary<string, string> TagsOf(object pairs) =>
+        pairs == null ? null : ((List<object>)pairs).Cast<List<object>>().ToDictionary(t => (string)t[0], t => (string)t[1]);
+
+    static string TagsText(IEnumerable<KeyValuePair<string, string>> tags) =>
+        string.Join(",", tags.Select(t => t.Key + "=" + t.Value));
+
+    static void TestExtGolden(object g)
+    {
+        int encoded = 0, decoded = 0;
+        foreach (var p in Arr(g, "ext"))
+        {
+            string name = Str(p, "name"), hex = Str(p, "hex");
+            var m = Get(p, "msg");
+            var type = (MessageType)Enum.Parse(typeof(MessageType), string.Concat(Str(m, "type").Split('_').Select(w => w[0] + w.Substring(1).ToLowerInvariant())));
+            var framing = Str(m, "framing") == "legacy" ? Framing.Legacy : Framing.Compact;
+            var b = Unhex(hex);
+            if ((int)type % 2 == 0)
+            {
+                var f = Get(m, "filter");
+                var meta = Get(m, "meta");
+                var req = new ExtRequest
+                {
+                    Type = type, Seq = (ushort)Num(m, "seq"), Framing = framing, Tick = (uint)Num(m, "tick"),
+                    Token = Str(m, "token") == "" ? null : Unhex(Str(m, "token")), Pad = (int)Num(m, "pad"),
+                    Client = Str(m, "client") == "" ? new byte[8] : Unhex(Str(m, "client")),
+                    Cursor = (uint)Num(m, "cursor"), Limit = (byte)Num(m, "limit"), Room = (uint)Num(m, "room"), Code = Str(m, "code"),
+                    Filter = f == null ? null : new Filter
+                    {
+                        State = Num(f, "states") == 0 ? (RoomState?)null : (RoomState)(int)Math.Log(Num(f, "states"), 2),
+                        FreeSeats = (int)Num(f, "min_free"), Mode = Str(f, "mode"), Map = Str(f, "map"), NamePrefix = Str(f, "name_prefix"),
+                        Tags = TagsOf(Get(f, "tags")),
+                    },
+                    Options = meta == null ? null : new CreateOptions
+                    {
+                        Name = Str(meta, "name"), Mode = Str(meta, "mode"), Map = Str(meta, "map"), Tags = TagsOf(Get(meta, "tags")),
+                        Private = Bool(m, "private"), Password = Str(m, "password"),
+                    },
+                    Password = meta == null ? Str(m, "password") : null,
+                };
+                var again = Hex(Codec.EncodeExt(req));
+                Check(again == hex, name + ": encodes to " + again);
+                encoded++;
+                continue;
+            }
+            Message d;
+            try { d = Codec.Decode(b, b.Length); }
+            catch (MalformedPacketException e) { Check(false, name + ": " + e.Message); continue; }
+            decoded++;
+            Check(d.Type == type && d.Framing == framing && d.Seq == Num(m, "seq") && d.Tick == Num(m, "tick"), name + ": header");
+            Check(Hex(d.Token ?? new byte[0]) == Str(m, "token") && d.Room == Num(m, "room") && d.Code == Str(m, "code") &&
+                  d.Port == Num(m, "port") && (d.Address?.ToString() ?? "") == Str(m, "addr") &&
+                  Hex(d.SeatToken ?? new byte[0]) == Str(m, "seat_token") && d.Next == Num(m, "next") && (int)d.Reason == Num(m, "reason"),
+                  name + ": fields");
+            var want = Arr(m, "entries");
+            Check(d.Rooms.Count == want.Count, name + ": entries");
+            for (int i = 0; i < Math.Min(want.Count, d.Rooms.Count); i++)
+            {
+                Room r = d.Rooms[i];
+                var w = want[i];
+                Check(r.Id == Num(w, "id") && r.Players == Num(w, "players") && r.MaxPlayers == Num(w, "max_players") && r.Port == Num(w, "port") &&
+                      r.State.ToString().ToLowerInvariant() == Str(w, "state") && r.HasPassword == Bool(w, "password") && r.Code == Str(w, "code") &&
+                      r.Name == Str(w, "name") && r.Mode == Str(w, "mode") && r.Map == Str(w, "map") &&
+                      TagsText(r.Tags) == TagsText(TagsOf(Get(w, "tags"))), name + ": entry " + i);
+            }
+            for (int cut = 0; cut < b.Length; cut++)
+            {
+                try
+                {
+                    Codec.Decode(b, cut);
+                    Check(false, name + ": prefix " + cut + " decodes");
+                }
+                catch (MalformedPacketException) { }
+            }
+        }
+        Check(encoded >= 9 && decoded >= 8, "extension goldens: " + encoded + " encoded, " + decoded + " decoded");
     }
 
     static byte[] Reply(byte[] req, MessageType t, params byte[] payload)
     {
         var b = new byte[8 + payload.Length + 4];
-        ushort seq = Codec.Decode(req, req.Length).Seq;
+        ushort seq = (ushort)(req[0] == 0xA3 ? req[7] << 8 | req[8] : req[2] << 8 | req[3]);
         b[0] = 2; b[1] = (byte)t; b[2] = (byte)(seq >> 8); b[3] = (byte)seq;
         b[5] = (byte)payload.Length; b[7] = (byte)payload.Length;
         Array.Copy(payload, 0, b, 8, payload.Length);
@@ -182,14 +260,23 @@ static class FoyerTest
         return b;
     }
 
-    // Lobby answers each request with script(index, request).
+    static int TypeOf(byte[] req) => req[req[0] == 0xA3 ? 6 : 1];
+    static byte[] EmptyList(byte[] req) => Reply(req, MessageType.RoomList, 0, 0);
+    static readonly byte[] SeatToken = new byte[] { 1 }.Concat(new byte[20]).Concat(new byte[] { 0x65, 0x53, 0xF1, 0 }).Concat(new byte[16]).ToArray();
+
+    static byte[] SeatReply(byte[] req, byte room, params byte[] addr) =>
+        Reply(req, MessageType.ExtSeat, new byte[] { 1, 0, 0, 0, room, 0x75, 0x30 }.Concat(Encoding.ASCII.GetBytes("ABCDEF"))
+            .Concat(new[] { (byte)addr.Length }).Concat(addr).Concat(new[] { (byte)SeatToken.Length }).Concat(SeatToken).ToArray());
+
+    // Lobby answers each request with script(index, request). Unless it speaks
+    // the extension, it drops extension requests (counted in Ext).
     sealed class Lobby : IDisposable
     {
         public readonly UdpClient Udp = new UdpClient(new IPEndPoint(IPAddress.Loopback, 0));
-        public readonly List<byte[]> Requests = new List<byte[]>();
+        public readonly List<byte[]> Requests = new List<byte[]>(), Ext = new List<byte[]>();
         public string Addr => "127.0.0.1:" + ((IPEndPoint)Udp.Client.LocalEndPoint).Port;
 
-        public Lobby(Func<int, byte[], byte[][]> script)
+        public Lobby(Func<int, byte[], byte[][]> script, bool speaks = false)
         {
             Task.Run(async () =>
             {
@@ -199,7 +286,16 @@ static class FoyerTest
                     try { r = await Udp.ReceiveAsync(); }
                     catch (Exception) { return; }
                     int i;
-                    lock (Requests) { Requests.Add(r.Buffer); i = Requests.Count - 1; }
+                    lock (Requests)
+                    {
+                        if (TypeOf(r.Buffer) >= 0x80 && !speaks)
+                        {
+                            Ext.Add(r.Buffer);
+                            continue;
+                        }
+                        Requests.Add(r.Buffer);
+                        i = Requests.Count - 1;
+                    }
                     foreach (var o in script(i, r.Buffer)) Udp.Send(o, o.Length, r.RemoteEndPoint);
                 }
             });
@@ -211,20 +307,23 @@ static class FoyerTest
     static async Task TestScripted()
     {
         var ok = new byte[] { 0, 0, 0, 1, 0x75, 0x30 };
+        int joins = 0;
         using (var l = new Lobby((i, req) =>
         {
-            if (i == 0) return new byte[0][];
+            if (TypeOf(req) == 0x40) return new[] { EmptyList(req) };
+            if (joins++ == 0) return new byte[0][];
             var stray = Reply(req, MessageType.JoinSuccess, 0, 0, 0, 1, 0, 9);
             stray[stray.Length - 1] ^= 1;
             return new[] { stray, Reply(req, MessageType.JoinSuccess, 0, 0, 0, 7, 0, 9), Reply(req, MessageType.JoinSuccess, ok) };
         }))
-        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(200) }))
+        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(300) }))
         {
             var seat = await c.JoinAsync(1);
             Check(seat.Room == 1 && seat.Port == 30000 && seat.Address.Equals(IPAddress.Loopback), "retried join's seat");
-            Check(l.Requests.Count == 2 && Hex(l.Requests[0]) == Hex(l.Requests[1]), "a retry reuses the datagram: " + l.Requests.Count);
+            Check(l.Requests.Count == 3 && Hex(l.Requests[1]) == Hex(l.Requests[2]) && l.Ext.Count == 1,
+                "the probe's LIST, then one JOIN twice: " + l.Requests.Count);
         }
-        using (var l = new Lobby((i, req) => new[] { Reply(req, MessageType.JoinFailed) }))
+        using (var l = new Lobby((i, req) => new[] { TypeOf(req) == 0x40 ? EmptyList(req) : Reply(req, MessageType.JoinFailed) }))
         using (var c = await Client.ConnectAsync(l.Addr))
         {
             try
@@ -241,21 +340,67 @@ static class FoyerTest
         using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(50), Attempts = 3 }))
         {
             await Throws<FoyerTimeoutException>(() => c.ListAsync(), "silence");
-            Check(l.Requests.Count == 3 && l.Requests.Select(Hex).Distinct().Count() == 1, "three attempts, one datagram");
-            await Throws<FoyerNotSupportedException>(() => c.JoinAsync("ABCDEF"), "join by code");
-            await Throws<FoyerNotSupportedException>(() => c.QuickJoinAsync(), "quick join");
-            await Throws<FoyerNotSupportedException>(() => c.CreateAsync(new CreateOptions { Name = "x" }), "create with a name");
+            Check(l.Ext.Count == 1 && l.Requests.Count == 4 && l.Requests.Skip(1).Select(Hex).Distinct().Count() == 1,
+                "one probe, then three attempts of one datagram");
+        }
+        using (var l = new Lobby((i, req) => new[] { EmptyList(req) }))
+        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(500) }))
+        {
+            await Throws<FoyerNotSupportedException>(() => c.JoinAsync("abcdef"), "join by code");
+            await Throws<FoyerNotSupportedException>(() => c.JoinAsync(1, "pw"), "join with a password");
+            await Throws<FoyerNotSupportedException>(() => c.CreateAsync(new CreateOptions { Private = true }), "create a private room");
             await Throws<FoyerNotSupportedException>(() => c.ListAsync(new Filter { Mode = "ctf" }), "filter by mode");
-            Check(l.Requests.Count == 3, "an extension verb sent something");
+            await Throws<FoyerNotSupportedException>(() => c.QuickJoinAsync(new Filter { Map = "dust" }), "quick join by map");
+            Check(l.Ext.Count == 1, "a seed lobby is asked once: " + l.Ext.Count);
         }
         using (var l = new Lobby((i, req) => new[] {
-            Codec.Decode(req, req.Length).Type == MessageType.ListRooms ? Reply(req, MessageType.RoomList, 0, 0)
-                : Reply(req, MessageType.RoomCreated, 0, 0, 0, 5, 0x75, 0x35) }))
-        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Framing = Framing.Legacy }))
+            TypeOf(req) == 0x40 ? Reply(req, MessageType.RoomList, 0, 0) : Reply(req, MessageType.RoomCreated, 0, 0, 0, 5, 0x75, 0x35) }))
+        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Framing = Framing.Legacy, Timeout = TimeSpan.FromMilliseconds(500) }))
         {
-            Check((await c.CreateAsync()).Room == 5, "create");
-            Check(l.Requests.Count == 2 && l.Requests.All(r => r[0] == 0xA3) &&
-                  Codec.Decode(l.Requests[0], l.Requests[0].Length).Type == MessageType.ListRooms, "create lists first, in the legacy framing");
+            Check((await c.CreateAsync(new CreateOptions { Name = "ignored by a seed lobby" })).Room == 5, "create");
+            Check(l.Requests.Count == 3 && l.Requests.Concat(l.Ext).All(r => r[0] == 0xA3) &&
+                  TypeOf(l.Requests[1]) == 0x40 && TypeOf(l.Requests[2]) == 0x42, "create lists first, in the legacy framing");
+        }
+        var extJoins = new List<byte[]>();
+        using (var l = new Lobby((i, req) =>
+        {
+            if (TypeOf(req) < 0x80) return new[] { EmptyList(req) };
+            if (req[9] == 0)
+            {
+                Check(req.Length == Client.PadTo, "padded until it has a token: " + req.Length);
+                return new[] { Reply(req, MessageType.ExtRetry, 1, 4, (byte)'t', (byte)'o', (byte)'k', (byte)'n') };
+            }
+            Check(Encoding.ASCII.GetString(req, 10, req[9]) == "tokn", "the retry token echoed");
+            if (TypeOf(req) == 0x84)
+            {
+                lock (extJoins) extJoins.Add(req);
+                return extJoins.Count == 1 ? new byte[0][] : new[] { SeatReply(req, 7, 192, 0, 2, 7) };
+            }
+            return new[] { Reply(req, MessageType.ExtRefused, 1, 4) };
+        }, true))
+        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(300) }))
+        {
+            var seat = await c.JoinAsync("abcdef");
+            Check(seat.Room == 7 && seat.Address.ToString() == "192.0.2.7" && seat.Code == "ABCDEF" && Hex(seat.Token) == Hex(SeatToken) &&
+                  seat.Expires == DateTimeOffset.FromUnixTimeSeconds(1700000000), "the extension's seat");
+            Check(extJoins.Count == 2 && Hex(extJoins[0]) == Hex(extJoins[1]), "an extension retry reuses the datagram");
+            try
+            {
+                await c.CreateAsync(new CreateOptions { Name = "x", Password = "pw" });
+                Check(false, "EXT_REFUSED accepted");
+            }
+            catch (FoyerRefusedException e)
+            {
+                Check(e.Reason == Reason.WrongPassword, "EXT_REFUSED's reason: " + e.Reason);
+            }
+        }
+        using (var l = new Lobby((i, req) => TypeOf(req) == 0x80 ? new[] { Reply(req, MessageType.ExtRooms, 1, 0, 0, 0, 0, 0) }
+            : TypeOf(req) == 0x86 ? new[] { SeatReply(req, (byte)req[3]) } : new byte[0][], true))
+        using (var c = await Client.ConnectAsync(l.Addr, new ClientOptions { Timeout = TimeSpan.FromMilliseconds(500) }))
+        {
+            var seats = await Task.WhenAll(Enumerable.Range(0, 3).Select(k => c.QuickJoinAsync(new Filter { Mode = "ctf" })));
+            Check(seats.Select(x => x.Room).Distinct().Count() == 3 && l.Requests.Count(r => TypeOf(r) == 0x80) == 1,
+                "concurrent quick joins, one probe");
         }
         int closedPort;
         using (var gone = new UdpClient(new IPEndPoint(IPAddress.Loopback, 0))) closedPort = ((IPEndPoint)gone.Client.LocalEndPoint).Port;
@@ -277,6 +422,30 @@ static class FoyerTest
                 var joined = await b.JoinAsync(seat.Room);
                 Check(joined.Room == seat.Room && joined.Port == seat.Port, f + ": join");
                 await Throws<FoyerRefusedException>(() => b.JoinAsync(0xFFFFFFF0u), f + ": join a room that is not");
+
+                string mode = "cs" + System.Diagnostics.Process.GetCurrentProcess().Id + f.ToString()[0]; // this run's rooms only
+                var named = await a.CreateAsync(new CreateOptions
+                {
+                    Name = "CSharp night", Mode = mode, Password = "pw", Tags = new Dictionary<string, string> { { "sdk", "csharp" } },
+                });
+                Check(named.Code.Length == 6 && named.Token.Length > 0 && named.Expires > DateTimeOffset.UtcNow, f + ": a named room's seat");
+                var found = await b.ListAsync(new Filter { Mode = mode, NamePrefix = "CSharp" });
+                Check(found.Count == 1 && found[0].Id == named.Room && found[0].Name == "CSharp night" && found[0].Code == named.Code &&
+                      found[0].HasPassword && TagsText(found[0].Tags) == "sdk=csharp", f + ": listed by a filter");
+                Check((await b.ListAsync(new Filter { Mode = mode, NamePrefix = "Go" })).Count == 0, f + ": a filter that finds none");
+                try
+                {
+                    await b.JoinAsync(named.Code.ToLowerInvariant(), "wrong");
+                    Check(false, f + ": a wrong password accepted");
+                }
+                catch (FoyerRefusedException e)
+                {
+                    Check(e.Reason == Reason.WrongPassword, f + ": a wrong password's reason: " + e.Reason);
+                }
+                var byCode = await b.JoinAsync(named.Code.ToLowerInvariant(), "pw");
+                Check(byCode.Room == named.Room && byCode.Port == named.Port, f + ": join by code");
+                var quick = await b.QuickJoinAsync(new Filter { Mode = mode + "q" });
+                Check(quick.Room != named.Room && quick.Port > 0 && quick.Token.Length > 0, f + ": quick join");
             }
         }
     }
@@ -309,7 +478,7 @@ static class FoyerTest
         }
         TestGolden(Json.Parse(File.ReadAllText(args[0])));
         TestScripted().GetAwaiter().GetResult();
-        if (args.Length >= 2) TestLive(args[1]).GetAwaiter().GetResult();
+        if (args.Length == 2) TestLive(args[1]).GetAwaiter().GetResult();
         if (args.Length == 3) Bench(args[1], int.Parse(args[2])).GetAwaiter().GetResult();
         Console.WriteLine((checks - failures) + " passed, " + failures + " failed");
         return failures == 0 ? 0 : 1;

@@ -3,9 +3,11 @@
 #     FOYER_GOLDEN=../testdata/golden.json [FOYER_LOBBY=IP:PORT] godot3-server --no-window -s test/foyer_test.gd
 #
 # The shared golden packets, retries against a silent socket, and with
-# FOYER_LOBBY a real lobby: list, create, join, a refusal, both framings.
-# With FOYER_BENCH=N too, it then prints the mean round trip of N LISTs and
-# of N JOINs (answered JOIN_FAILED) against that lobby.
+# FOYER_LOBBY a real lobby: list, create, join, a refusal, both framings,
+# and the extension's names, filters, codes, passwords, reasons and quick
+# join. With FOYER_BENCH=N too, it prints instead of the live tests the
+# mean round trip of N EXT_LISTs and of N EXT_JOINs (answered EXT_REFUSED)
+# against that lobby.
 extends SceneTree
 
 var Foyer = load(get_script().resource_path.get_base_dir() + "/../foyer_client.gd")
@@ -28,10 +30,10 @@ func run():
 	test_golden()
 	yield(test_silence(), "completed")
 	var lobby = OS.get_environment("FOYER_LOBBY")
-	if lobby != "":
-		yield(test_live(lobby), "completed")
 	if OS.get_environment("FOYER_BENCH") != "":
 		yield(bench(lobby, int(OS.get_environment("FOYER_BENCH"))), "completed")
+	elif lobby != "":
+		yield(test_live(lobby), "completed")
 	print("%d passed, %d failed" % [checks - failures, failures])
 	quit(0 if failures == 0 else 1)
 
@@ -65,9 +67,68 @@ func test_golden() -> void:
 		for cut in range(b.size()):
 			check(Foyer.decode(b.subarray(0, cut - 1) if cut > 0 else PoolByteArray()).malformed != "", "%s: prefix %d decodes" % [p.name, cut])
 	check(encoded >= 6, "requests encoded: %d" % encoded)
-	for p in g.malformed:
+	for p in g.malformed + g.ext_malformed:
 		var why = Foyer.decode(hex(p.hex)).malformed
 		check(why == p.reason, "%s: refused as '%s', want %s" % [p.name, why, p.reason])
+	test_ext_golden(g)
+
+
+func tags_of(pairs: Array) -> Dictionary:
+	var t = {}
+	for kv in pairs:
+		t[kv[0]] = kv[1]
+	return t
+
+
+func test_ext_golden(g: Dictionary) -> void:
+	var names = ["EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT", "EXT_JOIN", "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY"]
+	var encoded = 0
+	var decoded = 0
+	for p in g.ext:
+		var m = p.msg
+		var t = 0x80 + names.find(m.type)
+		if t % 2 == 0:
+			var req = {"type": t, "seq": int(m.seq), "framing": Foyer.Framing.LEGACY if m.framing == "legacy" else Foyer.Framing.COMPACT,
+					"tick": int(m.get("tick", 0)), "token": hex(m.get("token", "")), "pad": int(m.get("pad", 0)),
+					"client": hex(m.get("client", "0000000000000000")), "cursor": int(m.get("cursor", 0)),
+					"limit": int(m.get("limit", 0)), "room": int(m.get("room", 0)), "code": m.get("code", ""),
+					"password": m.get("password", "")}
+			if m.has("filter"):
+				var f = m.filter
+				req.filter = {"free_seats": int(f.min_free), "mode": f.mode, "map": f.map, "name_prefix": f.name_prefix,
+						"tags": tags_of(f.tags)}
+				if int(f.states) != 0:
+					req.filter.state = int(log(f.states) / log(2) + 0.5)
+			if m.has("meta"):
+				req.options = {"name": m.meta.name, "mode": m.meta.mode, "map": m.meta.map, "tags": tags_of(m.meta.tags),
+						"private": m.get("private", false), "password": m.get("password", "")}
+			var again = Foyer.encode_ext(req).hex_encode()
+			check(again == p.hex, p.name + ": encodes to " + again)
+			encoded += 1
+			continue
+		var b = hex(p.hex)
+		var d = Foyer.decode(b)
+		check(d.malformed == "", "%s: refused: %s" % [p.name, d.malformed])
+		if d.malformed != "":
+			continue
+		decoded += 1
+		check(d.type == t and ["compact", "legacy"][d.framing] == m.framing and d.seq == m.seq and d.tick == m.get("tick", 0), p.name + ": header")
+		check(d.token.hex_encode() == m.get("token", "") and d.seat_token.hex_encode() == m.get("seat_token", ""), p.name + ": tokens")
+		check(d.room == m.get("room", 0) and d.port == m.get("port", 0) and d.code == m.get("code", "") and \
+				d.address == m.get("addr", "") and d.next == m.get("next", 0) and \
+				Foyer.REASONS.find(d.reason) == m.get("reason", 0), p.name + ": fields")
+		var want = m.get("entries", [])
+		check(d.rooms.size() == want.size(), p.name + ": entries")
+		for i in range(min(want.size(), d.rooms.size())):
+			var r = d.rooms[i]
+			var w = want[i]
+			check(r.id == w.id and r.players == w.players and r.max_players == w.max_players and r.port == w.port and \
+					Foyer.STATE_NAMES[r.state] == w.state and r.password == w.password and r.code == w.code and \
+					r.name == w.name and r.mode == w.mode and r.map == w.map and r.tags.hash() == tags_of(w.tags).hash(),
+					"%s: entry %d" % [p.name, i])
+		for cut in range(b.size()):
+			check(Foyer.decode(b.subarray(0, cut - 1) if cut > 0 else PoolByteArray()).malformed != "", "%s: prefix %d decodes" % [p.name, cut])
+	check(encoded >= 9 and decoded >= 8, "extension goldens: %d encoded, %d decoded" % [encoded, decoded])
 
 
 func hex(s: String) -> PoolByteArray:
@@ -77,8 +138,9 @@ func hex(s: String) -> PoolByteArray:
 	return b
 
 
-# A socket that never answers: every attempt is the same datagram, and the
-# client times out; the extension's verbs send nothing.
+# A socket that never answers: the extension's probe (a seed LIST and a
+# padded EXT_LIST), then every attempt is the same datagram, and the
+# client times out; what needs the extension sends nothing more.
 func test_silence():
 	var silent = PacketPeerUDP.new()
 	var port = 0
@@ -94,11 +156,12 @@ func test_silence():
 	var got = []
 	while silent.get_available_packet_count() > 0:
 		got.append(silent.get_packet().hex_encode())
-	check(got.size() == 3 and got[0] == got[1] and got[1] == got[2], "three attempts, one datagram: %s" % [got])
-	for call in [["join", "ABCDEF"], ["quick_join", {}], ["create", {"name": "x"}], ["list", {"mode": "ctf"}]]:
+	check(got.size() == 5 and got[0].length() == 24 and got[1].length() == 2 * Foyer.PAD_TO and
+			got[2] == got[3] and got[3] == got[4], "the probe, then three attempts of one datagram: %s" % [got])
+	for call in [["join", "abcdef"], ["quick_join", {"mode": "ctf"}], ["create", {"private": true}], ["list", {"mode": "ctf"}]]:
 		r = yield(c.call(call[0], call[1]), "completed")
 		check(r.error == Foyer.Result.NOT_SUPPORTED, "%s: %d" % [call[0], r.error])
-	check(silent.get_available_packet_count() == 0, "an extension verb sent something")
+	check(silent.get_available_packet_count() == 0, "a seed lobby was asked twice, or an extension verb sent something")
 	c.close()
 	silent.close()
 
@@ -124,7 +187,26 @@ func test_live(lobby: String):
 		r = yield(b.join(seat.get("room", 0)), "completed")
 		check(r.error == Foyer.Result.OK and r.seat.get("port") == seat.get("port"), "framing %d: join: %s" % [framing, r.message])
 		r = yield(b.join(0xFFFFFFF0), "completed")
-		check(r.error == Foyer.Result.REFUSED and r.reason == "unspecified", "framing %d: join a room that is not" % framing)
+		check(r.error == Foyer.Result.REFUSED and r.reason == "not_found", "framing %d: join a room that is not" % framing)
+		var mode = "gd%d%d" % [OS.get_process_id(), framing]  # this run's rooms only
+		r = yield(a.create({"name": "Godot night", "mode": mode, "tags": {"sdk": "gdscript"}, "password": "pw"}), "completed")
+		check(r.error == Foyer.Result.OK and r.seat.code.length() == 6 and r.seat.token.size() > 0 and r.seat.expires > OS.get_unix_time(),
+				"framing %d: create a named room: %s" % [framing, r.message])
+		var named = r.seat
+		r = yield(b.list({"mode": mode, "name_prefix": "Godot"}), "completed")
+		check(r.error == Foyer.Result.OK and r.rooms.size() == 1 and r.rooms[0].id == named.get("room") and \
+				r.rooms[0].name == "Godot night" and r.rooms[0].code == named.get("code") and r.rooms[0].password and \
+				r.rooms[0].tags.hash() == {"sdk": "gdscript"}.hash(), "framing %d: list by a filter: %s" % [framing, r.rooms])
+		r = yield(b.list({"mode": mode, "name_prefix": "Unity"}), "completed")
+		check(r.error == Foyer.Result.OK and r.rooms.empty(), "framing %d: a filter that finds none: %s" % [framing, r])
+		r = yield(b.join(named.get("code", "").to_lower(), "wrong"), "completed")
+		check(r.error == Foyer.Result.REFUSED and r.reason == "wrong_password", "framing %d: a wrong password: %s" % [framing, r.reason])
+		r = yield(b.join(named.get("code", "").to_lower(), "pw"), "completed")
+		check(r.error == Foyer.Result.OK and r.seat.room == named.get("room") and r.seat.port == named.get("port"),
+				"framing %d: join by code: %s" % [framing, r.message])
+		r = yield(b.quick_join({"mode": mode + "q"}), "completed")
+		check(r.error == Foyer.Result.OK and r.seat.room != named.get("room") and r.seat.token.size() > 0,
+				"framing %d: quick join: %s" % [framing, r.message])
 		a.close()
 		b.close()
 

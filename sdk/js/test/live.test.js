@@ -19,3 +19,27 @@ for (const framing of ['compact', 'legacy']) {
     await assert.rejects(b.join(0xfffffff0), RefusedError);
   });
 }
+
+for (const framing of ['compact', 'legacy']) {
+  test(`a name, a filter, a code, a password and quick join in the ${framing} framing`,
+    { skip: !lobby && 'FOYER_LOBBY is not set' }, async (t) => {
+      const a = await Client.connect(lobby, { framing });
+      const b = await Client.connect(lobby, { framing });
+      t.after(() => { a.close(); b.close(); });
+      const mode = `js${process.pid}${framing[0]}`; // this run's rooms only
+      const seat = await a.create({ name: 'Node night', mode, tags: { sdk: 'js' }, password: 'pw' });
+      assert.ok(seat.code && seat.token.length && seat.expires > new Date());
+      const rooms = await b.list({ mode, namePrefix: 'Node' });
+      assert.deepEqual(rooms.map((r) => [r.id, r.name, r.code, r.password, r.tags]),
+        [[seat.room, 'Node night', seat.code, true, { sdk: 'js' }]]);
+      assert.deepEqual(await b.list({ mode, namePrefix: 'Go' }), []);
+      await assert.rejects(b.join(seat.code.toLowerCase(), { password: 'wrong' }),
+        (e) => e instanceof RefusedError && e.reason === 'wrong_password');
+      const joined = await b.join(seat.code.toLowerCase(), { password: 'pw' });
+      assert.deepEqual([joined.room, joined.port, joined.code], [seat.room, seat.port, seat.code]);
+      await assert.rejects(b.join(0xfffffff0), (e) => e instanceof RefusedError && e.reason === 'not_found');
+      const quick = await b.quickJoin({ mode: `${mode}q` });
+      assert.notEqual(quick.room, seat.room); // a room with a password is never quick joined
+      assert.ok(quick.port > 0 && quick.token.length);
+    });
+}
