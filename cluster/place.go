@@ -95,7 +95,7 @@ func (c *Cluster) createHere(ctx context.Context, req createRequest) (room.Grant
 // placeElsewhere reports whether a CREATE refused with err may succeed on
 // another host.
 func placeElsewhere(err error) bool {
-	for _, e := range []error{room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn, room.ErrUnreachable, room.ErrClosed} {
+	for _, e := range []error{room.ErrCapacity, room.ErrNoPorts, room.ErrSpawn, room.ErrUnreachable, room.ErrClosed, room.ErrDraining} {
 		if errors.Is(err, e) {
 			return true
 		}

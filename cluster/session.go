@@ -25,6 +25,9 @@ func (c *Cluster) sessions() {
 		start := time.Now()
 		err := c.session()
 		c.up.Store(false)
+		if errors.Is(err, errLeft) {
+			return // Close: a clean stop, not a loss
+		}
 		select { // a session that fails at once is not retried at once
 		case <-c.ctx.Done():
 			return

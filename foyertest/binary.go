@@ -61,6 +61,16 @@ func binaryPath(t testing.TB, given string) string {
 // follows, so a later build can tell which directories are orphaned.
 const buildDirPrefix = "foyertest-"
 
+// foyerModule is the module the harness, and the binary it builds, are
+// part of.
+const foyerModule = "github.com/foyerlobby/foyer"
+
+// build builds cmd/foyer: first as the test itself was built, with the
+// module graph of the module under test (a game's, or Foyer's own); where
+// that cannot (a game's module that vendors its dependencies has no
+// cmd/foyer in its vendor directory), as `go install` builds a command,
+// in the foyer module the test was built with, by that module's own
+// go.mod and go.sum.
 func build() (string, error) {
 	removeOrphanedBuilds()
 	dir, err := os.MkdirTemp("", buildDirPrefix+strconv.Itoa(os.Getpid())+"-")
@@ -73,11 +83,68 @@ func build() (string, error) {
 	}
 	bin := filepath.Join(dir, "foyer")
 	out, err := exec.Command(goTool, "build", "-o", bin, mainPackage).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("go build %s: %v\n%s", mainPackage, err, out)
+	if err == nil {
+		return bin, nil
 	}
-	return bin, nil
+	modDir, derr := foyerModuleDir(goTool)
+	if derr == nil {
+		out2, err2 := buildInModule(goTool, modDir, bin)
+		if err2 == nil {
+			return bin, nil
+		}
+		out = fmt.Appendf(out, "then in %s: %v\n%s", modDir, err2, out2)
+	} else {
+		out = fmt.Appendf(out, "and the foyer module's own directory is not known: %v\n", derr)
+	}
+	os.RemoveAll(dir)
+	return "", fmt.Errorf("go build %s: %v\n%s"+
+		"Give the harness a foyer binary instead: set %s to one (go build -o foyer %s), or use the Binary option",
+		mainPackage, err, out, BinaryEnv, mainPackage)
+}
+
+// buildInModule builds cmd/foyer into bin in modDir, the foyer module's
+// directory, by that module's own go.mod and go.sum: the game's module
+// and workspace have no say.
+func buildInModule(goTool, modDir, bin string) ([]byte, error) {
+	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", bin, "./cmd/foyer")
+	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	return cmd.CombinedOutput()
+}
+
+// foyerModuleDir is the directory of the foyer module the module under
+// test requires: the directory a replace directive names, the module
+// cache's copy of its version, or that version fetched.
+func foyerModuleDir(goTool string) (string, error) {
+	var m struct {
+		Path, Version, Dir string
+		Replace            *struct{ Path, Version, Dir string }
+	}
+	out, err := exec.Command(goTool, "list", "-m", "-json", foyerModule).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", foyerModule, err)
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", foyerModule, err)
+	}
+	if r := m.Replace; r != nil {
+		if r.Dir != "" {
+			return r.Dir, nil
+		}
+		m.Path, m.Version, m.Dir = r.Path, r.Version, ""
+	}
+	if m.Dir != "" {
+		return m.Dir, nil
+	}
+	dl := exec.Command(goTool, "mod", "download", "-json", m.Path+"@"+m.Version)
+	dl.Dir = os.TempDir() // outside any module
+	dl.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, _ = dl.Output() // its error is in the JSON too
+	var got struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &got); err != nil || got.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %s%v", m.Path, m.Version, got.Error, err)
+	}
+	return got.Dir, nil
 }
 
 // removeOrphanedBuilds removes the build directories of test processes

@@ -65,7 +65,8 @@ func Countdown(d time.Duration) Option { return func(s *settings) { s.countdown 
 // MatchDuration sets the length of a match (default 2 s).
 func MatchDuration(d time.Duration) Option { return func(s *settings) { s.match = d } }
 
-// IdleTimeout sets how long a room without players lives (default 30 s).
+// IdleTimeout sets how long a room nobody is in lives ([supervisor]
+// empty_timeout; default 30 s): it then ends, reaped as "idle".
 func IdleTimeout(d time.Duration) Option { return func(s *settings) { s.idle = d } }
 
 // Ports sets the UDP ports, inclusive, handed to rooms. By default the
@@ -175,9 +176,9 @@ func (s *settings) configText() string {
 	if s.reconnectGrace > 0 {
 		fmt.Fprintf(&b, "reconnect_grace = %q\n", s.reconnectGrace)
 	}
-	fmt.Fprintf(&b, "spawn_timeout = %q\nstop_grace = %q\nport_cooldown = %q\n\n", testSpawnTimeout, testStopGrace, testPortCooldown)
-	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\nidle_timeout = %q\n\n",
-		s.minPlayers, s.countdown, s.match, s.idle)
+	fmt.Fprintf(&b, "spawn_timeout = %q\nstop_grace = %q\nport_cooldown = %q\nempty_timeout = %q\n\n",
+		testSpawnTimeout, testStopGrace, testPortCooldown, s.idle)
+	fmt.Fprintf(&b, "[room]\nmin_players = %d\ncountdown = %q\nmatch_duration = %q\n\n", s.minPlayers, s.countdown, s.match)
 	fmt.Fprintf(&b, "[admin]\nlisten = %q\n", s.admin)
 	if s.adminToken != "" {
 		fmt.Fprintf(&b, "token = %q\n", s.adminToken)

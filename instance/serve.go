@@ -52,8 +52,11 @@ const maxStreams = 16
 //
 // Serve takes over os.Stdout and os.Stderr (go-plugin carries them to the
 // host, which discards them); a game that logs should write to the
-// original stderr, captured before Serve is called: the host forwards its
-// lines to its own log.
+// original stderr, captured before Serve is called. When the host gives
+// the room a directory (instancepb.EnvRoomDir), descriptors 1 and 2 go to
+// room.log there from Start on: the room's output is kept with the room,
+// whoever watches it, and the host reads it there. The log is started
+// again (room.log.1 keeps the one before) once it passes maxRoomLog.
 //
 // A host with a state directory starts its instances to outlive it (see
 // instancepb.EnvReattachGrace): such an instance keeps playing while no
@@ -64,10 +67,10 @@ const maxStreams = 16
 // once it sees its parent gone, it ends its room and exits at once.
 // Ending the room kills what the game left of it: every other process in
 // the room's cgroups, which are then removed (instancepb.EnvRoomCgroup),
-// or, without cgroups, every descendant of the instance. From the moment the host
-// that started it stops watching, the instance's stdout and stderr go to
-// room.log in its directory, since nobody reads the pipes any more.
-// Only descriptors 1 and 2 do: what a game writes to the os.Stdout and
+// or, without cgroups, every descendant of the instance. Descriptors 1
+// and 2 of an instance the host gave no directory go nowhere once the
+// host that started it stops watching, since nobody reads the pipes any
+// more. Only descriptors 1 and 2 are moved: what a game writes to the os.Stdout and
 // os.Stderr Serve put in place goes to go-plugin's stream, which nobody
 // drains once that host is gone, and blocks when its pipe is full. A game
 // that may outlive its host logs to the stderr it captured before Serve.
@@ -255,7 +258,10 @@ type server struct {
 	watcher  uint64             // the current Watch call's number; 0: none
 	unwatch  context.CancelFunc // ends the current Watch call
 	calls    uint64             // Watch calls so far
-	logOnce  sync.Once
+	logMu    sync.Mutex         // guards the fields below, and moving descriptors 1 and 2
+	logging  bool               // they go to room.log
+	logGone  bool               // they go to /dev/null
+	logCheck time.Time          // when room.log's size was last checked
 	stopOnce sync.Once
 	ackOnce  sync.Once
 	acked    chan struct{} // the host has the final status
@@ -285,6 +291,9 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	defer s.mu.Unlock()
 	if s.started {
 		return nil, status.Error(codes.FailedPrecondition, "instance: already started")
+	}
+	if s.dir != "" {
+		s.logToFile() // the game's output is the room's, from its start
 	}
 	s.door.setRoom(a.RoomID, time.Duration(req.GetReconnectGraceMs())*time.Millisecond)
 	s.door.addKeys(req.GetSeatKeys())
@@ -491,6 +500,7 @@ func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingSe
 	hb := time.NewTimer(HeartbeatInterval)
 	defer hb.Stop()
 	for {
+		s.bound(time.Now())
 		select {
 		case <-s.rep.wake:
 			for _, st := range s.rep.take() {
@@ -553,23 +563,60 @@ func (s *server) watchEnd(stream grpc.ServerStreamingServer[instancepb.Status], 
 	return err
 }
 
+// maxRoomLog is the size past which the room's log starts again: room.log
+// becomes room.log.1, replacing the one before, and a new room.log
+// begins. A room's log takes at most about twice this of its directory.
+const maxRoomLog = 16 << 20
+
+// logCheckEvery is how often the size of the room's log is looked at.
+const logCheckEvery = 2 * time.Second
+
 // logToFile sends this process's stdout and stderr to the room's log from
-// now on. Without a directory they go nowhere.
+// now on, once; without a directory, to /dev/null.
 func (s *server) logToFile() {
-	s.logOnce.Do(func() {
-		path := os.DevNull
-		if s.dir != "" {
-			path = filepath.Join(s.dir, instancepb.RoomLog)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return // the writes keep failing, harmlessly (SIGPIPE is ignored)
-		}
-		defer f.Close()
-		for _, fd := range []int{1, 2} {
-			_ = unix.Dup3(int(f.Fd()), fd, 0)
-		}
-	})
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if s.logging || s.logGone {
+		return
+	}
+	if s.dir == "" {
+		s.logGone = redirect(os.DevNull)
+		return
+	}
+	s.logging = redirect(filepath.Join(s.dir, instancepb.RoomLog))
+}
+
+// redirect points descriptors 1 and 2 at the file at path, opened for
+// appending (never through a link), and reports whether it could.
+func redirect(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return false // the writes keep failing, harmlessly (SIGPIPE is ignored)
+	}
+	defer f.Close()
+	for _, fd := range []int{1, 2} {
+		_ = unix.Dup3(int(f.Fd()), fd, 0)
+	}
+	return true
+}
+
+// bound starts the room's log again once it has grown past maxRoomLog,
+// looking at most every logCheckEvery.
+func (s *server) bound(now time.Time) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if !s.logging || now.Sub(s.logCheck) < logCheckEvery {
+		return
+	}
+	s.logCheck = now
+	var st unix.Stat_t
+	if unix.Fstat(2, &st) != nil || st.Size < maxRoomLog {
+		return
+	}
+	path := filepath.Join(s.dir, instancepb.RoomLog)
+	if os.Rename(path, path+".1") == nil {
+		redirect(path)
+	}
 }
 
 // send sends st and says whether the call is over: after a failed send,

@@ -599,13 +599,14 @@ func (l *Lobby) appendAnswer(b []byte, req request, r room.Room, err error) []by
 	return out
 }
 
-// failed counts a refused CREATE or JOIN by reason; the line is at debug
-// because a flood of JOINs to a full room must not flood the log (the
-// report line sums them).
+// failed counts a refused CREATE or JOIN by reason and logs it with its
+// reason at debug: a flood of JOINs to a full room must not flood the log
+// at info, where the report line sums them by reason.
 func (l *Lobby) failed(op string, from netip.AddrPort, room uint32, err error) {
-	l.stats.fail(failureReason(err))
+	reason := failureReason(err)
+	l.stats.fail(reason)
 	if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversions
-		e.Str("op", op).Uint32("room", room).Stringer("from", from).Err(err).Msg("refused")
+		e.Str("op", op).Uint32("room", room).Stringer("from", from).Str("reason", reason).Err(err).Msg("refused")
 	}
 }
 

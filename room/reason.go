@@ -22,7 +22,7 @@ const (
 	CodeQuota         Code = 5 // the sender's address or network holds its share
 	CodeRateLimited   Code = 6 // the sender asks too often (CREATEs, password guesses)
 	CodeNoCapacity    Code = 7 // the host starts no more rooms now (max_instances, ports, spawn)
-	CodeDraining      Code = 8 // the host is shutting down or handing over
+	CodeDraining      Code = 8 // the host is shutting down, handing over, or drained by its operator
 	CodeDenied        Code = 9 // the lobby does not offer that room to this sender
 )
 
@@ -78,6 +78,7 @@ var codeOf = []struct {
 	{ErrSpawn, CodeNoCapacity},
 	{ErrUnreachable, CodeNoCapacity},
 	{ErrClosed, CodeDraining},
+	{ErrDraining, CodeDraining},
 	{ErrDenied, CodeDenied},
 	{ErrListing, CodeDenied},
 	{context.Canceled, CodeDraining},

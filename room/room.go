@@ -233,6 +233,9 @@ const (
 	Lost         Cause = "lost"         // its cluster host left or was cut off
 	Abandoned    Cause = "abandoned"    // its creator did not come, nor anyone else
 	WaitedOut    Cause = "waited_out"   // its match did not begin within max_waiting
+	Idle         Cause = "idle"         // nobody was in it for empty_timeout
+	Lifetime     Cause = "lifetime"     // it reached max_lifetime
+	Operator     Cause = "operator"     // an operator stopped it (foyer stop, the admin listener)
 )
 
 // Event is one change of the room table.
@@ -266,6 +269,9 @@ var (
 	// ErrUnreachable is returned by a Table that forwards a request to
 	// another host when that host did not answer.
 	ErrUnreachable = errors.New("the room's host did not answer")
+	// ErrDraining refuses a CREATE on a host that an operator is
+	// draining: its rooms play on, it starts no new one.
+	ErrDraining = errors.New("the host is draining: it starts no new room")
 )
 
 // reasons names the errors above for counters, in matching order.
@@ -286,6 +292,7 @@ var reasons = []struct {
 	{ErrWrongPassword, "wrong_password"},
 	{ErrRateLimited, "rate_limited"},
 	{ErrDenied, "denied"},
+	{ErrDraining, "draining"},
 	{context.Canceled, "canceled"},
 	{context.DeadlineExceeded, "canceled"},
 }
@@ -293,7 +300,7 @@ var reasons = []struct {
 // Reason is a short, fixed label for err, for counters and metrics:
 // "no_room", "full", "not_joinable", "capacity", "quota", "no_ports", "spawn",
 // "closed", "listing", "unreachable", "wrong_password", "rate_limited",
-// "denied", "canceled", or "other".
+// "denied", "draining", "canceled", or "other".
 func Reason(err error) string {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {

@@ -56,6 +56,7 @@ func TestReason(t *testing.T) {
 		{room.ErrClosed, "closed"},
 		{room.ErrListing, "listing"},
 		{room.ErrUnreachable, "unreachable"},
+		{room.ErrDraining, "draining"},
 		{context.Canceled, "canceled"},
 		{context.DeadlineExceeded, "canceled"},
 		{errors.New("something else"), "other"},
@@ -77,7 +78,7 @@ func TestSourceOwn(t *testing.T) {
 // equal to the sentinel.
 func TestReasonError(t *testing.T) {
 	for _, err := range []error{room.ErrNoRoom, room.ErrFull, room.ErrNotJoinable, room.ErrCapacity, room.ErrQuota,
-		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, context.Canceled} {
+		room.ErrNoPorts, room.ErrSpawn, room.ErrClosed, room.ErrListing, room.ErrUnreachable, room.ErrDraining, context.Canceled} {
 		if got := room.ReasonError(room.Reason(err)); got != err {
 			t.Errorf("ReasonError(%q) = %v, want %v", room.Reason(err), got, err)
 		}
@@ -86,6 +87,42 @@ func TestReasonError(t *testing.T) {
 		if got := room.ReasonError(name); got != nil {
 			t.Errorf("ReasonError(%q) = %v, want nil", name, got)
 		}
+	}
+}
+
+// TestCodes pins every refusal's code, the number a wire carries, and
+// its name: neither may ever change. A drained host's refusal is a
+// draining one, like a stopping host's.
+func TestCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code room.Code
+		name string
+	}{
+		{nil, 0, "none"},
+		{room.ErrNoRoom, 1, "not_found"},
+		{fmt.Errorf("room 7: %w", room.ErrFull), 2, "full"},
+		{room.ErrNotJoinable, 3, "started"},
+		{room.ErrWrongPassword, 4, "wrong_password"},
+		{room.ErrQuota, 5, "quota"},
+		{room.ErrRateLimited, 6, "rate_limited"},
+		{room.ErrCapacity, 7, "no_capacity"},
+		{room.ErrNoPorts, 7, "no_capacity"},
+		{room.ErrSpawn, 7, "no_capacity"},
+		{room.ErrUnreachable, 7, "no_capacity"},
+		{room.ErrClosed, 8, "draining"},
+		{room.ErrDraining, 8, "draining"},
+		{context.Canceled, 8, "draining"},
+		{room.ErrDenied, 9, "denied"},
+		{room.ErrListing, 9, "denied"},
+		{errors.New("something else"), 7, "no_capacity"},
+	} {
+		if code := room.CodeOf(tc.err); code != tc.code || code.String() != tc.name {
+			t.Errorf("CodeOf(%v) = %d %q, want %d %q", tc.err, code, code, tc.code, tc.name)
+		}
+	}
+	if got := room.Code(200).String(); got != "code 200" || room.Code(200).Known() {
+		t.Errorf("an unknown code reads %q", got)
 	}
 }
 

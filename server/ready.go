@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/foyerlobby/foyer/internal/buildinfo"
 	"github.com/foyerlobby/foyer/lobby"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
 	"github.com/foyerlobby/foyer/lobby/gunzserver"
@@ -44,12 +45,14 @@ const readyVersion = 1
 // readyLine is the --ready-json line: every bound address, with the ports
 // the system chose for port 0. Listeners that are off are left out.
 type readyLine struct {
-	Foyer   string           `json:"foyer"` // always "ready": the line names itself
-	Version int              `json:"version"`
-	PID     int              `json:"pid"`
-	Lobby   []netip.AddrPort `json:"lobby"`
-	Admin   *netip.AddrPort  `json:"admin,omitempty"`
-	GG2     *netip.AddrPort  `json:"gg2,omitempty"` // UDP and TCP
+	Foyer   string `json:"foyer"` // always "ready": the line names itself
+	Version int    `json:"version"`
+	// FoyerVersion is the binary's version (foyer --version).
+	FoyerVersion string           `json:"foyer_version"`
+	PID          int              `json:"pid"`
+	Lobby        []netip.AddrPort `json:"lobby"`
+	Admin        *netip.AddrPort  `json:"admin,omitempty"`
+	GG2          *netip.AddrPort  `json:"gg2,omitempty"` // UDP and TCP
 	// GG2Legacy is the GG2 legacy protocol's port, UDP and TCP.
 	GG2Legacy *netip.AddrPort `json:"gg2_legacy,omitempty"`
 	Gunz      *netip.AddrPort `json:"gunz,omitempty"`
@@ -76,7 +79,7 @@ func NotifySocket() *net.UnixAddr {
 
 // ready reports the listeners of a lobby that now serves.
 func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
-	line := readyLine{Foyer: "ready", Version: readyVersion, PID: os.Getpid(), Lobby: l.Addrs()}
+	line := readyLine{Foyer: "ready", Version: readyVersion, FoyerVersion: buildinfo.Version(), PID: os.Getpid(), Lobby: l.Addrs()}
 	if a := adm.Addr(); a.IsValid() {
 		line.Admin = &a
 	}
@@ -101,7 +104,7 @@ func (r readiness) ready(l *lobby.Lobby, adm *admin.Server, edges []edge) {
 		b, _ := json.Marshal(line) // addresses and numbers: cannot fail
 		r.json.Write(append(b, '\n'))
 	}
-	r.log.Info().Bool("notified", r.notify != nil).Bool("ready_json", r.json != nil).Msg("ready")
+	r.log.Info().Str("version", line.FoyerVersion).Bool("notified", r.notify != nil).Bool("ready_json", r.json != nil).Msg("ready")
 }
 
 // handedTo tells the service manager, from the main process, that the

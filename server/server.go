@@ -179,8 +179,8 @@ func (s *Server) neighbours(local *roomtable.Table) error {
 // sources are what the admin listener shows.
 func (s *Server) sources() admin.Sources {
 	src := admin.Sources{Lobby: s.lobby.Stats, Supervisor: s.sup.Stats, Rooms: s.rooms.List, Usage: s.sup.Usage,
-		HeldPorts: s.sup.HeldPorts,
-		Watch:     s.rooms.Watch, Guard: func() admin.GuardStats {
+		HeldPorts: s.sup.HeldPorts, StopRoom: s.sup.StopRoom, Drain: s.sup.Drain, RoomLog: s.sup.RoomLog,
+		Watch: s.rooms.Watch, Guard: func() admin.GuardStats {
 			return admin.GuardStats{Counts: s.guard.Counts(), UnderPressure: s.guard.UnderPressure(time.Now())}
 		}}
 	if s.cl != nil {

@@ -14,12 +14,12 @@ import (
 )
 
 // benchSupervisor runs reference rooms, as a lobby does by default, with
-// an idle timeout long enough that no room ends during a benchmark.
+// an empty timeout long enough that no room ends during a benchmark.
 func benchSupervisor(b *testing.B, rooms int, tune func(*Config)) *Supervisor {
 	b.Helper()
 	s, _ := newTest(b, "refroom", rooms, func(c *Config) {
 		c.PortCooldown = time.Millisecond
-		c.Room = map[string]string{"idle_timeout": "10m"}
+		c.EmptyTimeout = 10 * time.Minute
 		if tune != nil {
 			tune(c)
 		}

@@ -32,6 +32,13 @@ type Config struct {
 	// "none" (no status: Waiting while it runs, seats from reservations
 	// only).
 	Probe string
+	// DataDir, when set (an absolute path), keeps a foreign server's
+	// files (Probe set) from one room to the next: the rooms of one
+	// Command share the directory DataDir/KEY (KEY a hash of Command) as
+	// their HOME, while each keeps a fresh working directory of its own.
+	// Rooms run as users of their own (RoomUsers, as root) cannot share
+	// it: CheckRoomUsers refuses the two together.
+	DataDir string
 	// Keeper is the command of the per-room keeper that runs a foreign
 	// server (Probe set), before its own arguments (keeper.Args); empty
 	// means this executable's hidden "instance" subcommand.
@@ -42,7 +49,7 @@ type Config struct {
 	PortCooldown   time.Duration // default 2s
 	PortQuarantine time.Duration // default 30s
 	// Room is handed to every instance in Start as its settings
-	// (min_players, countdown, match_duration, idle_timeout).
+	// (min_players, countdown, match_duration).
 	Room map[string]string
 
 	// SeatTTL is how long a seat held by Create or Join waits for its
@@ -60,6 +67,16 @@ type Config struct {
 	// not begun, players or not ("max_waiting"); default 5m. Only rooms
 	// that report their state (games built on the SDK) have one to end.
 	MaxWaiting time.Duration
+	// EmptyTimeout ends a room handed out that nobody has been in (no
+	// player connected, no seat held) for this long ("idle"). Only rooms
+	// that report their players have one to end: games built on the SDK
+	// and servers with a probe; a server run with probe "none" cannot be
+	// seen empty and ends at MaxLifetime, when it exits, or when stopped.
+	// Default 60s.
+	EmptyTimeout time.Duration
+	// MaxLifetime ends every room handed out this long after it started,
+	// whatever it is doing ("lifetime"); 0 sets no limit. Default 12h.
+	MaxLifetime time.Duration
 	// IDs confines the room ids to the range one host of a cluster
 	// hands out (see package cluster); the zero value confines nothing.
 	IDs roomtable.IDRange
@@ -73,9 +90,8 @@ type Config struct {
 	// start. With a StateDir and no IDFile, the mark is kept there
 	// (STATE_DIR/ids).
 	IDFile string
-	// WarmMaxAge retires a warm instance not handed out within it, so that
-	// a room is never handed out with most of its idle_timeout gone; keep
-	// it well below the room's idle_timeout. Default 30s.
+	// WarmMaxAge retires a warm instance not handed out within it: a
+	// room handed out should be a fresh one. Default 30s.
 	WarmMaxAge time.Duration
 	// Bind is the address instances bind their game port on; the zero
 	// value means every address.

@@ -35,6 +35,8 @@ func DefaultConfig() Config {
 		SeatsPerAddress: 2,
 		RoomsPerNetwork: 16,
 		MaxWaiting:      5 * time.Minute,
+		EmptyTimeout:    60 * time.Second,
+		MaxLifetime:     12 * time.Hour,
 		WarmMaxAge:      30 * time.Second,
 		ReattachGrace:   30 * time.Second,
 	}
@@ -52,10 +54,14 @@ func (c Config) check() error {
 		{"port_cooldown", c.PortCooldown}, {"port_quarantine", c.PortQuarantine}, {"seat_ttl", c.SeatTTL},
 		{"reconnect_grace", c.ReconnectGrace},
 		{"warm_max_age", c.WarmMaxAge}, {"reattach_grace", c.ReattachGrace}, {"max_waiting", c.MaxWaiting},
+		{"empty_timeout", c.EmptyTimeout},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v is not above 0", d.name, d.v))
 		}
+	}
+	if c.MaxLifetime < 0 {
+		errs = append(errs, fmt.Errorf("max_lifetime %v is below 0 (0 sets no limit)", c.MaxLifetime))
 	}
 	if c.FirstPort == 0 || c.FirstPort > c.LastPort {
 		errs = append(errs, fmt.Errorf("port range %d-%d is empty or starts at 0", c.FirstPort, c.LastPort))
@@ -82,6 +88,9 @@ func (c Config) check() error {
 		if err := Runnable(c.Command[0]); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.DataDir != "" && (!filepath.IsAbs(c.DataDir) || c.Probe == "") {
+		errs = append(errs, fmt.Errorf("data_dir %q: want an absolute path, and a foreign server (probe set)", c.DataDir))
 	}
 	if c.StateDir != "" {
 		if err := CheckStateDir(c.StateDir); err != nil {

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
 )
 
@@ -24,7 +22,8 @@ import (
 const tempPrefix = "foyer-lobby-"
 
 // roomDirs are the rooms' private directories, ROOT/rooms/ID: a room's
-// instance socket, its log once orphaned, and a foreign server's HOME.
+// instance socket, its log (room.log), and a foreign server's HOME; and
+// the logs of the rooms that ended, ROOT/logs/ID.log (logs.go).
 // ROOT is the state directory, locked against a second supervisor, or a
 // temporary directory of this supervisor's, removed at its shutdown.
 //
@@ -90,10 +89,12 @@ func openDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 			return nil, fmt.Errorf("supervisor: rooms directory: %w", err)
 		}
 		d := &roomDirs{root: root}
-		return d, os.Mkdir(d.rooms(), 0o700)
+		return d, errors.Join(os.Mkdir(d.rooms(), 0o700), os.Mkdir(d.logs(), 0o700))
 	}
-	if err := os.MkdirAll(filepath.Join(stateDir, "rooms"), 0o700); err != nil {
-		return nil, fmt.Errorf("supervisor: state_dir: %w", err)
+	for _, dir := range []string{"rooms", "logs"} {
+		if err := os.MkdirAll(filepath.Join(stateDir, dir), 0o700); err != nil {
+			return nil, fmt.Errorf("supervisor: state_dir: %w", err)
+		}
 	}
 	// Never through a link: the directory was checked, but a lobby run
 	// as root must not write wherever a planted link points.
@@ -216,32 +217,3 @@ func (d *roomDirs) close() {
 	d.unlock()
 	d.lock.Close()
 }
-
-// forwardedLog bounds what of a room's own log reaches the lobby's log
-// when the room is reaped: its end, where the reason it ended is.
-const forwardedLog = 64 << 10
-
-// forwardLog logs, at debug level, the last lines an instance wrote to its
-// log in room id's directory (once no lobby read its stderr: an adopted
-// room's), before the directory goes.
-func (d *roomDirs) forwardLog(id uint32, log zerolog.Logger) {
-	if log.GetLevel() > zerolog.DebugLevel {
-		return
-	}
-	// The room writes its log: it may have made it a link to a file the
-	// lobby can read and it cannot.
-	f, err := openNoFollow(filepath.Join(d.path(id), instancepb.RoomLog), d.owner(id))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > forwardedLog {
-		_, _ = f.Seek(fi.Size()-forwardedLog, io.SeekStart)
-	}
-	proc.Lines(f, maxLogLine, func(line []byte) {
-		log.Debug().Uint32("id", id).Str("line", string(line)).Msg("room log")
-	})
-}
-
-// maxLogLine is the longest line of a room's log forwarded whole.
-const maxLogLine = 4096

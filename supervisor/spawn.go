@@ -2,10 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -43,7 +46,23 @@ func commandLine(cfg Config) ([]string, error) {
 	if cfg.Probe == "" {
 		return prefix, nil
 	}
-	return append(slices.Clip(prefix), keeper.Args(keeper.Config{Command: cfg.Command, Probe: cfg.Probe})...), nil
+	return append(slices.Clip(prefix), keeper.Args(keeper.Config{Command: cfg.Command, Probe: cfg.Probe, Data: dataPath(cfg)})...), nil
+}
+
+// dataPath is the data directory of cfg's server command, DataDir/KEY,
+// KEY the first 16 hex digits of the SHA-256 of the command's arguments:
+// the rooms of one command share it, those of another command do not.
+// It is "" without DataDir or a foreign server.
+func dataPath(cfg Config) string {
+	if cfg.DataDir == "" || cfg.Probe == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, a := range cfg.Command {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	return filepath.Join(cfg.DataDir, hex.EncodeToString(h.Sum(nil))[:16])
 }
 
 // spawn starts one instance on a free port and waits until its game is

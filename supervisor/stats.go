@@ -38,6 +38,11 @@ type Stats struct {
 	Registered int
 	Warm       int // ready instances not handed out
 	Spawning   int // spawns in flight
+	// Live is how many rooms have a process here: listed, warm or on
+	// their way out.
+	Live int
+	// Draining is set while the host starts no new room (Drain).
+	Draining bool
 
 	PortsReady, PortsCooling, PortsQuarantined, PortsInUse int
 

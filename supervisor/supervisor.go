@@ -37,6 +37,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -78,6 +79,7 @@ type Supervisor struct {
 	dirs     *roomDirs
 	stats    Stats
 	released bool // handed over (Release): no new rooms, no health kills
+	draining bool // Drain: no new rooms; those that run play on
 
 	dirtyMu  sync.Mutex          // a leaf lock: the table's hook takes it
 	dirty    map[uint32]struct{} // rooms whose seats their instance does not have yet
@@ -108,7 +110,10 @@ type record struct {
 	// (not a probed or kept server's) are held to MaxWaiting.
 	handedOut time.Time
 	begun     bool
-	refused   uint64 // datagrams its door turned away, as it last said
+	// emptySince is when a sweep first saw the room handed out with no
+	// player and no seat; zero while someone is in it.
+	emptySince time.Time
+	refused    uint64 // datagrams its door turned away, as it last said
 }
 
 var _ roomtable.Spawner = (*Supervisor)(nil)
@@ -127,6 +132,13 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	dirs, err := openRoomDirs(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	if data := dataPath(cfg); data != "" {
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			dirs.close()
+			return nil, fmt.Errorf("supervisor: data_dir: %w", err)
+		}
+		log.Info().Str("dir", data).Msg("game servers keep their files in a data directory")
 	}
 	tree, err := openTree(cfg, log)
 	if err != nil {
@@ -191,13 +203,17 @@ func (s *Supervisor) Table() *roomtable.Table { return s.table }
 
 // Spawn hands out a room for creator, from the warm pool when one is
 // ready, for the table's Create. Errors wrap room.ErrClosed,
-// room.ErrCapacity, room.ErrNoPorts or room.ErrSpawn.
+// room.ErrDraining, room.ErrCapacity, room.ErrNoPorts or room.ErrSpawn.
 func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomtable.Handout) (room.Room, error) {
 	for {
 		s.mu.Lock()
 		if s.closed || s.released {
 			s.mu.Unlock()
 			return room.Room{}, room.ErrClosed
+		}
+		if s.draining {
+			s.mu.Unlock()
+			return room.Room{}, room.ErrDraining
 		}
 		i := slices.IndexFunc(s.warm, func(r *record) bool { return r.cause == "" })
 		if i < 0 {
@@ -217,7 +233,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomta
 		s.keepListed(r)
 		s.wakeWarm()
 		s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
-			Bool("warm", true).Msg("room created")
+			Bool("warm", true).Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 		return row, nil
 	}
 	if n := s.processes() + s.spawning; n >= s.cfg.MaxInstances {
@@ -241,7 +257,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomta
 	s.mu.Unlock()
 	s.keepListed(r)
 	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
-		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Msg("room created")
+		Float64("spawn_ms", float64(r.spawnTime.Microseconds())/1000).Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 	return row, nil
 }
 
@@ -384,6 +400,9 @@ func (s *Supervisor) reap(r *record) {
 	code, sig := r.proc.ExitStatus()
 	ooms := s.end(r.row.ID, r.cgroup)
 	s.closeDoor(r)
+	// Kept while the room is still live, so that RoomLog finds the log,
+	// whole, in one place or the other.
+	kept := s.dirs.keep(r.row.ID)
 	s.mu.Lock()
 	delete(s.live, r.row.ID)
 	if i := slices.Index(s.warm, r); i >= 0 {
@@ -408,7 +427,6 @@ func (s *Supervisor) reap(r *record) {
 	// The room leaves the listing as its capacity comes free.
 	_, listed, _ := s.table.Remove(r.row.ID, cause, code, sig)
 	s.mu.Unlock()
-	s.dirs.forwardLog(r.row.ID, s.log)
 	s.dirs.remove(r.row.ID)
 	if ooms > 0 {
 		s.log.Warn().Uint32("id", r.row.ID).Int64("oom_kills", ooms).Int64("memory_max", s.cfg.Limits.MemoryMax).
@@ -416,7 +434,7 @@ func (s *Supervisor) reap(r *record) {
 	}
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
 		Str("cause", string(cause)).Int("exit_code", code).Str("signal", sig).Bool("listed", listed).
-		Bool("adopted", r.row.Adopted).Msg("room reaped")
+		Bool("adopted", r.row.Adopted).Str("log", kept).Msg("room reaped")
 	s.wakeWarm()
 }
 
@@ -468,11 +486,20 @@ func (s *Supervisor) summarize(last summary, now time.Time) summary {
 	return next
 }
 
+// sweep ends what time alone ends: rooms silent past HealthTimeout, rooms
+// nobody came to (abandoned), rooms whose match did not begin within
+// MaxWaiting, rooms empty for EmptyTimeout (idle), rooms older than
+// MaxLifetime, and warm rooms past WarmMaxAge.
 func (s *Supervisor) sweep(now time.Time) {
 	var unhealthy []*record
 	var ended []room.Event // the room and why it ends, for the log
 	abandoned := s.table.Expire(now)
+	snap := s.table.List()
 	s.mu.Lock()
+	end := func(r *record, cause room.Cause) {
+		ended = append(ended, room.Event{Room: r.row, Cause: cause})
+		s.stop(r, cause, false)
+	}
 	for _, r := range s.live {
 		switch {
 		case r.cause != "" || s.released:
@@ -480,23 +507,36 @@ func (s *Supervisor) sweep(now time.Time) {
 			unhealthy = append(unhealthy, r)
 			s.stop(r, room.Unhealthy, true)
 		case r.reportsState() && !r.handedOut.IsZero() && !r.begun && now.Sub(r.handedOut) > s.cfg.MaxWaiting:
-			ended = append(ended, room.Event{Room: r.row, Cause: room.WaitedOut})
-			s.stop(r, room.WaitedOut, false)
+			end(r, room.WaitedOut)
+		case s.cfg.MaxLifetime > 0 && !r.handedOut.IsZero() && now.Sub(r.row.StartedAt) >= s.cfg.MaxLifetime:
+			end(r, room.Lifetime)
 		}
 	}
 	for _, id := range abandoned {
 		// A room without status cannot say its creator came: only the
 		// rooms that report their players are held to it.
 		if r := s.live[id]; r != nil && r.watched && r.cause == "" && !s.released {
-			ended = append(ended, room.Event{Room: r.row, Cause: room.Abandoned})
-			s.stop(r, room.Abandoned, false)
+			end(r, room.Abandoned)
+		}
+	}
+	for _, row := range snap.Rooms {
+		// Only a room that reports its players can be seen empty.
+		r := s.live[row.ID]
+		if r == nil || !r.watched || r.cause != "" || s.released || r.handedOut.IsZero() {
+			continue
+		}
+		switch {
+		case row.Occupied() > 0:
+			r.emptySince = time.Time{}
+		case r.emptySince.IsZero():
+			r.emptySince = now
+		case now.Sub(r.emptySince) >= s.cfg.EmptyTimeout:
+			end(r, room.Idle)
 		}
 	}
 	for _, r := range slices.Clone(s.warm) {
 		if r.cause == "" && now.Sub(r.row.StartedAt) > s.cfg.WarmMaxAge {
-			s.warm = slices.DeleteFunc(s.warm, func(w *record) bool { return w == r })
-			s.stop(r, room.Retired, false)
-			s.wakeWarm()
+			s.retire(r)
 		}
 	}
 	s.mu.Unlock()
@@ -506,6 +546,63 @@ func (s *Supervisor) sweep(now time.Time) {
 	}
 	for _, ev := range ended {
 		s.log.Info().Uint32("id", ev.Room.ID).Int("pid", ev.Room.PID).Str("cause", string(ev.Cause)).Msg("room stopping")
+	}
+}
+
+// retire stops warm room r, which leaves the warm pool. s.mu is held.
+func (s *Supervisor) retire(r *record) {
+	s.warm = slices.DeleteFunc(s.warm, func(w *record) bool { return w == r })
+	s.stop(r, room.Retired, false)
+	s.wakeWarm()
+}
+
+// StopRoom stops room id for an operator: the game is asked to stop and
+// gets StopGrace before its room is killed whole; the room is reaped with
+// the cause "operator". Errors: room.ErrNoRoom for a room with no process
+// here (none, or one another host or a registration stands for).
+// Stopping a room already on its way out does nothing more.
+func (s *Supervisor) StopRoom(id uint32) error {
+	s.mu.Lock()
+	r := s.live[id]
+	if r == nil || s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: room %d has no process on this host", room.ErrNoRoom, id)
+	}
+	first := r.cause == ""
+	if first {
+		s.warm = slices.DeleteFunc(s.warm, func(w *record) bool { return w == r })
+		s.stop(r, room.Operator, false)
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Info().Uint32("id", id).Int("pid", r.row.PID).Str("cause", string(room.Operator)).
+			Dur("grace", s.cfg.StopGrace).Msg("room stopping")
+	}
+	return nil
+}
+
+// Drain, on, makes this host start no new room (Spawn refuses with
+// room.ErrDraining, Capacity is 0, so a cluster places CREATEs on other
+// hosts) while the rooms that run play on, until they end; the warm
+// rooms are retired. Off, the host takes rooms again.
+func (s *Supervisor) Drain(on bool) {
+	s.mu.Lock()
+	was := s.draining
+	s.draining = on
+	if on {
+		for _, r := range slices.Clone(s.warm) {
+			if r.cause == "" {
+				s.retire(r)
+			}
+		}
+	}
+	left := len(s.live) - len(s.warm)
+	s.mu.Unlock()
+	if !on {
+		s.wakeWarm()
+	}
+	if was != on {
+		s.log.Info().Bool("draining", on).Int("rooms", left).Msg("drain")
 	}
 }
 
@@ -553,7 +650,7 @@ func (s *Supervisor) keepWarm() {
 func (s *Supervisor) reserveWarm() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.released || len(s.warm) >= s.cfg.Warm || s.processes()+s.spawning >= s.cfg.MaxInstances {
+	if s.closed || s.released || s.draining || len(s.warm) >= s.cfg.Warm || s.processes()+s.spawning >= s.cfg.MaxInstances {
 		return false
 	}
 	s.spawning++
@@ -571,7 +668,7 @@ func (s *Supervisor) RoomSize() int { return s.cfg.MaxPlayers }
 func (s *Supervisor) Capacity() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.released {
+	if s.closed || s.released || s.draining {
 		return 0
 	}
 	ready := 0
@@ -639,6 +736,8 @@ func (s *Supervisor) Stats() Stats {
 	st.Reaped, st.WatchDrops = ts.Reaped, ts.WatchDrops
 	st.Warm = len(s.warm)
 	st.Spawning = s.spawning
+	st.Draining = s.draining
+	st.Live = len(s.live)
 	st.PortsReady, st.PortsCooling, st.PortsQuarantined, st.PortsInUse = s.ports.counts(time.Now())
 	return st
 }

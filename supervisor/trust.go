@@ -20,9 +20,9 @@ import (
 // wherever it points.
 
 // stateEntries are what Foyer keeps in the state directory: the lock, the
-// room id mark, the rooms' directories, the embedded NATS server's store
-// and the cluster's keys.
-var stateEntries = []string{"lock", "ids", "rooms", "nats", "cluster"}
+// room id mark, the rooms' directories, the logs of the rooms that ended,
+// the embedded NATS server's store and the cluster's keys.
+var stateEntries = []string{"lock", "ids", "rooms", "logs", "nats", "cluster"}
 
 // checkTrusted says why the state directory dir, if it exists, cannot be
 // trusted, with the command that fixes it; nil if it can.

@@ -227,6 +227,10 @@ func (c Config) CheckRoomUsers() error {
 		return nil
 	}
 	var errs []error
+	if dataPath(c) != "" {
+		errs = append(errs, fmt.Errorf("data_dir %s: rooms run as users of their own (room_users) share no files: "+
+			`set room_users = "" to run them as the lobby's user, or data_dir = ""`, c.DataDir))
+	}
 	argv, err := commandLine(c)
 	if err != nil {
 		return err

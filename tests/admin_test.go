@@ -63,7 +63,8 @@ func adminMetrics(t testing.TB, base string) map[string]float64 {
 
 func TestAdminPagesOfTheBinary(t *testing.T) {
 	l, base := adminServer(t)
-	if code, body := adminGet(t, base+"/healthz"); code != 200 || body != "ok\n" {
+	// Healthy, and which version.
+	if code, body := adminGet(t, base+"/healthz"); code != 200 || !regexp.MustCompile(`^ok\nfoyer \S+\n$`).MatchString(body) {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
 	before := adminMetrics(t, base)

@@ -160,13 +160,15 @@ func TestCLIRoomsCreateJoin(t *testing.T) {
 	}
 
 	// The room is full now: a fourth seat is refused.
-	cliFails(t, 1, []string{"join " + addr + " room " + m[1], "JOIN_FAILED"}, "join", addr, m[1])
+	cliFails(t, 1, []string{"join " + addr + " room " + m[1], "JOIN_FAILED", "the room is full"}, "join", addr, m[1])
 }
 
 func TestCLIFailuresExitWithOneLine(t *testing.T) {
 	l := cliLobby(t)
 	addr := l.Addr().String()
-	cliFails(t, 1, []string{"join " + addr + " room 999999", "JOIN_FAILED", "room unknown"}, "join", addr, "999999")
+	// The lobby does not say why; join reads its list and says what it
+	// shows.
+	cliFails(t, 1, []string{"join " + addr + " room 999999", "JOIN_FAILED", "no such room"}, "join", addr, "999999")
 
 	// A socket that reads nothing and answers nothing: no port-unreachable
 	// either, so the client can only time out.
@@ -186,9 +188,13 @@ func TestCLIFailuresExitWithOneLine(t *testing.T) {
 		"rooms", "--timeout", "100ms", "--attempts", "2", fmt.Sprintf("127.0.0.1:%d", closed))
 
 	// Usage mistakes exit 2 and say how to get help.
-	r := cliRun(t, nil, "join", addr)
-	if r.code != 2 || !strings.Contains(r.stderr, "needs ADDR and ROOM") || !strings.Contains(r.stderr, "--help") {
+	r := cliRun(t, nil, "join")
+	if r.code != 2 || !strings.Contains(r.stderr, "needs [ADDR] ROOM") || !strings.Contains(r.stderr, "--help") {
 		t.Errorf("join without a room: exit %d, %q", r.code, r.stderr)
+	}
+	r = cliRun(t, nil, "join", addr)
+	if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("room %q is not a room id", addr)) {
+		t.Errorf("join with an address and no room: exit %d, %q", r.code, r.stderr)
 	}
 	r = cliRun(t, nil, "join", addr, "lobby")
 	if r.code != 2 || !strings.Contains(r.stderr, `room "lobby" is not a room id`) {

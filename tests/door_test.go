@@ -25,7 +25,7 @@ const doorSeatTTL = 2 * time.Second
 // most (the pool), a quarter of them per network (the default share),
 // seats and empty rooms short-lived. Nothing else is changed from the
 // defaults: the quotas and budgets under test are the shipped ones.
-var doorConfig = fmt.Sprintf("max_instances = 20\nrooms_per_network = 5\nseat_ttl = %q\n\n[room]\nidle_timeout = \"1s\"\n", doorSeatTTL)
+var doorConfig = fmt.Sprintf("max_instances = 20\nrooms_per_network = 5\nseat_ttl = %q\nempty_timeout = \"1s\"\n", doorSeatTTL)
 
 // rounds is how many times the real players try under each attack.
 const rounds = 20

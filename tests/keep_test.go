@@ -111,11 +111,11 @@ reattach_grace = %q
 spawn_timeout = "20s"
 seat_ttl = "60s"
 port_cooldown = "50ms"
+empty_timeout = "600s"
 %s
 [room]
 countdown = "1s"
 match_duration = %q
-idle_timeout = "600s"
 
 [admin]
 listen = "127.0.0.1:0"

@@ -93,6 +93,17 @@ func TestLANRooms(t *testing.T) {
 	cliDecode(t, r.stdout, &seat)
 	r = cliRun(t, inPlayer, "rooms", "--lan", "--json", "--wait", lanWait)
 	lanCheck(t, r, lobby, seat)
+
+	// On the lobby's own host, a room alone is joined at the default
+	// address, 127.0.0.1:7777.
+	r = cliRun(t, []string{"ip", "netns", "exec", server}, "join", "--json", fmt.Sprint(seat.Room))
+	var joined cliSeatJSON
+	if r.code != 0 {
+		t.Fatalf("join %d at the default address: exit %d\n%s%s", seat.Room, r.code, r.stdout, r.stderr)
+	}
+	if cliDecode(t, r.stdout, &joined); joined.Lobby != "127.0.0.1:7777" || joined.Room != seat.Room || joined.Port != seat.Port {
+		t.Errorf("join %d at the default address: %+v", seat.Room, joined)
+	}
 }
 
 // TestLANRoomsOnLoopback is the LAN path where there is no LAN: the
@@ -119,5 +130,21 @@ func lanCheck(t *testing.T, r cliResult, lobby string, seat cliSeatJSON) {
 	if len(found) != 1 || found[0].Lobby != lobby || len(found[0].Rooms) != 1 ||
 		found[0].Rooms[0].ID != seat.Room || found[0].Rooms[0].Port != seat.Port {
 		t.Fatalf("rooms --lan found %+v; want the lobby %s with room %d on port %d", found, lobby, seat.Room, seat.Port)
+	}
+}
+
+// TestLANRoomsNoNetwork is `foyer rooms --lan` on a host with no network
+// but loopback (a namespace of its own): the query has no route, and the
+// CLI says so in a sentence that names --broadcast, rather than an errno.
+func TestLANRoomsNoNetwork(t *testing.T) {
+	requiretest.Netns(t)
+	ns := fmt.Sprintf("fy%d%04xn", os.Getpid()%100000, rand.IntN(1<<16))
+	lanRun(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	lanRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	r := cliRun(t, []string{"ip", "netns", "exec", ns}, "rooms", "--lan", "--wait", "1s")
+	if r.code == 0 || !strings.Contains(r.stderr, "no network to broadcast on") || !strings.Contains(r.stderr, "--broadcast") ||
+		strings.Contains(r.stderr, "network is unreachable") {
+		t.Fatalf("rooms --lan with no route: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -387,12 +387,18 @@ type server struct {
 type logBuffer struct{ logtest.Buffer }
 
 // lines returns the JSON log lines whose message is msg.
-func (l *logBuffer) lines(msg string) []map[string]any {
+func (l *logBuffer) lines(msg string) []map[string]any { return l.where("message", msg) }
+
+// levels returns the JSON log lines at level.
+func (l *logBuffer) levels(level string) []map[string]any { return l.where("level", level) }
+
+// where returns the JSON log lines whose field key is value.
+func (l *logBuffer) where(key, value string) []map[string]any {
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(l.String()))
 	for sc.Scan() {
 		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["message"] == msg {
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m[key] == value {
 			out = append(out, m)
 		}
 	}

@@ -36,11 +36,20 @@ func TestReadmeIsShort(t *testing.T) {
 // `<!-- end name -->` in the document doc is exactly the file at path.
 func docShows(t *testing.T, doc, name, path string) {
 	t.Helper()
-	text, err := os.ReadFile(doc)
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(path)
+	if body := docBlock(t, doc, name); !bytes.Equal(body, want) {
+		t.Errorf("%s: block %q differs from %s; copy the file into it", doc, name, path)
+	}
+}
+
+// docBlock returns the text of the fenced block between `<!-- name -->`
+// and `<!-- end name -->` in the document doc.
+func docBlock(t *testing.T, doc, name string) []byte {
+	t.Helper()
+	text, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +68,5 @@ func docShows(t *testing.T, doc, name, path string) {
 	if !ok || !bytes.HasPrefix(block, []byte("```")) || !bytes.HasSuffix(body, []byte("```\n")) {
 		t.Fatalf("%s: block %q is not one fenced code block", doc, name)
 	}
-	body = bytes.TrimSuffix(body, []byte("```\n"))
-	if !bytes.Equal(body, want) {
-		t.Errorf("%s: block %q differs from %s; copy the file into it", doc, name, path)
-	}
+	return bytes.TrimSuffix(body, []byte("```\n"))
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -84,15 +85,16 @@ func (s *readyServe) wait(t *testing.T) {
 
 // readyJSON is the line --ready-json prints.
 type readyJSON struct {
-	Foyer   string           `json:"foyer"`
-	Version int              `json:"version"`
-	PID     int              `json:"pid"`
-	Lobby   []netip.AddrPort `json:"lobby"`
-	Admin   netip.AddrPort   `json:"admin"`
-	GG2     netip.AddrPort   `json:"gg2"`
-	Legacy  netip.AddrPort   `json:"gg2_legacy"`
-	Gunz    netip.AddrPort   `json:"gunz"`
-	Web     netip.AddrPort   `json:"web"`
+	Foyer        string           `json:"foyer"`
+	Version      int              `json:"version"`
+	FoyerVersion string           `json:"foyer_version"`
+	PID          int              `json:"pid"`
+	Lobby        []netip.AddrPort `json:"lobby"`
+	Admin        netip.AddrPort   `json:"admin"`
+	GG2          netip.AddrPort   `json:"gg2"`
+	Legacy       netip.AddrPort   `json:"gg2_legacy"`
+	Gunz         netip.AddrPort   `json:"gunz"`
+	Web          netip.AddrPort   `json:"web"`
 }
 
 // readyServeJSON starts cmd, a `foyer serve --ready-json`, and returns it
@@ -163,6 +165,27 @@ listen = "127.0.0.1:0"
 	}
 	if ready.Lobby[0] == ready.Lobby[1] {
 		t.Errorf("ready line %s: both lobby sockets on one port", line)
+	}
+	// The version is the one foyer --version says.
+	if v := cliOK(t, "--version"); !strings.HasPrefix(v, "foyer "+ready.FoyerVersion+" (go") {
+		t.Errorf("ready line %s: foyer --version says %q", line, v)
+	}
+	// Every listener says where it listens before "ready" is logged.
+	var listening []string
+	for _, l := range strings.Split(s.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		if m["message"] == "ready" {
+			break
+		}
+		if _, ok := m["listen"]; ok {
+			listening = append(listening, m["message"].(string))
+		}
+	}
+	if len(listening) != 5 {
+		t.Errorf("before ready, %d listeners said where they listen (%q), want the lobby, admin, gg2, gunz and web:\n%s", len(listening), listening, s.logs)
 	}
 	if t.Failed() {
 		t.FailNow()

@@ -46,8 +46,9 @@ type statusJSON struct {
 // registrants send is shown as text whatever it holds, and only http and
 // https URLs are links.
 func TestStatusPages(t *testing.T) {
+	const title = `Ann's <b>GG2</b> & co Lobby`
 	webPort := gg2FreePort(t)
-	f, legacyAddr := legacyStart(t, fmt.Sprintf("udp_transport = true\n[web]\nlisten = \"127.0.0.1:%d\"", webPort))
+	f, legacyAddr := legacyStart(t, fmt.Sprintf("udp_transport = true\n[web]\nlisten = \"127.0.0.1:%d\"\ntitle = %q", webPort, title))
 	base := fmt.Sprintf("http://127.0.0.1:%d", webPort)
 	c := newClient(t, "127.0.0.1", f.lobby)
 	var seq seqs
@@ -93,7 +94,10 @@ func TestStatusPages(t *testing.T) {
 	}
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace
 	want := []string{
-		"<h2>Active servers in the Gang Garrison Lobby</h2>",
+		// The page and Foyer's own lobby are named as [web] title says.
+		"<title>" + esc(title) + "</title>",
+		"<h1>" + esc(title) + "</h1>",
+		"<h2>Active servers in the " + esc(title) + "</h2>",
 		fmt.Sprintf("<tr><td></td><td>Foyer room %d</td><td>default</td>", ownID),
 		fmt.Sprintf("<td>foyer</td><td>127.0.0.1:%d</td></tr>", ownPort),
 		"<tr><td>X</td><td>" + esc(xName) + "</td><td>" + esc(xMap) + "</td><td>2+1/8</td><td>" + esc(xGame) + " " + esc(xVer) + "</td><td>127.0.0.1:27015</td></tr>",
@@ -127,7 +131,7 @@ func TestStatusPages(t *testing.T) {
 	if strings.ContainsAny(body, "<>") {
 		t.Errorf("/status.json carries raw markup: %s", body)
 	}
-	if len(list.Lobbies) != 2 || list.Lobbies[0].Name != "Gang Garrison Lobby" || len(list.Lobbies[0].Servers) != 4 ||
+	if len(list.Lobbies) != 2 || list.Lobbies[0].Name != title || len(list.Lobbies[0].Servers) != 4 ||
 		list.Lobbies[1].Name != "Vanguard Lobby" || len(list.Lobbies[1].Servers) != 1 {
 		t.Fatalf("/status.json: %+v", list)
 	}

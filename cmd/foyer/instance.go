@@ -43,6 +43,7 @@ command with probe set. Run by hand it explains itself and exits 1.`,
 func runInstance(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("instance", instanceHelp, stdout, stderr)
 	probe := c.Flags.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
+	data := c.Flags.String("data", "", "the kept server's HOME, a `DIR` kept from one room to the next")
 	// Set by the supervisor of a lobby run as root: see package roomuser.
 	user := c.Flags.Int("user", 0, "run COMMAND [ARGS...] as the room's user `UID`, its warden beside it")
 	warden := c.Flags.String(strings.TrimPrefix(roomuser.WardenArg, "--"), "", "be the warden of the room whose cgroups are `TREE/ROOM`")
@@ -62,8 +63,8 @@ func runInstance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "foyer instance: %v\n", err)
 		return cli.ExitFail
 	}
-	// The SDK takes over os.Stderr; the log keeps the original, which the
-	// supervisor forwards to its own log.
+	// The SDK takes over os.Stderr; the log keeps the original, the
+	// room's log in its directory once the room has started.
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	if *probe == "" {
 		if code, ok := c.NoArgs(pos); !ok {
@@ -72,7 +73,7 @@ func runInstance(args []string, stdout, stderr io.Writer) int {
 		instance.Serve(refroom.New(log))
 		return cli.ExitFail // Serve exits the process
 	}
-	k, err := keeper.New(keeper.Config{Probe: *probe, Command: pos}, log)
+	k, err := keeper.New(keeper.Config{Probe: *probe, Data: *data, Command: pos}, log, stderr)
 	if err != nil {
 		return c.UsageError("%v", err)
 	}

@@ -7,7 +7,10 @@ import (
 	"os"
 	"slices"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/internal/buildinfo"
 )
 
 // commands are the subcommands, in the order --help lists them: serve,
@@ -15,6 +18,7 @@ import (
 var commands = slices.Concat(
 	[]cli.Entry{{Name: "serve", Summary: "run the lobby and its supervisor", Run: runServe}},
 	cli.Clients,
+	cli.Operators,
 	[]cli.Entry{
 		{Name: "token", Summary: "print a new random admin token", Run: runToken},
 		{Name: "nats-user", Summary: "make a cluster host's NATS user, for a NATS server of one's own", Run: runNATSUser},
@@ -23,6 +27,8 @@ var commands = slices.Concat(
 )
 
 func main() {
+	// Durations in the log carry their unit: "10s", "1.5ms".
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -38,6 +44,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	case name == "-h" || name == "--help" || name == "help" && len(args) == 1:
 		usage(stdout)
 		return cli.ExitOK
+	case name == "--version" || name == "version":
+		fmt.Fprintf(stdout, "foyer %s\n", buildinfo.String())
+		return cli.ExitOK
 	case name == "help":
 		name, args = args[1], []string{args[1], "--help"}
 	}
@@ -52,6 +61,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: foyer COMMAND [flags] [args]")
 	fmt.Fprintln(w, "       foyer help COMMAND")
+	fmt.Fprintln(w, "       foyer --version")
 	fmt.Fprintln(w, "\nFoyer is a UDP lobby for multiplayer game rooms: 'foyer serve' runs one,")
 	fmt.Fprintln(w, "the other commands talk to one. Flags are GNU-style (--flag VALUE or")
 	fmt.Fprintln(w, "--flag=VALUE, before or after the arguments; -- ends them).")

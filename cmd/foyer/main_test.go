@@ -73,10 +73,12 @@ func TestUsageErrorsOfEveryCommand(t *testing.T) {
 		{[]string{"serve", "--ready-json=maybe"}, `foyer serve: invalid boolean value "maybe" for -ready-json: parse error`},
 		{[]string{"instance", "x"}, "foyer instance: takes no arguments, got 1 argument"},
 		{[]string{"instance", "--bogus"}, "foyer instance: flag provided but not defined: -bogus"},
-		{[]string{"join"}, "foyer join: needs ADDR and ROOM, got 0 arguments"},
-		{[]string{"join", "a", "1", "b"}, "foyer join: needs ADDR and ROOM, got 3 arguments"},
-		{[]string{"play"}, "foyer play: needs ADDR and an optional ROOM, got 0 arguments"},
-		{[]string{"play", "--ready", "a", "1", "b"}, "foyer play: needs ADDR and an optional ROOM, got 3 arguments"},
+		{[]string{"join"}, "foyer join: needs [ADDR] ROOM, got 0 arguments"},
+		{[]string{"join", "a", "1", "b"}, "foyer join: needs [ADDR] ROOM, got 3 arguments"},
+		{[]string{"play", "--ready", "a", "1", "b"}, "foyer play: takes [ADDR] [ROOM], got 3 arguments"},
+		{[]string{"stop"}, "foyer stop: needs ROOM, got 0 arguments"},
+		{[]string{"logs", "1", "2"}, "foyer logs: needs ROOM, got 2 arguments"},
+		{[]string{"drain", "x"}, "foyer drain: takes no arguments, got 1 argument"},
 		{[]string{"create", "a", "--", "--json"}, "foyer create: takes at most one ADDR, got 2 arguments"},
 	} {
 		code, out, errOut := run(t, tc.args...)

@@ -25,12 +25,15 @@ import (
 const noCgroupsEnv = "FOYER_TEST_NO_CGROUPS"
 
 var serveHelp = cli.Help{
-	Usage: []string{"foyer serve [--config PATH] [--ready-json]"},
+	Usage: []string{"foyer serve [--config PATH] [--ready-json]", "foyer serve --check [--config PATH]"},
 	About: `Run the lobby (UDP, native protocol), the GG2-style and GunZ front-ends,
 the public server list and the upstream announcer when configured, and
 the supervisor of the rooms, until SIGINT or SIGTERM, which stop every
 room before exiting.
 Every config key and its default is documented in config.toml.
+--check reads the config, says what it refuses or doubts (file:line:
+reason), and exits, 0 if foyer serve would start with it, 1 if not: as
+nginx -t does, before a restart.
 
 SIGHUP upgrades without a gap: a new process of the binary now on disk,
 with the same arguments, reads the config file again and takes over the
@@ -46,12 +49,14 @@ $NOTIFY_SOCKET), and STOPPING=1 when the shutdown begins. --ready-json
 prints one line on stdout at that moment, with every bound address (a
 port 0 in the config shows as the port the system chose; admin, gg2,
 gg2_legacy, gunz and web appear when enabled):
-  {"foyer":"ready","version":1,"pid":4242,"lobby":["127.0.0.1:7777"],
+  {"foyer":"ready","version":1,"foyer_version":"v1.2.3","pid":4242,
+   "lobby":["127.0.0.1:7777"],
    "admin":"127.0.0.1:9477","gg2":"0.0.0.0:29944",
    "gg2_legacy":"0.0.0.0:29942","gunz":"0.0.0.0:8900","web":"0.0.0.0:29950"}
 Nothing else is written to stdout; the log goes to stderr.`,
 	Example: []string{
 		"foyer serve --config config.toml",
+		"foyer serve --check --config /etc/foyer/config.toml && systemctl restart foyer",
 		"foyer serve --config test.toml --ready-json > ready.json &",
 	},
 }
@@ -60,12 +65,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	c := cli.New("serve", serveHelp, stdout, stderr)
 	path := c.Flags.String("config", "", "`PATH` of the config file (TOML); built-in defaults when empty")
 	readyJSON := c.Flags.Bool("ready-json", false, "once every listener serves, print a JSON line of the bound addresses on stdout")
+	check := c.Flags.Bool("check", false, "check the config and exit: 0 if it would serve, 1 if not")
 	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
 	if code, ok := c.NoArgs(pos); !ok {
 		return code
+	}
+	if *check {
+		return checkConfig(*path, stdout, stderr)
 	}
 	up, err := server.Inherited() // set when an upgrade started this process
 	if err != nil {
@@ -107,6 +116,31 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		up.Failed(err)
 		return cli.ExitFail
 	}
+	return cli.ExitOK
+}
+
+// checkConfig is foyer serve --check: the config at path (the built-in
+// one if empty) is read as foyer serve reads it, with every check it
+// makes of the file.
+func checkConfig(path string, stdout, stderr io.Writer) int {
+	name := path
+	if path == "" {
+		name = "the built-in config"
+	}
+	cfg := config.DefaultConfig()
+	var err error
+	if path != "" {
+		cfg, err = config.Load(path)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "foyer serve: %v\n", err)
+		fmt.Fprintf(stderr, "foyer serve --check: %s: refused\n", name)
+		return cli.ExitFail
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "foyer serve: warning: %s\n", w)
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", name)
 	return cli.ExitOK
 }
 

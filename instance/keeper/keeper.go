@@ -22,9 +22,11 @@
 package keeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -74,20 +76,37 @@ type Config struct {
 	Command []string
 	// Probe is ProbeTeeworlds, ProbeEndpoint or ProbeNone.
 	Probe string
+	// Data, an absolute path when set, is the server's HOME, kept from
+	// one room to the next (its working directory stays the room's own,
+	// fresh); empty, HOME is that fresh directory too.
+	Data string
 }
 
 // Args is the command line of the instance subcommand that keeps a server
 // (after the program and subcommand): Parse reads it back.
 func Args(c Config) []string {
-	return append([]string{"--probe", c.Probe, "--"}, c.Command...)
+	args := []string{"--probe", c.Probe}
+	if c.Data != "" {
+		args = append(args, "--data", c.Data)
+	}
+	return append(append(args, "--"), c.Command...)
 }
 
 // Parse reads the arguments Args wrote.
 func Parse(args []string) (Config, error) {
-	if len(args) < 4 || args[0] != "--probe" || args[2] != "--" {
-		return Config{}, errors.New(`keeper: want "--probe PROBE -- COMMAND [ARGS...]"`)
+	bad := errors.New(`keeper: want "--probe PROBE [--data DIR] -- COMMAND [ARGS...]"`)
+	if len(args) < 4 || args[0] != "--probe" {
+		return Config{}, bad
 	}
-	c := Config{Probe: args[1], Command: args[3:]}
+	c := Config{Probe: args[1]}
+	rest := args[2:]
+	if len(rest) >= 2 && rest[0] == "--data" {
+		c.Data, rest = rest[1], rest[2:]
+	}
+	if len(rest) < 2 || rest[0] != "--" {
+		return Config{}, bad
+	}
+	c.Command = rest[1:]
 	return c, c.check()
 }
 
@@ -97,6 +116,8 @@ func (c Config) check() error {
 		return fmt.Errorf("keeper: probe %q is not %q, %q or %q", c.Probe, ProbeTeeworlds, ProbeEndpoint, ProbeNone)
 	case len(c.Command) == 0 || c.Command[0] == "":
 		return errors.New("keeper: no command")
+	case c.Data != "" && !filepath.IsAbs(c.Data):
+		return fmt.Errorf("keeper: data directory %q is not an absolute path", c.Data)
 	}
 	return nil
 }
@@ -106,6 +127,7 @@ func (c Config) check() error {
 type Keeper struct {
 	cfg Config
 	log zerolog.Logger
+	out io.Writer // where the server's output goes, line by line
 
 	mu  sync.Mutex
 	srv *server // the running server; nil before Run succeeds
@@ -123,13 +145,14 @@ var (
 	_ instance.Runner = (*Keeper)(nil)
 )
 
-// New returns a keeper of cfg's server that logs to log, each line the
-// server prints included (at debug level).
-func New(cfg Config, log zerolog.Logger) (*Keeper, error) {
+// New returns a keeper of cfg's server that logs to log, and writes each
+// line the server prints to out as it was printed: the room's log, once
+// the instance SDK has put it in place of stderr (see instance.Serve).
+func New(cfg Config, log zerolog.Logger, out io.Writer) (*Keeper, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	return &Keeper{cfg: cfg, log: log}, nil
+	return &Keeper{cfg: cfg, log: log, out: out}, nil
 }
 
 // Start is never called: Serve calls Run for a Runner.
@@ -224,10 +247,12 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	// The private directory is its HOME and its working directory: a
 	// server writing its files (DDNet writes a log and a database) must
 	// neither litter the lobby's directory nor share them with other
-	// rooms. HOME comes last so it wins over the keeper's own; a command
-	// that wants another HOME or directory wraps itself in env(1) or
-	// sh -c "cd ...".
-	cmd.Env = append(serverEnv(os.Environ()), "HOME="+home)
+	// rooms. With a data directory, that is HOME instead: what the
+	// server keeps there (DDNet's ranks and records) outlives the room,
+	// for the next rooms of the same command. HOME comes last so it wins
+	// over the keeper's own; a command that wants another HOME or
+	// directory wraps itself in env(1) or sh -c "cd ...".
+	cmd.Env = append(serverEnv(os.Environ()), "HOME="+cmp.Or(k.cfg.Data, home))
 	cmd.Dir = home
 	var ep *endpoint
 	if k.cfg.Probe == ProbeEndpoint {
@@ -277,7 +302,7 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 	}
 	s.cmd, s.pid = cmd, cmd.Process.Pid
 	s.log = k.log.With().Int("server_pid", s.pid).Logger()
-	go s.forward(outR)
+	go s.forward(outR, k.out)
 	go k.wait(s)
 	return s, nil
 }

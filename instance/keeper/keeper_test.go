@@ -7,10 +7,14 @@ import (
 )
 
 func TestArgsRoundTrip(t *testing.T) {
-	c := Config{Probe: ProbeTeeworlds, Command: []string{"/usr/games/DDNet-Server", "sv_port {port}", "--", "-x"}}
-	got, err := Parse(Args(c))
-	if err != nil || got.Probe != c.Probe || !slices.Equal(got.Command, c.Command) {
-		t.Fatalf("Parse(Args(%+v)) = %+v, %v", c, got, err)
+	for _, c := range []Config{
+		{Probe: ProbeTeeworlds, Command: []string{"/usr/games/DDNet-Server", "sv_port {port}", "--", "-x"}},
+		{Probe: ProbeNone, Data: "/var/lib/foyer/data/x", Command: []string{"--data", "/srv"}},
+	} {
+		got, err := Parse(Args(c))
+		if err != nil || got.Probe != c.Probe || got.Data != c.Data || !slices.Equal(got.Command, c.Command) {
+			t.Fatalf("Parse(Args(%+v)) = %+v, %v", c, got, err)
+		}
 	}
 	for _, bad := range [][]string{
 		nil,
@@ -18,6 +22,8 @@ func TestArgsRoundTrip(t *testing.T) {
 		{"--probe", "ping", "--", "server"},
 		{"--probe", "none", "server"},
 		{"--probe", "none", "--", ""},
+		{"--probe", "none", "--data", "relative", "--", "server"},
+		{"--probe", "none", "--data", "/d", "server"},
 	} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)

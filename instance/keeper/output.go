@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -29,16 +30,17 @@ type output struct {
 
 func newOutput() *output { return &output{done: make(chan struct{})} }
 
-// forward reads the server's stdout and stderr, logging each line at debug
-// level and keeping the last ones, until the pipe ends.
-func (s *server) forward(r *os.File) {
+// forward reads the server's stdout and stderr until the pipe ends,
+// writing each line to w as the server printed it (cut at maxOutputLine)
+// and keeping the last ones.
+func (s *server) forward(r *os.File, w io.Writer) {
 	defer close(s.out.done)
 	defer r.Close()
+	var buf []byte
 	proc.Lines(r, maxOutputLine, func(line []byte) {
 		s.out.add(string(line))
-		if e := s.log.Debug(); e.Enabled() {
-			e.Str("line", string(line)).Msg("room output")
-		}
+		buf = append(append(buf[:0], line...), '\n')
+		w.Write(buf) // a log that cannot be written loses the line, nothing else
 	})
 }
 

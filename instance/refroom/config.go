@@ -9,11 +9,13 @@ import (
 )
 
 // Config is a room's rules, from the settings the host hands over in Start.
+// How long an empty room lives is not among them: the supervisor ends
+// every room, whatever game it plays, once nobody has been in it for
+// [supervisor] empty_timeout.
 type Config struct {
 	MinPlayers     int           // min_players: connected and ready to start
 	Countdown      time.Duration // countdown: from all ready to the start
 	MatchDuration  time.Duration // match_duration: length of a match
-	IdleTimeout    time.Duration // idle_timeout: empty room lifetime
 	SilenceTimeout time.Duration // silence_timeout: a silent player is dropped
 }
 
@@ -23,7 +25,6 @@ func DefaultConfig() Config {
 		MinPlayers:     2,
 		Countdown:      3 * time.Second,
 		MatchDuration:  120 * time.Second,
-		IdleTimeout:    60 * time.Second,
 		SilenceTimeout: 10 * time.Second,
 	}
 }
@@ -39,7 +40,6 @@ var durationSettings = map[string]struct {
 }{
 	"countdown":       {func(c *Config) *time.Duration { return &c.Countdown }, true},
 	"match_duration":  {func(c *Config) *time.Duration { return &c.MatchDuration }, false},
-	"idle_timeout":    {func(c *Config) *time.Duration { return &c.IdleTimeout }, false},
 	"silence_timeout": {func(c *Config) *time.Duration { return &c.SilenceTimeout }, false},
 }
 

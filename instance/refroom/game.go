@@ -58,11 +58,10 @@ func (g *Game) Start(ctx context.Context, a instance.Assignment, conn net.Packet
 	g.log = g.log.With().Uint32("room", a.RoomID).Uint16("port", a.Port).Logger()
 	g.conn = conn
 	g.rep = &loggingReporter{log: g.log, Reporter: r}
-	g.room = NewRoom(a.RoomID, a.MaxPlayers, cfg, g.rep, time.Now())
+	g.room = NewRoom(a.RoomID, a.MaxPlayers, cfg, g.rep)
 	context.AfterFunc(ctx, g.requestStop)
 	g.log.Info().Int("max_players", a.MaxPlayers).Int("min_players", cfg.MinPlayers).
-		Dur("countdown", cfg.Countdown).Dur("match_duration", cfg.MatchDuration).
-		Dur("idle_timeout", cfg.IdleTimeout).Msg("room open")
+		Dur("countdown", cfg.Countdown).Dur("match_duration", cfg.MatchDuration).Msg("room open")
 	go g.loop()
 	return nil
 }

@@ -33,8 +33,9 @@ type player struct {
 //	Countdown --(a player left, too few remain)--> Waiting
 //	Countdown --(countdown over)--> Playing
 //	Playing --(match over, or nobody left)--> Finished
-//	Waiting --(nobody connected for idle_timeout)--> Finished
 //	any --(Stop)--> Finished
+//
+// A room nobody is in waits: its supervisor ends it (empty_timeout).
 type Room struct {
 	id      uint32
 	max     int
@@ -49,7 +50,6 @@ type Room struct {
 	// they were, even once the match has begun.
 	left, back map[netip.AddrPort]*player
 
-	idleSince    time.Time // when the room became empty; zero if it is not
 	countdownEnd time.Time
 	nextTick     time.Time // next CountdownTick; zero once all are sent
 	ticksLeft    int       // the seconds the next tick announces
@@ -59,18 +59,17 @@ type Room struct {
 	out []Datagram
 }
 
-// NewRoom opens room id in Waiting at now. maxPlayers must be within
+// NewRoom opens room id in Waiting. maxPlayers must be within
 // 1-MaxPlayers and cfg must come from ParseSettings.
-func NewRoom(id uint32, maxPlayers int, cfg Config, rep instance.Reporter, now time.Time) *Room {
+func NewRoom(id uint32, maxPlayers int, cfg Config, rep instance.Reporter) *Room {
 	return &Room{
-		id:        id,
-		max:       maxPlayers,
-		cfg:       cfg,
-		rep:       rep,
-		players:   make(map[netip.AddrPort]*player, maxPlayers),
-		left:      make(map[netip.AddrPort]*player),
-		back:      make(map[netip.AddrPort]*player),
-		idleSince: now,
+		id:      id,
+		max:     maxPlayers,
+		cfg:     cfg,
+		rep:     rep,
+		players: make(map[netip.AddrPort]*player, maxPlayers),
+		left:    make(map[netip.AddrPort]*player),
+		back:    make(map[netip.AddrPort]*player),
 	}
 }
 
@@ -119,7 +118,7 @@ func (r *Room) Receive(now time.Time, from netip.AddrPort, m game.Message) {
 		}
 	case game.ClientDisconnect:
 		if p != nil {
-			r.remove(now, from)
+			r.remove(from)
 			p = nil
 		}
 	case game.ClientInput:
@@ -172,7 +171,6 @@ func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
 		}
 		p.framing = req.Framing
 		r.players[from] = p
-		r.idleSince = time.Time{}
 		r.rep.PlayerConnected(from.Addr())
 		return p
 	}
@@ -186,7 +184,6 @@ func (r *Room) admit(from netip.AddrPort, req game.Message) *player {
 	}
 	p := &player{slot: r.freeSlot(), framing: req.Framing}
 	r.players[from] = p
-	r.idleSince = time.Time{}
 	r.rep.PlayerConnected(from.Addr())
 	return p
 }
@@ -214,16 +211,17 @@ func (r *Room) freeSlot() uint8 {
 	return 0 // unreachable: admit checks the room is not full
 }
 
-func (r *Room) remove(now time.Time, addr netip.AddrPort) {
+// remove lets the player at addr go, and tells the others which slot it
+// left (the compact players: the legacy framing has no such message).
+func (r *Room) remove(addr netip.AddrPort) {
 	if len(r.left) >= 2*r.max {
 		clear(r.left) // the grace of the oldest is over long since
 	}
+	slot := r.players[addr].slot
 	r.left[addr] = r.players[addr]
 	delete(r.players, addr)
 	r.rep.PlayerDisconnected(addr.Addr())
-	if len(r.players) == 0 {
-		r.idleSince = now
-	}
+	r.broadcast(game.Message{Type: game.PlayerLeft, Slot: slot})
 }
 
 // Advance applies what time alone changes: silent players are dropped,
@@ -234,14 +232,12 @@ func (r *Room) Advance(now time.Time) {
 	}
 	for addr, p := range r.players {
 		if r.silent(p, now) {
-			r.remove(now, addr)
+			r.remove(addr)
 		}
 	}
 	switch r.state {
 	case packet.Waiting:
-		if len(r.players) == 0 && now.Sub(r.idleSince) >= r.cfg.IdleTimeout {
-			r.finish(game.EndAbandoned)
-		} else if r.allReady() {
+		if r.allReady() {
 			r.startCountdown(now)
 		}
 	case packet.Countdown:
@@ -353,8 +349,8 @@ func (r *Room) setState(s packet.RoomState) {
 	r.rep.SetState(s)
 }
 
-// Next is when Advance next has something to do; the zero time once the
-// room has finished.
+// Next is when Advance next has something to do; the zero time when
+// nothing is due (the room has finished, or waits with nobody in it).
 func (r *Room) Next() time.Time {
 	var next time.Time
 	earliest := func(t time.Time) {
@@ -365,10 +361,6 @@ func (r *Room) Next() time.Time {
 	switch r.state {
 	case packet.Finished:
 		return time.Time{}
-	case packet.Waiting:
-		if len(r.players) == 0 {
-			earliest(r.idleSince.Add(r.cfg.IdleTimeout))
-		}
 	case packet.Countdown:
 		if r.ticksLeft > 0 {
 			earliest(r.nextTick)

@@ -41,7 +41,7 @@ func newTestRoom(t *testing.T, maxPlayers int, settings map[string]string) (*Roo
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	return NewRoom(9, maxPlayers, cfg, rec, t0), rec
+	return NewRoom(9, maxPlayers, cfg, rec), rec
 }
 
 // outbox renders the room's outbox as "to:TYPE(field)" words, sorted.
@@ -81,6 +81,8 @@ func word(d Datagram) string {
 		w += fmt.Sprintf("(%d)", m.Deny)
 	case m.Type == game.GameEnd:
 		w += fmt.Sprintf("(%d)", m.End)
+	case m.Type == game.PlayerLeft:
+		w += fmt.Sprintf("(slot=%d)", m.Slot)
 	case m.Type == game.CountdownTick, m.Type == game.GameStart && !legacy:
 		w += fmt.Sprintf("(%d)", m.Seconds)
 	case m.Type == game.ServerPong && !legacy:
@@ -154,7 +156,7 @@ func TestRoomDeniesWhenFullOrStarted(t *testing.T) {
 	check(t, "hello again keeps the slot", outbox(r), "127.0.0.1:SERVER_HELLO(room=9,slot=0,max=2)")
 	say(r, at(0), bob, game.ClientDisconnect)
 	say(r, at(0), carol, game.ClientHello)
-	check(t, "freed slot", outbox(r), "127.0.0.3:SERVER_HELLO(room=9,slot=1,max=2)")
+	check(t, "freed slot", outbox(r), "127.0.0.1:PLAYER_LEFT(slot=1) 127.0.0.3:SERVER_HELLO(room=9,slot=1,max=2)")
 	say(r, at(0), alice, game.ClientReady)
 	say(r, at(0), carol, game.ClientReady)
 	outbox(r)
@@ -164,7 +166,7 @@ func TestRoomDeniesWhenFullOrStarted(t *testing.T) {
 	outbox(r)
 	say(r, at(time.Second), carol, game.ClientDisconnect)
 	say(r, at(time.Second), bob, game.ClientHello)
-	check(t, "in progress", outbox(r), "127.0.0.2:SERVER_JOIN_DENY(2)")
+	check(t, "in progress", outbox(r), "127.0.0.1:PLAYER_LEFT(slot=1) 127.0.0.2:SERVER_JOIN_DENY(2)")
 	check(t, "events", rec.take(), "+127.0.0.1 +127.0.0.2 -127.0.0.2 +127.0.0.3 countdown playing -127.0.0.3")
 }
 
@@ -207,9 +209,10 @@ func TestRoomDropsSilentPlayers(t *testing.T) {
 	check(t, "just in time", rec.take(), "+127.0.0.1 +127.0.0.2")
 	r.Advance(at(10 * time.Second))
 	check(t, "silent", rec.take(), "-127.0.0.1")
+	check(t, "the other is told", outbox(r), "127.0.0.2:PLAYER_LEFT(slot=0)")
 	r.Advance(at(14 * time.Second))
 	check(t, "silent", rec.take(), "-127.0.0.2")
-	check(t, "nobody is told", outbox(r), "")
+	check(t, "nobody is left to tell", outbox(r), "")
 }
 
 func TestRoomCountdownFallsBackWhenAPlayerLeaves(t *testing.T) {
@@ -235,18 +238,46 @@ func TestRoomFinishesWhenEveryoneLeaves(t *testing.T) {
 	check(t, "abandoned", rec.take(), "+127.0.0.1 countdown playing -127.0.0.1 finished")
 }
 
-func TestRoomIdleTimeout(t *testing.T) {
-	r, rec := newTestRoom(t, 4, map[string]string{"idle_timeout": "30s"})
-	if next := r.Next(); !next.Equal(at(30 * time.Second)) {
-		t.Fatalf("Next = %v, want the idle limit", next.Sub(t0))
+// TestRoomWaitsEmpty: a room nobody is in has nothing due and stays
+// waiting, however long: its supervisor ends it (empty_timeout), whose
+// log then says why.
+func TestRoomWaitsEmpty(t *testing.T) {
+	r, rec := newTestRoom(t, 4, nil)
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(time.Second), alice, game.ClientDisconnect)
+	if next := r.Next(); !next.IsZero() {
+		t.Fatalf("Next = %v, want nothing due", next.Sub(t0))
 	}
-	// A visitor resets the clock.
-	say(r, at(20*time.Second), alice, game.ClientHello)
-	say(r, at(25*time.Second), alice, game.ClientDisconnect)
-	r.Advance(at(54 * time.Second))
-	check(t, "not yet idle", rec.take(), "+127.0.0.1 -127.0.0.1")
-	r.Advance(at(55 * time.Second))
-	check(t, "idle", rec.take(), "finished")
+	r.Advance(at(24 * time.Hour))
+	check(t, "a day later", rec.take(), "+127.0.0.1 -127.0.0.1")
+	if r.State() != packet.Waiting {
+		t.Fatalf("state %v, want waiting", r.State())
+	}
+}
+
+// TestRoomTellsWhoLeft: a player who quits or goes silent, in any state,
+// is seen by the compact players who stay, by its slot; the match goes on
+// for them.
+func TestRoomTellsWhoLeft(t *testing.T) {
+	r, rec := newTestRoom(t, 4, map[string]string{"min_players": "2", "countdown": "0s", "silence_timeout": "5s"})
+	say(r, at(0), alice, game.ClientHello)
+	say(r, at(0), bob, game.ClientHello)
+	say(r, at(0), carol, game.ClientHello)
+	say(r, at(0), alice, game.ClientReady)
+	say(r, at(0), bob, game.ClientReady)
+	say(r, at(0), carol, game.ClientReady)
+	outbox(r)
+	check(t, "playing", rec.take(), "+127.0.0.1 +127.0.0.2 +127.0.0.3 countdown playing")
+	say(r, at(time.Second), bob, game.ClientDisconnect)
+	check(t, "bob quits", outbox(r), "127.0.0.1:PLAYER_LEFT(slot=1) 127.0.0.3:PLAYER_LEFT(slot=1)")
+	say(r, at(4*time.Second), alice, game.ClientPing)
+	outbox(r)
+	r.Advance(at(5 * time.Second))
+	check(t, "carol goes silent", outbox(r), "127.0.0.1:PLAYER_LEFT(slot=2)")
+	check(t, "the match goes on", rec.take(), "-127.0.0.2 -127.0.0.3")
+	if r.State() != packet.Playing {
+		t.Fatalf("state %v, want playing", r.State())
+	}
 }
 
 func TestRoomStop(t *testing.T) {
@@ -301,9 +332,9 @@ func TestParseSettings(t *testing.T) {
 	}
 	cfg, err = ParseSettings(map[string]string{
 		"min_players": "3", "countdown": "1500ms", "match_duration": "2m",
-		"idle_timeout": "5s", "silence_timeout": "250ms",
+		"silence_timeout": "250ms",
 	}, 4)
-	want := Config{3, 1500 * time.Millisecond, 2 * time.Minute, 5 * time.Second, 250 * time.Millisecond}
+	want := Config{3, 1500 * time.Millisecond, 2 * time.Minute, 250 * time.Millisecond}
 	if err != nil || cfg != want {
 		t.Fatalf("settings: %+v, %v; want %+v", cfg, err, want)
 	}
@@ -320,7 +351,8 @@ func TestParseSettings(t *testing.T) {
 		{map[string]string{"countdown": "3"}, 4, `countdown="3"`},
 		{map[string]string{"countdown": "-1s"}, 4, `countdown="-1s"`},
 		{map[string]string{"match_duration": "0s"}, 4, `match_duration="0s"`},
-		{map[string]string{"idle_timeout": "soon"}, 4, `idle_timeout="soon"`},
+		{map[string]string{"silence_timeout": "soon"}, 4, `silence_timeout="soon"`},
+		{map[string]string{"idle_timeout": "5s"}, 4, `unknown setting "idle_timeout"`},
 		{map[string]string{"min_players": "5"}, 4, `min_players="5"`},
 		{map[string]string{"min_players": "0"}, 4, `min_players="0"`},
 		{map[string]string{"min_players": "two"}, 4, `min_players="two"`},

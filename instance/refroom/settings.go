@@ -10,7 +10,6 @@ func (c Config) Settings() map[string]string {
 		"min_players":     strconv.Itoa(c.MinPlayers),
 		"countdown":       c.Countdown.String(),
 		"match_duration":  c.MatchDuration.String(),
-		"idle_timeout":    c.IdleTimeout.String(),
 		"silence_timeout": c.SilenceTimeout.String(),
 	}
 }

@@ -16,6 +16,9 @@
 //
 //	list 127.0.0.1:7777: timeout: no ROOM_LIST after 3 attempts of 5s
 //	join 127.0.0.1:7777 room 42: lobby answered JOIN_FAILED (room unknown, full, or not waiting)
+//
+// A JOIN_FAILED is a *Refusal; Why asks the lobby's room list what it can
+// tell of the reason.
 package client
 
 import (
@@ -295,11 +298,7 @@ func (c *Client) seat(ctx context.Context, req packet.Message) (Seat, error) {
 		return Seat{}, err
 	}
 	if m.Type == packet.JoinFailed {
-		hint := "room unknown, full, or not waiting"
-		if req.Type == packet.CreateRoom {
-			hint = "the lobby could not start a room"
-		}
-		return Seat{}, fmt.Errorf("%s: %w (%s)", c.op(req), ErrJoinFailed, hint)
+		return Seat{}, &Refusal{Op: c.op(req), Room: req.RoomID, Create: req.Type == packet.CreateRoom}
 	}
 	return Seat{Room: m.RoomID, Port: m.Port, Addr: netip.AddrPortFrom(c.addr.Addr(), m.Port)}, nil
 }

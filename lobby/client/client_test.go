@@ -16,6 +16,7 @@ import (
 	"github.com/foyerlobby/foyer/lobby/client"
 	"github.com/foyerlobby/foyer/lobby/client/clienttest"
 	"github.com/foyerlobby/foyer/packet"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // fast keeps tests that wait for lost replies short. Its attempts are
@@ -90,6 +91,43 @@ func TestJoinFailed(t *testing.T) {
 		if err.Error() != want {
 			t.Errorf("Join(%d) error = %q, want %q", id, err, want)
 		}
+	}
+}
+
+// TestWhy: after a refused JOIN the room list says what it can of the
+// reason: a room not listed, full, or whose match began; a room listed as
+// joinable leaves the reason to the lobby's log. The refusal still
+// matches ErrJoinFailed.
+func TestWhy(t *testing.T) {
+	l := clienttest.Start(t)
+	l.SetRooms(twoRooms...)
+	c := dial(t, l)
+	for _, tc := range []struct {
+		id   uint32
+		want room.Code
+		says string
+	}{
+		{42, room.CodeNotFound, "no such room (or not one you may join by id))"},
+		{2, room.CodeStarted, "the match has begun: playing 4/4)"},
+	} {
+		_, err := c.Join(t.Context(), tc.id)
+		err = c.Why(t.Context(), err)
+		var r *client.Refusal
+		if !errors.As(err, &r) || r.Reason != tc.want || !errors.Is(err, client.ErrJoinFailed) || !strings.HasSuffix(err.Error(), tc.says) {
+			t.Errorf("room %d: %v (%+v), want %v and %q", tc.id, err, r, tc.want, tc.says)
+		}
+	}
+	full := packet.Room{ID: 7, State: packet.Waiting, Players: 2, MaxPlayers: 2, Port: 30007}
+	open := packet.Room{ID: 8, State: packet.Waiting, Players: 1, MaxPlayers: 2, Port: 30008}
+	l.SetRooms(full, open)
+	l.FailJoins(true)
+	_, err := c.Join(t.Context(), 7)
+	if err = c.Why(t.Context(), err); !strings.HasSuffix(err.Error(), "the room is full: waiting 2/2)") {
+		t.Errorf("a full room: %v", err)
+	}
+	_, err = c.Join(t.Context(), 8)
+	if err = c.Why(t.Context(), err); !strings.Contains(err.Error(), "room is listed waiting 1/2, so the lobby refused for another reason") {
+		t.Errorf("a room listed as joinable: %v", err)
 	}
 }
 

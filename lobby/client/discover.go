@@ -23,6 +23,12 @@ type Lobby struct {
 	Rooms []packet.Room
 }
 
+// ErrNoRoute means that Discover's query went out nowhere: this host has
+// no route to the addresses it broadcasts to (it is on no network but
+// loopback, say). Naming a network's broadcast address, or a lobby's, with
+// WithBroadcast is the way to ask elsewhere.
+var ErrNoRoute = errors.New("no network to broadcast on")
+
 // maxLobbies bounds what one Discover remembers: anyone on the network may
 // answer, and answers cost memory.
 const maxLobbies = 1024
@@ -95,6 +101,9 @@ func Discover(ctx context.Context, port uint16, opts ...Option) ([]Lobby, error)
 		}
 	}
 	if err := <-sendErr; err != nil && len(found) == 0 {
+		if errors.Is(err, syscall.ENETUNREACH) {
+			err = fmt.Errorf("%w (%v)", ErrNoRoute, err)
+		}
 		return nil, fmt.Errorf("discover port %d: %w", port, err)
 	}
 
@@ -107,18 +116,20 @@ func Discover(ctx context.Context, port uint16, opts ...Option) ([]Lobby, error)
 }
 
 // query sends pkt to every target, attempts times, a second apart, until
-// ctx ends. It fails only if no send at all went out.
+// ctx ends. It fails, with the last send's error, only if no send at all
+// went out.
 func query(ctx context.Context, conn *net.UDPConn, pkt []byte, targets []netip.Addr, port uint16, attempts int) error {
 	var lastErr error
 	sent := false
 	tick := time.NewTicker(discoverResend)
 	defer tick.Stop()
+rounds:
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				return nil
+				break rounds
 			}
 		}
 		for _, t := range targets {

@@ -79,7 +79,7 @@ func reasonText(c room.Code) string {
 	case room.CodeNoCapacity:
 		return "the lobby cannot start a room now"
 	case room.CodeDraining:
-		return "the lobby is shutting down"
+		return "the lobby is shutting down or draining: it starts no new room"
 	case room.CodeDenied:
 		return "the lobby does not offer you that room"
 	}

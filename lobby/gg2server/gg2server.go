@@ -263,6 +263,13 @@ func New(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, lo
 		}
 	}
 	s.ports = s.ports[:len(addrs)]
+	// Logged once bound, so that every listener's line precedes the
+	// server's "ready".
+	ev := s.log.Info().Stringer("listen", s.Addrs()[0]).Stringer("lobby", s.cfg.Lobby)
+	if len(s.ports) > 1 {
+		ev = ev.Stringer("legacy_listen", s.Addrs()[1])
+	}
+	ev.Msg("gg2 front-end serving")
 	return s, nil
 }
 
@@ -354,11 +361,6 @@ func (s *Server) Stats() Stats {
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ev := s.log.Info().Stringer("listen", s.Addrs()[0]).Stringer("lobby", s.cfg.Lobby)
-	if len(s.ports) > 1 {
-		ev = ev.Stringer("legacy_listen", s.Addrs()[1])
-	}
-	ev.Msg("gg2 front-end serving")
 	failed := make(chan error, len(s.ports))
 	var loops sync.WaitGroup
 	for _, p := range s.ports {

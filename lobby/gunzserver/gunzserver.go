@@ -137,6 +137,9 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		}
 		l.wantDst = true
 	}
+	// Logged once bound, so that every listener's line precedes the
+	// server's "ready".
+	l.log.Info().Stringer("listen", l.Addrs()[0]).Msg("gunz locator serving")
 	return l, nil
 }
 
@@ -159,7 +162,6 @@ func (l *Locator) Stats() Stats {
 func (l *Locator) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	l.log.Info().Stringer("listen", l.Addrs()[0]).Msg("gunz locator serving")
 	stop := context.AfterFunc(ctx, func() { l.conn.Close() })
 	defer stop()
 	reported := make(chan struct{})

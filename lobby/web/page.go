@@ -35,8 +35,12 @@ var knownLobbies = []struct {
 	{gg2.MustParseUUID("4fd0319b-5868-4f24-8b77-568cbb18fde9"), "Vanguard Lobby"},
 }
 
-// lobbyName is how the page names lobby id.
-func lobbyName(id gg2.UUID) string {
+// lobbyName is how the page names lobby id: Foyer's own lobby by the
+// page's title, a known lobby by its name.
+func (s *Server) lobbyName(id gg2.UUID) string {
+	if id == s.cfg.Lobby {
+		return s.cfg.Title
+	}
 	for _, l := range knownLobbies {
 		if l.id == id {
 			return l.name
@@ -117,9 +121,9 @@ func (s *Server) page(kind pageKind, host netip.Addr) []byte {
 	}
 	if kind == htmlPage {
 		// A row of a typical server takes some 250 bytes.
-		b = appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows, cut)
+		b = s.appendHTML(make([]byte, 0, len(htmlHead)+len(htmlTail)+256*len(rows)+1024), rows, cut)
 	} else {
-		b = appendJSON(rows, cut)
+		b = s.appendJSON(rows, cut)
 	}
 	c.entries[c.next] = cachedPage{kind: kind, host: host, version: snap.Version, gen: gen, b: b}
 	c.next = (c.next + 1) % len(c.entries)
@@ -237,7 +241,7 @@ const (
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Lobby status</title>
+<title>%s</title>
 <style>
 body { font-family: Verdana, sans-serif; font-size: 10pt; background: #c8c8c8; color: #000; margin: 0; padding: 12px 30px; }
 h1 { background: #775e57; color: #fff; margin: 0; padding: 4px 14px; font-size: 16pt; font-weight: normal; }
@@ -251,7 +255,7 @@ td:nth-child(odd) { background: #f6f6f6; }
 </style>
 </head>
 <body>
-<h1>Lobby status</h1>
+<h1>%[1]s</h1>
 `
 	htmlTableHead = `<p class="desc">Game links are given by the game servers themselves and have nothing to do with this site.</p>
 <table>
@@ -269,8 +273,9 @@ td:nth-child(odd) { background: #f6f6f6; }
 
 // appendHTML writes the page: one table per lobby with servers, and how
 // many servers were left out.
-func appendHTML(b []byte, rows []row, cut int) []byte {
-	b = append(b, htmlHead...)
+func (s *Server) appendHTML(b []byte, rows []row, cut int) []byte {
+	title := string(appendText(nil, s.cfg.Title))
+	b = fmt.Appendf(b, htmlHead, title)
 	if len(rows) == 0 && cut == 0 {
 		b = append(b, htmlNone...)
 	}
@@ -280,7 +285,7 @@ func appendHTML(b []byte, rows []row, cut int) []byte {
 				b = append(b, htmlTableTail...)
 			}
 			b = append(b, "<h2>Active servers in the "...)
-			b = appendText(b, lobbyName(r.lobby))
+			b = appendText(b, s.lobbyName(r.lobby))
 			b = append(b, "</h2>\n"...)
 			b = append(b, htmlTableHead...)
 		}
@@ -367,7 +372,7 @@ type (
 // appendJSON writes the JSON page, jsonList as encoding/json writes it,
 // from the rows' own encodings. encoding/json writes invalid UTF-8 as
 // U+FFFD and <, > and & as \u escapes, so the text is safe to embed too.
-func appendJSON(rows []row, cut int) []byte {
+func (s *Server) appendJSON(rows []row, cut int) []byte {
 	b := []byte(`{"lobbies":[`)
 	for i, r := range rows {
 		if i == 0 || r.lobby != rows[i-1].lobby {
@@ -377,7 +382,7 @@ func appendJSON(rows []row, cut int) []byte {
 			b = append(b, `{"id":`...)
 			b = append(b, mustJSON(r.lobby.String())...)
 			b = append(b, `,"name":`...)
-			b = append(b, mustJSON(lobbyName(r.lobby))...)
+			b = append(b, mustJSON(s.lobbyName(r.lobby))...)
 			b = append(b, `,"servers":[`...)
 		} else {
 			b = append(b, ',')

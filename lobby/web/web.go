@@ -58,6 +58,9 @@ type Config struct {
 	// PublicAddr is the address shown for Foyer's own rooms; when invalid,
 	// the local address each request arrived on.
 	PublicAddr netip.Addr
+	// Title heads the page and names the lobby Foyer's own rooms are in:
+	// the host's name for its players.
+	Title string
 	// MaxConns bounds the connections served at once, MaxConnsPerIP those
 	// from one source (an IPv4 address or an IPv6 /64), MaxConnsPerNetwork
 	// those from one /24 or /56.
@@ -77,6 +80,7 @@ func DefaultConfig() Config {
 	return Config{
 		Lobby:              gg2.GG2LobbyUUID,
 		Game:               "foyer",
+		Title:              "Foyer Lobby",
 		MaxConns:           64,
 		MaxConnsPerIP:      8,
 		MaxConnsPerNetwork: 16,
@@ -93,9 +97,14 @@ func (c Config) check() error {
 	case c.MaxConns < 1 || c.MaxConnsPerIP < 1 || c.MaxConnsPerNetwork < 1 || c.MinReadRate < 1 ||
 		c.MaxPageBytes < 1 || c.ReportInterval <= 0:
 		return errors.New("web: max conns, max conns per IP and per network, min read rate, max page bytes and report interval must be positive")
+	case c.Title == "" || len(c.Title) > MaxTitle:
+		return fmt.Errorf("web: title %q is empty or longer than %d bytes", c.Title, MaxTitle)
 	}
 	return nil
 }
+
+// MaxTitle bounds Config.Title.
+const MaxTitle = 100
 
 // Details is what the edge that registered a room knows of it beyond the
 // room table.
@@ -171,6 +180,9 @@ func New(cfg Config, rooms room.Table, describer Describer, guard *limit.Guard, 
 		return nil, fmt.Errorf("web: listen %v: %w", cfg.Listen, err)
 	}
 	s.ln = ln
+	// Logged once bound, so that every listener's line precedes the
+	// server's "ready".
+	s.log.Info().Stringer("listen", s.Addrs()[0]).Msg("web listening")
 	return s, nil
 }
 
@@ -216,7 +228,6 @@ func (s *Server) Close() error { return s.ln.Close() }
 // requests in progress finish (for up to 5 s). It returns nil after ctx
 // ends, and the listener's error if it fails.
 func (s *Server) Serve(ctx context.Context) error {
-	s.log.Info().Stringer("listen", s.Addrs()[0]).Msg("web listening")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var report sync.WaitGroup

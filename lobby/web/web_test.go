@@ -97,9 +97,12 @@ func TestStatusPage(t *testing.T) {
 		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
-	// The own lobby first, its rooms in room order, then the others.
+	// The page is titled, and the own lobby named, by Config.Title; the
+	// own lobby first, its rooms in room order, then the others.
 	want := []string{
-		"<h2>Active servers in the Gang Garrison Lobby</h2>",
+		"<title>Foyer Lobby</title>",
+		"<h1>Foyer Lobby</h1>",
+		"<h2>Active servers in the Foyer Lobby</h2>",
 		fmt.Sprintf("<tr><td></td><td>Foyer room %d</td><td>default</td><td>2/4</td><td>foyer</td><td>127.0.0.1:30001</td></tr>", f.own.ID),
 		`<tr><td>X</td><td>Bacon</td><td>ctf_truefort</td><td>3+2/8</td><td><a rel="nofollow noopener noreferrer" href="https://example.org/gg2">Gang Garrison 2 v2.3</a></td><td>192.0.2.9:8190</td></tr>`,
 		"<h2>Active servers in the Vanguard Lobby</h2>",
@@ -119,7 +122,7 @@ func TestStatusPage(t *testing.T) {
 }
 
 func TestStatusJSON(t *testing.T) {
-	f := start(t, func(c *Config) { c.PublicAddr = netip.MustParseAddr("198.51.100.1") })
+	f := start(t, func(c *Config) { c.PublicAddr, c.Title = netip.MustParseAddr("198.51.100.1"), "Ann's <GG2>" })
 	resp, body := get(t, f.base+"/status.json")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
@@ -129,7 +132,7 @@ func TestStatusJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := jsonList{Lobbies: []jsonLobby{
-		{ID: "1ccf16b1-436d-856f-504d-cc1af306aaa7", Name: "Gang Garrison Lobby", Servers: []jsonServer{
+		{ID: "1ccf16b1-436d-856f-504d-cc1af306aaa7", Name: "Ann's <GG2>", Servers: []jsonServer{
 			{Room: f.own.ID, Name: fmt.Sprint("Foyer room ", f.own.ID), Map: "default", Players: 2, Slots: 4, Game: "foyer", Address: "198.51.100.1:30001"},
 			{Room: f.id(t, "a"), Password: true, Name: "Bacon", Map: "ctf_truefort", Players: 3, Bots: 2, Slots: 8, Game: "Gang Garrison 2",
 				GameVersion: "v2.3", GameURL: "https://example.org/gg2", Address: "192.0.2.9:8190"},

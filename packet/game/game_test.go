@@ -31,6 +31,7 @@ var golden = []goldenMsg{
 	{"game-start", Message{Type: GameStart, Seq: 5, Seconds: 120}, "02150005000200020078748aeed2"},
 	{"game-end", Message{Type: GameEnd, Seq: 6, End: EndTimeUp}, "02160006000100010172d2812b"},
 	{"countdown-tick", Message{Type: CountdownTick, Seq: 4, Seconds: 3}, "02200004000100010392b61bf6"},
+	{"player-left", Message{Type: PlayerLeft, Seq: 7, Slot: 2}, "021c00070001000102b1471ffc"},
 	{"client-ping-empty", Message{Type: ClientPing, Seq: 3, NoToken: true}, "01040003000000001a678134"},
 	{"server-pong-empty-ping", Message{Type: ServerPong, Seq: 3}, "02130003000400040000000098b8442c"},
 
@@ -122,6 +123,7 @@ func TestRoundTripExtremes(t *testing.T) {
 		{Type: GameStart, Seconds: 0xFFFF},
 		{Type: GameEnd, End: 0},
 		{Type: CountdownTick, Seconds: 0xFF},
+		{Type: PlayerLeft, Slot: 0xFF},
 		{Type: ClientPing, Seq: 0xFFFF, NoToken: true},
 		{Framing: packet.Legacy, Type: ClientPing, Seq: 0xFFFF, Tick: 0xFFFFFFFF},
 		{Framing: packet.Legacy, Type: ClientJoinRequest, HasUser: true, Spectator: true, UserID: 0xFFFFFFFF},
@@ -323,6 +325,7 @@ func TestTypeString(t *testing.T) {
 	}{
 		{ClientHello, true, true}, {ClientJoinRequest, false, true}, {AllReady, false, true},
 		{ServerJoinAccept, false, true}, {CountdownTick, true, true}, {ClientInput, false, true}, {0x06, false, false},
+		{PlayerLeft, true, false},
 	} {
 		if tc.t.In(packet.Compact) != tc.compact || tc.t.In(packet.Legacy) != tc.l || tc.t.In(2) {
 			t.Errorf("%v.In: compact %v, legacy %v", tc.t, tc.t.In(packet.Compact), tc.t.In(packet.Legacy))

@@ -12,7 +12,9 @@ type Type uint8
 
 // The game messages. Four exist only in the Legacy framing, as the
 // original game's: ClientJoinRequest, ClientInput, ServerJoinAccept and
-// AllReady.
+// AllReady; one only in the Compact framing: PlayerLeft (the original
+// game's PLAYER_DISCONNECTED names a player by an id its legacy players
+// are never given).
 const (
 	ClientHello       Type = 0x01
 	ClientJoinRequest Type = 0x02 // Legacy only
@@ -26,6 +28,7 @@ const (
 	ServerPong        Type = 0x13
 	GameStart         Type = 0x15
 	GameEnd           Type = 0x16
+	PlayerLeft        Type = 0x1C // Compact only
 	AllReady          Type = 0x1F // Legacy only
 	CountdownTick     Type = 0x20
 )
@@ -49,6 +52,7 @@ var kinds = [256]kind{
 	ServerPong:        {packet.ServerToClient, "SERVER_PONG"},
 	GameStart:         {packet.ServerToClient, "GAME_START"},
 	GameEnd:           {packet.ServerToClient, "GAME_END"},
+	PlayerLeft:        {packet.ServerToClient, "PLAYER_LEFT"},
 	AllReady:          {packet.ServerToClient, "ALL_READY"},
 	CountdownTick:     {packet.ServerToClient, "COUNTDOWN_TICK"},
 }
@@ -80,6 +84,7 @@ var shapes = [2][256]sizes{
 		ServerPong:       sizeSet(4),
 		GameStart:        sizeSet(2),
 		GameEnd:          sizeSet(1),
+		PlayerLeft:       sizeSet(1),
 		CountdownTick:    sizeSet(1),
 	},
 	packet.Legacy: {
@@ -164,7 +169,7 @@ type Message struct {
 	Seq        uint16     // sender's sequence id; a reply may echo its request's
 	Tick       uint32     // Legacy only: the header's tickId; a pong echoes its ping's
 	RoomID     uint32     // ServerHello (compact)
-	Slot       uint8      // ServerHello (compact): the player's slot, from 0
+	Slot       uint8      // ServerHello (compact): the player's slot, from 0; PlayerLeft: the slot left
 	MaxPlayers uint8      // ServerHello (compact)
 	Deny       DenyReason // ServerJoinDeny (compact)
 	End        EndReason  // GameEnd
@@ -247,6 +252,8 @@ func (m *Message) readCompact(p []byte) {
 		m.Seconds = binary.BigEndian.Uint16(p)
 	case GameEnd:
 		m.End = EndReason(p[0])
+	case PlayerLeft:
+		m.Slot = p[0]
 	case CountdownTick:
 		m.Seconds = uint16(p[0])
 	}
@@ -327,6 +334,8 @@ func (m *Message) compactPayload(p []byte) []byte {
 		p = binary.BigEndian.AppendUint16(p, m.Seconds)
 	case GameEnd:
 		p = append(p, byte(m.End))
+	case PlayerLeft:
+		p = append(p, m.Slot)
 	case CountdownTick:
 		p = append(p, byte(m.Seconds))
 	}

@@ -6,8 +6,11 @@
 //	GET /metrics   Foyer's counters and gauges, and the Go runtime's and
 //	               the process's, for Prometheus
 //	GET /healthz   200 "ok" while serving ("degraded: ..." while cut off from
-//	               the cluster), 503 "shutting down" after Drain
+//	               the cluster), 503 "draining: ..." while an operator drains
+//	               the host, 503 "shutting down" after Drain; then the version
 //	GET /rooms     the room table as JSON
+//	GET /rooms/{id}/log  the last lines of a room's log
+//	POST /rooms/{id}/stop, POST /drain, POST /resume  see actions.go
 //
 // It reads what it shows through Sources, plain functions, so it depends
 // on the lobby and the supervisor only through their Stats and room-table
@@ -29,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +41,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cluster"
+	"github.com/foyerlobby/foyer/internal/buildinfo"
 	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/internal/httpserve"
@@ -99,6 +104,15 @@ type Sources struct {
 	// shows them as they happen, and the rooms that ended lately with
 	// why. Without it the board shows the table once a second.
 	Watch func(context.Context) <-chan room.Event
+	// StopRoom and Drain, when set, are the actions (see actions.go):
+	// StopRoom returns an error matching room.ErrNoRoom for a room with
+	// no process on this host. Drain needs Supervisor, whose Draining
+	// and Live say how it goes.
+	StopRoom func(id uint32) error
+	Drain    func(on bool)
+	// RoomLog, when set, returns the last lines of room id's log, or an
+	// error matching room.ErrNoRoom when this host has none.
+	RoomLog func(id uint32, lines int) ([]byte, error)
 }
 
 // The admin listener's connections at once, from one IPv4 address or
@@ -146,6 +160,9 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("admin: listen %s: %w", cfg.Listen, err)
 	}
 	s := &Server{ln: ln, src: src, log: logger.With().Str("component", "admin").Logger(), drops: newDropCounts()}
+	// Logged once bound, so that every listener's line precedes the
+	// server's "ready".
+	s.log.Info().Stringer("listen", s.Addr()).Msg("admin listening")
 	s.board = newBoard(src, s.log)
 	s.guesses = newGuesses(s.log)
 	errLog := stdlog.New(s.log, "", 0)
@@ -159,6 +176,17 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	}))
 	pages.HandleFunc("GET /healthz", s.healthz)
 	pages.HandleFunc("GET /rooms", s.rooms)
+	if src.RoomLog != nil {
+		pages.HandleFunc("GET /rooms/{id}/log", s.roomLog)
+	}
+	actions := http.NewServeMux()
+	if src.StopRoom != nil {
+		actions.HandleFunc("POST /rooms/{id}/stop", s.stopRoom)
+	}
+	if src.Drain != nil && src.Supervisor != nil {
+		actions.HandleFunc("POST /drain", s.drain(true))
+		actions.HandleFunc("POST /resume", s.drain(false))
+	}
 	board := http.NewServeMux()
 	board.Handle("GET /{$}", boardPage)
 	board.Handle("GET /board.css", boardStyle)
@@ -168,9 +196,13 @@ func New(cfg Config, src Sources, logger zerolog.Logger) (*Server, error) {
 	if cfg.Token != "" {
 		pagesHandler, boardHandler = s.bearer(cfg.Token, pages), newBoardGate(cfg.Token, cfg.Session, s.guesses, board)
 	}
+	actionHandler := newActionGate(cfg.Token, s.guesses, actions)
 	mux := http.NewServeMux()
-	for _, path := range []string{"/metrics", "/healthz", "/rooms"} {
+	for _, path := range []string{"/metrics", "/healthz", "/rooms", "GET /rooms/{id}/log"} {
 		mux.Handle(path, pagesHandler)
+	}
+	for _, path := range []string{"POST /rooms/{id}/stop", "POST /drain", "POST /resume"} {
+		mux.Handle(path, actionHandler)
 	}
 	mux.Handle("/", boardHandler)
 	// Host first: a rebinding page learns nothing, not even whether a
@@ -207,7 +239,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	s.log.Info().Stringer("listen", s.Addr()).Msg("admin listening")
 	// The board's sampler ends with the listener, so that its streams do
 	// not hold up the shutdown.
 	boardCtx, stopBoard := context.WithCancel(ctx)
@@ -230,21 +261,30 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
+// healthz says whether the host takes players, in its first line, with
+// the status code a load balancer reads; the second line is the version.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.draining.Load() {
+	line := "ok"
+	switch {
+	case s.draining.Load():
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "shutting down")
-		return
-	}
-	if s.src.Cluster != nil {
-		if line, degraded := clusterHealth(s.src.Cluster()); degraded {
-			fmt.Fprintln(w, line)
-			return
+		line = "shutting down"
+	case s.drained():
+		// Rooms in play finish; an upgrade script waits for "drained".
+		w.Header().Set("Retry-After", strconv.Itoa(int(drainPoll.Seconds())))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		line = s.drainState(s.src.Supervisor())
+	case s.src.Cluster != nil:
+		if l, degraded := clusterHealth(s.src.Cluster()); degraded {
+			line = l
 		}
 	}
-	fmt.Fprintln(w, "ok")
+	fmt.Fprintf(w, "%s\nfoyer %s\n", line, buildinfo.Version())
 }
+
+// drained reports whether an operator drains the host.
+func (s *Server) drained() bool { return s.src.Supervisor != nil && s.src.Supervisor().Draining }
 
 // noStore has h's answers kept by no cache.
 func noStore(h http.Handler) http.Handler {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/buildinfo"
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/webtest"
 	"github.com/foyerlobby/foyer/lobby/client"
@@ -236,7 +237,7 @@ func TestRoomsPage(t *testing.T) {
 func TestHealthzAndMethods(t *testing.T) {
 	l := startLobby(t, 4)
 	s := startAdmin(t, l)
-	if code, _, body := get(t, s, "GET", "/healthz"); code != 200 || body != "ok\n" {
+	if code, _, body := get(t, s, "GET", "/healthz"); code != 200 || body != "ok\nfoyer "+buildinfo.Version()+"\n" {
 		t.Errorf("/healthz while serving: %d %q", code, body)
 	}
 	if code, _, body := get(t, s, "HEAD", "/healthz"); code != 200 || body != "" {
@@ -249,7 +250,7 @@ func TestHealthzAndMethods(t *testing.T) {
 		t.Errorf("GET /nothing: %d", code)
 	}
 	s.Drain()
-	if code, _, body := get(t, s, "GET", "/healthz"); code != http.StatusServiceUnavailable || body != "shutting down\n" {
+	if code, _, body := get(t, s, "GET", "/healthz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "shutting down\n") {
 		t.Errorf("/healthz after Drain: %d %q", code, body)
 	}
 	// The other pages still answer: the lobby still has rooms to show.

@@ -238,10 +238,13 @@ type frameJSON struct {
 	Rooms []roomJSON `json:"rooms"`
 	More  int        `json:"more"`
 	// Ended are the rooms that left the table lately, newest first.
-	Ended  []endedJSON  `json:"ended"`
-	Totals totalsJSON   `json:"totals"`
-	Rates  ratesJSON    `json:"rates"`
-	Spawn  *latencyJSON `json:"spawn,omitempty"`
+	Ended  []endedJSON `json:"ended"`
+	Totals totalsJSON  `json:"totals"`
+	// Actions is set when the listener stops rooms and drains the host:
+	// the page shows its buttons.
+	Actions bool         `json:"actions"`
+	Rates   ratesJSON    `json:"rates"`
+	Spawn   *latencyJSON `json:"spawn,omitempty"`
 }
 
 // endedJSON is a room that left the table: its last row, why it left and
@@ -260,6 +263,7 @@ type totalsJSON struct {
 	States     map[string]int `json:"states"`
 	Warm       int            `json:"warm"`
 	Spawning   int            `json:"spawning"`
+	Draining   bool           `json:"draining"`
 }
 
 // ratesJSON are the requests and drops per second of every edge, one value
@@ -289,7 +293,8 @@ func (b *board) render(now time.Time, samples []sample, ended []endedRoom) []byt
 	snap := b.src.snapshot()
 	rows := roomTable(snap, b.src.usage(snap), now).Rooms
 	slices.SortFunc(rows, func(a, b roomJSON) int { return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID)) })
-	f := frameJSON{Version: snap.Version, Ended: []endedJSON{}, Rates: rates(samples)}
+	f := frameJSON{Version: snap.Version, Ended: []endedJSON{}, Rates: rates(samples),
+		Actions: b.src.StopRoom != nil && b.src.Drain != nil && b.src.Supervisor != nil}
 	f.Totals.States = make(map[string]int, len(roomStates))
 	for _, st := range roomStates {
 		f.Totals.States[st.String()] = 0
@@ -313,7 +318,7 @@ func (b *board) render(now time.Time, samples []sample, ended []endedRoom) []byt
 	}
 	if b.src.Supervisor != nil {
 		st := b.src.Supervisor()
-		f.Totals.Warm, f.Totals.Spawning = st.Warm, st.Spawning
+		f.Totals.Warm, f.Totals.Spawning, f.Totals.Draining = st.Warm, st.Spawning, st.Draining
 		f.Spawn = latency(st.SpawnLatency)
 	}
 	out, err := json.Marshal(f)

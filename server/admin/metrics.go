@@ -162,9 +162,12 @@ var (
 	supervisorWarm          = desc("foyer_supervisor_warm_instances", "Ready instances not handed out.", "")
 	supervisorSpawning      = desc("foyer_supervisor_spawning", "Spawns in flight.", "")
 	supervisorPorts         = desc("foyer_supervisor_ports", "Ports of the pool, by state.", "state")
+	supervisorDraining      = desc("foyer_draining", "1 while the host is drained: it starts no new room, and those that run play on.", "")
+	supervisorLive          = desc("foyer_supervisor_instances", "Rooms with a process on this host: listed, warm or ending.", "")
 
 	supervisorDescs = []*prometheus.Desc{supervisorSpawnSeconds, supervisorExits, supervisorCreated, supervisorWarmHits,
-		supervisorSeatsHeld, supervisorSeatsMoved, supervisorOverQuota, supervisorDoorRefused, supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts}
+		supervisorSeatsHeld, supervisorSeatsMoved, supervisorOverQuota, supervisorDoorRefused, supervisorSpawnFailures, supervisorQuarantines, supervisorWatchDrops, supervisorWarm, supervisorSpawning, supervisorPorts,
+		supervisorDraining, supervisorLive}
 )
 
 func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
@@ -183,6 +186,12 @@ func collectSupervisor(ch chan<- prometheus.Metric, s supervisor.Stats) {
 	counter(ch, supervisorWatchDrops, s.WatchDrops)
 	gauge(ch, supervisorWarm, s.Warm)
 	gauge(ch, supervisorSpawning, s.Spawning)
+	gauge(ch, supervisorLive, s.Live)
+	draining := 0
+	if s.Draining {
+		draining = 1
+	}
+	gauge(ch, supervisorDraining, draining)
 	for state, n := range map[string]int{
 		"ready": s.PortsReady, "cooling": s.PortsCooling, "quarantined": s.PortsQuarantined, "in_use": s.PortsInUse,
 	} {

@@ -55,7 +55,7 @@ func fixedSources() Sources {
 			counts := make([]uint64, len(supervisor.SpawnBuckets)+1)
 			counts[1], counts[5], counts[len(counts)-1] = 1, 2, 1
 			return supervisor.Stats{
-				Warm: 1, Spawning: 2, PortsReady: 10, PortsCooling: 1, PortsInUse: 3,
+				Warm: 1, Spawning: 2, PortsReady: 10, PortsCooling: 1, PortsInUse: 3, Live: 3, Draining: true,
 				Created: 3, WarmHits: 1, SeatsHeld: 7, SeatsDisplaced: 2, SeatsOverQuota: 4, DoorRefused: 12, SpawnFailures: 1, Quarantines: 2, WatchDrops: 0,
 				Reaped:       map[room.Cause]uint64{"finished": 2, "crashed": 1},
 				SpawnLatency: supervisor.Histogram{Counts: counts, Sum: 6250 * time.Millisecond},
@@ -166,6 +166,12 @@ foyer_supervisor_ports{state="cooling"} 1
 foyer_supervisor_ports{state="in_use"} 3
 foyer_supervisor_ports{state="quarantined"} 0
 foyer_supervisor_ports{state="ready"} 10
+# HELP foyer_supervisor_instances Rooms with a process on this host: listed, warm or ending.
+# TYPE foyer_supervisor_instances gauge
+foyer_supervisor_instances 3
+# HELP foyer_draining 1 while the host is drained: it starts no new room, and those that run play on.
+# TYPE foyer_draining gauge
+foyer_draining 1
 # HELP foyer_rooms Listed rooms, by state.
 # TYPE foyer_rooms gauge
 foyer_rooms{state="countdown"} 0

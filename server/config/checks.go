@@ -35,8 +35,11 @@ func (k *keys) check(r *reader, c *Config) {
 			r.refuse(err.Error(), ks.Command)
 		}
 	}
+	if sc.DataDir != "" && sc.Probe == "" {
+		r.refuse("keeps a foreign server's files (probe set); a game built on Foyer's SDK keeps its own", ks.DataDir)
+	}
 	if err := sc.CheckRoomUsers(); err != nil {
-		r.refuse(err.Error(), ks.Command, ks.RoomUsers, ks.StateDir)
+		r.refuse(err.Error(), ks.Command, ks.RoomUsers, ks.StateDir, ks.DataDir)
 	}
 	if !sc.RoomUsers.IsZero() && roomuser.Active() {
 		passwd, _ := os.ReadFile("/etc/passwd")
@@ -80,6 +83,12 @@ func (k *keys) check(r *reader, c *Config) {
 	if ap, err := netip.ParseAddrPort(c.Admin.Listen); err == nil && !ap.Addr().Unmap().IsLoopback() && c.Admin.Token == "" {
 		r.refuse("an admin address other than loopback needs token or token_file: the pages show the rooms' processes and the lobby's counters", k.Admin.Listen)
 	}
+	for _, ap := range c.Lobby.Listen {
+		if why := unreachableRooms(ap.Addr(), sc.Bind); why != "" {
+			r.refuse(why, k.Lobby.Listen, ks.Bind)
+			break
+		}
+	}
 	sockets := k.sockets(c)
 	for i, a := range sockets {
 		for _, b := range sockets[i+1:] {
@@ -92,6 +101,25 @@ func (k *keys) check(r *reader, c *Config) {
 			}
 		}
 	}
+}
+
+// unreachableRooms says why a client that reached the lobby at lobby
+// could not reach its room, whose port is bound on bind ("" when it
+// can): a client is sent to its room by port, at the address it reached
+// the lobby at.
+func unreachableRooms(lobby, bind netip.Addr) string {
+	lobby, bind = lobby.Unmap(), bind.Unmap()
+	switch {
+	case !bind.IsValid(), bind == netip.IPv6Unspecified():
+		return "" // every address, of both families
+	case bind == netip.IPv4Unspecified() && lobby.Is6():
+		return fmt.Sprintf("clients reaching the lobby over IPv6 (%v) would be sent to rooms bound to IPv4 only (bind %v): "+
+			`set bind = "" (every address) or "::"`, lobby, bind)
+	case bind.IsUnspecified() || lobby == bind:
+		return ""
+	}
+	return fmt.Sprintf("clients reaching the lobby at %v would be sent to rooms bound to %v only: "+
+		`listen on %v, or set bind = "" (every address)`, lobby, bind, bind)
 }
 
 // A socket is what a part of Foyer binds, for the collision check.

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
@@ -39,12 +40,14 @@ reflection_limit = 65536
 [supervisor]
 ports = "40000-40009"
 max_instances = 4
-bind = "127.0.0.1"
+bind = "::"
 id_file = "ids"
 command = ["/bin/sh", "-x"]
 probe = "none"
 warm = 2
 state_dir = "/var/lib/foyer"
+data_dir = "/var/lib/foyer-data"
+room_users = ""
 reattach_grace = "3s"
 reconnect_grace = "45s"
 memory_max = "256MiB"
@@ -67,9 +70,9 @@ format = "json"
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
-	if s.Bind != netip.MustParseAddr("127.0.0.1") || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
-		s.ReconnectGrace != 45*time.Second {
-		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v, reconnect_grace %v", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace, s.ReconnectGrace)
+	if s.Bind != netip.IPv6Unspecified() || s.IDFile != "ids" || s.StateDir != "/var/lib/foyer" || s.ReattachGrace != 3*time.Second ||
+		s.DataDir != "/var/lib/foyer-data" || s.ReconnectGrace != 45*time.Second {
+		t.Errorf("bind %v, id_file %q, state_dir %q, reattach_grace %v, reconnect_grace %v, data_dir %q", s.Bind, s.IDFile, s.StateDir, s.ReattachGrace, s.ReconnectGrace, s.DataDir)
 	}
 	if s.FirstPort != 40000 || s.LastPort != 40009 || s.MaxInstances != 4 || s.Probe != "none" || s.Warm != 2 || len(s.Command) != 2 {
 		t.Errorf("supervisor = %+v", s)
@@ -164,6 +167,7 @@ max_list_conns_per_network = 3
 max_list_bytes = "64KiB"
 [web]
 listen = "[::]:29950"
+title = "Ann's lobby"
 [gunz]
 enabled = true
 listen = "127.0.0.1:8901"
@@ -183,7 +187,7 @@ public_addr = "::ffff:192.0.2.8"
 		g.Server.MaxListConnsPerNetwork != 3 || g.Server.MaxListBytes != 64<<10 {
 		t.Errorf("gg2 server = %+v", g.Server)
 	}
-	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") {
+	if c.Web.Listen != netip.MustParseAddrPort("[::]:29950") || c.Web.Title != "Ann's lobby" {
 		t.Errorf("web = %+v", c.Web)
 	}
 	// The lobby ID and game are the announcer's too.
@@ -262,6 +266,8 @@ func TestRefusals(t *testing.T) {
 		{"probe unknown", "[supervisor]\ncommand = [\"x\"]\nprobe = \"ping\"\n", `bad.toml:3: [supervisor] probe "ping": want one of ["", "teeworlds", "endpoint", "none"]`},
 		{"command not strings", "[supervisor]\ncommand = [\"x\", 1]\n", `bad.toml:2: [supervisor] command ["x", 1]: want strings`},
 		{"min_players above max", "[supervisor]\nmax_players = 4\n[room]\nmin_players = 5\n", `bad.toml:4: [room] min_players 5: must be at most 4`},
+		{"web title empty", "[web]\ntitle = \"\"\n", `bad.toml:2: [web] title "": must be 1 to 100 bytes`},
+		{"web title two lines", "[web]\ntitle = \"a\\nb\"\n", `bad.toml:2: [web] title "a\nb": must be text on one line`},
 		{"gg2 enabled string", "[gg2]\nenabled = \"yes\"\n", `bad.toml:2: [gg2] enabled "yes": want true or false`},
 		{"gg2 listen host name", "[gg2]\nlisten = \"localhost:29944\"\n", `bad.toml:2: [gg2] listen "localhost:29944": not IP:port`},
 		{"gg2 listen no port", "[gg2]\n\nlisten = \"0.0.0.0\"\n", `bad.toml:3: [gg2] listen "0.0.0.0": not IP:port`},
@@ -295,9 +301,13 @@ func TestRefusals(t *testing.T) {
 		{"gunz enabled number", "[gunz]\nenabled = 1\n", `bad.toml:2: [gunz] enabled 1: want true or false`},
 		{"level unknown", "[log]\nlevel = \"loud\"\n", `bad.toml:2: [log] level "loud": want one of ["trace", "debug", "info", "warn", "error"]`},
 		{"format unknown", "[log]\nformat = \"xml\"\n", `bad.toml:2: [log] format "xml": want one of ["console", "json"]`},
-		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key`},
+		{"unknown key", "[lobby]\nrate = 20\nratee = 20\n", `bad.toml:3: [lobby] ratee: unknown key (did you mean rate?)`},
+		{"misspelt key", "[supervisor]\nmax_player = 3\n", `bad.toml:2: [supervisor] max_player: unknown key (did you mean max_players?)`},
+		{"key of another section", "[room]\nempty_timeout = \"5s\"\n", `bad.toml:2: [room] empty_timeout: unknown key (did you mean [supervisor] empty_timeout?)`},
+		{"nothing near", "[log]\nxyzzy = 1\n", "bad.toml:2: [log] xyzzy: unknown key"},
 		{"unknown dotted key", "[lobby]\n\nextra.deep = 1\n", `bad.toml:3: [lobby] extra.deep: unknown key`},
-		{"unknown section", "[lobby]\n\n[lobyy]\nrate = 1\n", `bad.toml:3: unknown section [lobyy]`},
+		{"unknown section", "[lobby]\n\n[lobyy]\nrate = 1\n", `bad.toml:3: unknown section [lobyy] (did you mean [lobby]?)`},
+		{"top-level key of a section", "max_instances = 4\n", `bad.toml:1: max_instances: unknown key (did you mean max_instances in [supervisor]?)`},
 		{"unknown top-level key", "debug = true\n", `bad.toml:1: debug: unknown key (keys belong in a section`},
 		{"section not a table", "lobby = 3\n", `bad.toml:1: lobby must be a table [lobby]`},
 		{"syntax", "[lobby]\nrate = \n", `bad.toml:2: `},
@@ -315,6 +325,8 @@ func TestRefusals(t *testing.T) {
 			`bad.toml:2: [supervisor] command ["/nonexistent/game"]: command "/nonexistent/game": stat /nonexistent/game: no such file or directory`},
 		{"command not on PATH", "[supervisor]\ncommand = [\"no-such-game\", \"{port}\"]\nprobe = \"none\"\n",
 			`bad.toml:2: [supervisor] command ["no-such-game", "{port}"]: command "no-such-game": not found on PATH`},
+		{"data_dir relative", "[supervisor]\ndata_dir = \"data\"\n", `bad.toml:2: [supervisor] data_dir "data": not an absolute path`},
+		{"data_dir without probe", "[supervisor]\ndata_dir = \"/srv/data\"\n", `bad.toml:2: [supervisor] data_dir "/srv/data": keeps a foreign server's files (probe set)`},
 		{"state_dir relative", "[supervisor]\nstate_dir = \"var/foyer\"\n", `bad.toml:2: [supervisor] state_dir "var/foyer": not an absolute path`},
 		{"state_dir too long", "[supervisor]\nstate_dir = \"/" + strings.Repeat("d", 80) + "\"\n", `bad.toml:2: [supervisor] state_dir "/ddd`},
 		{"reattach_grace short", "[supervisor]\nreattach_grace = \"10ms\"\n", `bad.toml:2: [supervisor] reattach_grace "10ms": must be at least 500ms`},
@@ -349,6 +361,17 @@ func TestRefusals(t *testing.T) {
 			`bad.toml:6: [gunz] listen "127.0.0.1:8000": UDP port 8000 collides with [gg2] listen 127.0.0.1:8000`},
 		{"admin on the gg2 list port", "[admin]\nlisten = \"127.0.0.1:29944\"\n[gg2]\nenabled = true\n",
 			`bad.toml:2: [admin] listen "127.0.0.1:29944": TCP port 29944 collides with [gg2] listen 0.0.0.0:29944`},
+		// A client is sent to its room at the address it reached the
+		// lobby at: the rooms must answer there.
+		{"IPv6 lobby, rooms on loopback", "[lobby]\nlisten = \"[::1]:7777\"\n[supervisor]\nbind = \"127.0.0.1\"\n",
+			`bad.toml:4: [supervisor] bind "127.0.0.1": clients reaching the lobby at ::1 would be sent to rooms bound to 127.0.0.1 only`},
+		{"IPv6 lobby, rooms on IPv4", "[supervisor]\nbind = \"0.0.0.0\"\n[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+			`bad.toml:4: [lobby] listen ["0.0.0.0:7777", "[::]:7777"]: clients reaching the lobby over IPv6 (::) would be sent to rooms bound to IPv4 only`},
+		{"every address, rooms on loopback", "[supervisor]\nbind = \"127.0.0.1\"\n",
+			`bad.toml:2: [supervisor] bind "127.0.0.1": clients reaching the lobby at 0.0.0.0 would be sent to rooms bound to 127.0.0.1 only`},
+		{"idle timeout too short", "[room]\nidle_timeout = \"10ms\"\n", `bad.toml:2: [room] idle_timeout "10ms": must be at least 1s`},
+		{"empty timeout too short", "[supervisor]\nempty_timeout = \"0s\"\n", `bad.toml:2: [supervisor] empty_timeout "0s": must be at least 1s`},
+		{"max lifetime negative", "[supervisor]\nmax_lifetime = \"-1h\"\n", `bad.toml:2: [supervisor] max_lifetime "-1h": must be at least 0s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("bad.toml", tc.text)
@@ -422,10 +445,11 @@ func TestSocketsThatDoNotCollide(t *testing.T) {
 		"gunz beside an IPv6 lobby": "[lobby]\nlisten = \"[::]:8900\"\n[gunz]\nenabled = true\n",
 		// TCP never meets the UDP pool.
 		"admin inside the pool": "[admin]\nlisten = \"127.0.0.1:30500\"\n",
-		// The rooms bind 127.0.0.1 only.
-		"lobby in the range on another address": "[supervisor]\nbind = \"127.0.0.1\"\n[lobby]\nlisten = [\"192.0.2.1:30001\", \"[::1]:30001\"]\n",
-		"disabled edges":                        "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
-		"any free port":                         "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
+		// Rooms bound on every address answer wherever the lobby does.
+		"IPv6 lobby, rooms on every address": "[supervisor]\nbind = \"::\"\n[lobby]\nlisten = [\"0.0.0.0:7777\", \"[::]:7777\"]\n",
+		"IPv4 lobby, rooms on IPv4":          "[supervisor]\nbind = \"0.0.0.0\"\n[lobby]\nlisten = \"192.0.2.1:7777\"\n",
+		"disabled edges":                     "[gg2]\nlisten = \"0.0.0.0:7777\"\n[gunz]\nlisten = \"0.0.0.0:7777\"\n",
+		"any free port":                      "[lobby]\nlisten = [\"127.0.0.1:0\", \"0.0.0.0:0\"]\n[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"0123456789abcdef0123456789abcdef\"\n[gg2]\nenabled = true\nlisten = \"[::]:0\"\n",
 	} {
 		if _, err := Parse("ok.toml", text); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -460,16 +484,39 @@ func TestLoadMissingFile(t *testing.T) {
 
 // [room] reaches every instance as settings the built-in room reads back.
 func TestRoomSettings(t *testing.T) {
-	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\nidle_timeout = \"90s\"\n")
+	c, err := Parse("x.toml", "[room]\nmin_players = 3\ncountdown = \"1500ms\"\nmatch_duration = \"60s\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "idle_timeout": "1m30s", "silence_timeout": "10s"}
+	want := map[string]string{"min_players": "3", "countdown": "1.5s", "match_duration": "1m0s", "silence_timeout": "10s"}
 	if got := c.Supervisor.Room; !reflect.DeepEqual(got, want) {
 		t.Errorf("settings = %v", got)
 	}
 	if got, err := refroom.ParseSettings(c.Supervisor.Room, c.Supervisor.MaxPlayers); err != nil || got != c.Room {
 		t.Errorf("ParseSettings = %+v, %v; want %+v", got, err, c.Room)
+	}
+}
+
+// TestRoomLifetimes: empty_timeout and max_lifetime reach the
+// supervisor, max_lifetime "0s" sets no limit, and the reference room's
+// idle_timeout of earlier versions sets empty_timeout with a warning,
+// unless empty_timeout is given too.
+func TestRoomLifetimes(t *testing.T) {
+	c, err := Parse("x.toml", "[supervisor]\nempty_timeout = \"90s\"\nmax_lifetime = \"0s\"\n")
+	if err != nil || c.Supervisor.EmptyTimeout != 90*time.Second || c.Supervisor.MaxLifetime != 0 || len(c.Warnings) != 0 {
+		t.Fatalf("empty_timeout %v, max_lifetime %v, warnings %q, %v", c.Supervisor.EmptyTimeout, c.Supervisor.MaxLifetime, c.Warnings, err)
+	}
+	c, err = Parse("x.toml", "[room]\nidle_timeout = \"30s\"\n")
+	want := `x.toml:2: [room] idle_timeout "30s": is [supervisor] empty_timeout now`
+	if err != nil || c.Supervisor.EmptyTimeout != 30*time.Second || len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], want) {
+		t.Fatalf("empty_timeout %v, warnings %q, %v; want 30s and %q", c.Supervisor.EmptyTimeout, c.Warnings, err, want)
+	}
+	if _, ok := c.Supervisor.Room["idle_timeout"]; ok {
+		t.Error("the rooms were handed idle_timeout")
+	}
+	c, err = Parse("x.toml", "[supervisor]\nempty_timeout = \"90s\"\n[room]\nidle_timeout = \"30s\"\n")
+	if err != nil || c.Supervisor.EmptyTimeout != 90*time.Second || len(c.Warnings) != 1 {
+		t.Fatalf("both given: empty_timeout %v, warnings %q, %v; want 90s", c.Supervisor.EmptyTimeout, c.Warnings, err)
 	}
 }
 
@@ -501,5 +548,19 @@ func TestRoomsPerNetworkFollowsMaxInstances(t *testing.T) {
 		if err != nil || c.Supervisor.RoomsPerNetwork != tc.want {
 			t.Errorf("%q: rooms_per_network %d, %v; want %d", tc.text, c.Supervisor.RoomsPerNetwork, err, tc.want)
 		}
+	}
+}
+
+// Rooms run as users of their own share no files: as root, data_dir
+// with room_users is refused, at the later of the two lines.
+func TestDataDirNeedsRoomsOfOneUser(t *testing.T) {
+	requiretest.Root(t)
+	text := "[supervisor]\ncommand = [\"/bin/sh\"]\nprobe = \"none\"\nroom_users = \"1879048192-1879113727\"\ndata_dir = \"/srv/data\"\n"
+	_, err := Parse("bad.toml", text)
+	if want := `bad.toml:5: [supervisor] data_dir "/srv/data": data_dir /srv/data: rooms run as users of their own (room_users) share no files`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	if _, err := Parse("ok.toml", strings.Replace(text, `"1879048192-1879113727"`, `""`, 1)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -83,6 +83,9 @@ func (r *reader) flag(list *[]*Error, why string, keys []toml.Primitive) {
 	r.judge(list, at, func(any) error { return errors.New(why) })
 }
 
+// given reports whether the file sets key of section.
+func (r *reader) given(section, key string) bool { return r.md.IsDefined(section, key) }
+
 // line returns the line of the key raw, or 0.
 func (r *reader) line(raw toml.Primitive) int {
 	line, _ := where(&r.md, raw)
@@ -104,8 +107,16 @@ next:
 		switch {
 		case len(k) == 1 && r.md.Type(k[0]) == "Hash":
 			msg = fmt.Sprintf("unknown section [%s]", k)
+			if s := nearest(k[0], sectionNames()); s != "" {
+				msg += fmt.Sprintf(" (did you mean [%s]?)", s)
+			}
 		case len(k) == 1:
 			msg = fmt.Sprintf("%s: unknown key (keys belong in a section such as [lobby])", k)
+			if s := sectionOf(k[0]); s != "" {
+				msg = fmt.Sprintf("%s: unknown key (did you mean %s in [%s]?)", k, k[0], s)
+			}
+		case len(k) == 2:
+			msg += suggest(k[0], k[1])
 		}
 		r.errs = append(r.errs, &Error{r.name, r.locate(k), msg})
 	}

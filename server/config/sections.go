@@ -10,12 +10,15 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/lobby/gg2server"
+	"github.com/foyerlobby/foyer/lobby/web"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/server/admin"
 )
@@ -204,8 +207,11 @@ type supervisorKeys struct {
 	SeatsPerAddr   toml.Primitive `toml:"seats_per_address"`
 	RoomsPerNet    toml.Primitive `toml:"rooms_per_network"`
 	MaxWaiting     toml.Primitive `toml:"max_waiting"`
+	EmptyTimeout   toml.Primitive `toml:"empty_timeout"`
+	MaxLifetime    toml.Primitive `toml:"max_lifetime"`
 	IDFile         toml.Primitive `toml:"id_file"`
 	StateDir       toml.Primitive `toml:"state_dir"`
+	DataDir        toml.Primitive `toml:"data_dir"`
 	ReattachGrace  toml.Primitive `toml:"reattach_grace"`
 	MemoryMax      toml.Primitive `toml:"memory_max"`
 	CPUMax         toml.Primitive `toml:"cpu_max"`
@@ -245,12 +251,21 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	sc.RoomsPerNetwork = max(sc.MaxInstances/4, 1)
 	r.get(k.RoomsPerNet, count(&sc.RoomsPerNetwork, 1, 1<<16)) // max_instances and above: no quota
 	r.get(k.MaxWaiting, duration(&sc.MaxWaiting, time.Second))
+	r.get(k.EmptyTimeout, duration(&sc.EmptyTimeout, time.Second))
+	r.get(k.MaxLifetime, duration(&sc.MaxLifetime, 0)) // 0: no limit
 	r.get(k.IDFile, text(func(v string) error { sc.IDFile = v; return nil }))
 	r.get(k.StateDir, text(func(v string) error {
 		if v != "" && !filepath.IsAbs(v) {
 			return errors.New(`not an absolute path, e.g. "/var/lib/foyer", or "" to let rooms die with the lobby`)
 		}
 		sc.StateDir = v
+		return nil
+	}))
+	r.get(k.DataDir, text(func(v string) error {
+		if v != "" && !filepath.IsAbs(v) {
+			return errors.New(`not an absolute path, e.g. "/var/lib/foyer/data", or "" for a fresh HOME in every room`)
+		}
+		sc.DataDir = v
 		return nil
 	}))
 	r.get(k.ReattachGrace, duration(&sc.ReattachGrace, minReattachGrace))
@@ -309,7 +324,10 @@ type roomKeys struct {
 	MinPlayers    toml.Primitive `toml:"min_players"`
 	Countdown     toml.Primitive `toml:"countdown"`
 	MatchDuration toml.Primitive `toml:"match_duration"`
-	IdleTimeout   toml.Primitive `toml:"idle_timeout"`
+	// IdleTimeout is the reference room's own idle limit of earlier
+	// versions: every room now ends by [supervisor] empty_timeout, which
+	// it sets when that key is not given, with a warning.
+	IdleTimeout toml.Primitive `toml:"idle_timeout"`
 }
 
 func (k *roomKeys) apply(r *reader, c *Config) {
@@ -317,7 +335,14 @@ func (k *roomKeys) apply(r *reader, c *Config) {
 	r.get(k.MinPlayers, count(&rc.MinPlayers, 1, c.Supervisor.MaxPlayers))
 	r.get(k.Countdown, duration(&rc.Countdown, 0))
 	r.get(k.MatchDuration, duration(&rc.MatchDuration, time.Second))
-	r.get(k.IdleTimeout, duration(&rc.IdleTimeout, time.Second))
+	if r.line(k.IdleTimeout) > 0 {
+		idle := c.Supervisor.EmptyTimeout
+		r.get(k.IdleTimeout, duration(&idle, time.Second))
+		r.warn("is [supervisor] empty_timeout now, which ends every room nobody is in, whatever its game", k.IdleTimeout)
+		if !r.given("supervisor", "empty_timeout") {
+			c.Supervisor.EmptyTimeout = idle
+		}
+	}
 }
 
 // maxKVBytes bounds [gg2] max_kv_bytes: a datagram holds no more.
@@ -329,10 +354,21 @@ const minReadRate = 256
 
 type webKeys struct {
 	Listen toml.Primitive `toml:"listen"`
+	Title  toml.Primitive `toml:"title"`
 }
 
 func (k *webKeys) apply(r *reader, c *Config) {
 	r.get(k.Listen, addrPortOrOff(&c.Web.Listen))
+	r.get(k.Title, text(func(v string) error {
+		switch {
+		case v == "" || len(v) > web.MaxTitle:
+			return fmt.Errorf("must be 1 to %d bytes", web.MaxTitle)
+		case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+			return errors.New("must be text on one line, without control characters")
+		}
+		c.Web.Title = v
+		return nil
+	}))
 }
 
 type adminKeys struct {

@@ -246,21 +246,32 @@ func TestRefRoomMixedFramingsEndToEnd(t *testing.T) {
 	waitCleanExit(t, p)
 }
 
-func TestRefRoomSilentPlayerDroppedAndIdleRoomFinishes(t *testing.T) {
+// TestRefRoomSilentPlayerDropped: a player silent for silence_timeout is
+// dropped, and the player who stays is told which slot it left; a room
+// nobody is left in waits for its host to stop it.
+func TestRefRoomSilentPlayerDropped(t *testing.T) {
 	t.Parallel()
-	p, port, err := openRefRoom(t, 4, map[string]string{"silence_timeout": "200ms", "idle_timeout": "400ms"})
+	p, port, err := openRefRoom(t, 4, map[string]string{"silence_timeout": "500ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	history := collect(p)
-	c := dial(t, port)
-	c.send(game.ClientHello)
-	c.expect(game.ServerHello)
+	bob, alice := dial(t, port), dial(t, port)
+	bob.send(game.ClientHello)
+	bob.expect(game.ServerHello)
+	// Alice comes later, so bob falls silent first on the room's clock.
+	time.Sleep(300 * time.Millisecond)
+	alice.send(game.ClientHello)
+	alice.expect(game.ServerHello)
+	if m := alice.expect(game.PlayerLeft); m.Slot != 0 {
+		t.Fatalf("told that slot %d left, want bob's 0", m.Slot)
+	}
+	p.Stop(patience)
 	h := <-history
 	if got := strings.Join(h[0], " "); got != "waiting finished" {
 		t.Fatalf("states %q", got)
 	}
-	if got := strings.Join(h[1], " "); got != "+127.0.0.1 -127.0.0.1" {
+	if got := strings.Join(h[1], " "); !strings.HasPrefix(got, "+127.0.0.1 +127.0.0.1 -127.0.0.1") {
 		t.Fatalf("player events %q", got)
 	}
 	waitCleanExit(t, p)
@@ -352,7 +363,7 @@ func BenchmarkIdleRoomsHostCPU(b *testing.B) {
 	const window = 5 * time.Second
 	for b.Loop() {
 		for range rooms {
-			p, _, err := openRefRoom(b, rooms, map[string]string{"idle_timeout": "10m"})
+			p, _, err := openRefRoom(b, rooms, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -43,6 +43,7 @@ type Lobby struct {
 	compress   bool
 	stray      bool
 	failCreate bool
+	failJoin   bool
 	createPort uint16
 	copies     map[replayKey]int
 	replies    map[replayKey][]byte
@@ -127,6 +128,10 @@ func (l *Lobby) Compress(on bool) { l.set(func() { l.compress = on }) }
 // FailCreate makes the lobby answer CREATE with JOIN_FAILED, as one at its
 // room limit does.
 func (l *Lobby) FailCreate(on bool) { l.set(func() { l.failCreate = on }) }
+
+// FailJoins makes every JOIN fail (JOIN_FAILED) while on, whatever the
+// room, as a lobby does for reasons its list does not show.
+func (l *Lobby) FailJoins(on bool) { l.set(func() { l.failJoin = on }) }
 
 // CreatePort gives every room created from now on game port port, where a
 // test may run a real room; 0 restores FirstPort+n-1.
@@ -226,6 +231,9 @@ func (l *Lobby) answer(req packet.Message) packet.Message {
 		l.rooms = append(l.rooms, r)
 		reply.Type, reply.RoomID, reply.Port = packet.RoomCreated, r.ID, r.Port
 	case packet.JoinRoom:
+		if l.failJoin {
+			break
+		}
 		for i := range l.rooms {
 			r := &l.rooms[i]
 			if r.ID != req.RoomID || r.Players >= r.MaxPlayers || r.State > packet.Countdown {

@@ -28,6 +28,30 @@
 
   const cards = new Map(); // room id -> card
 
+  // act sends an action to this listener: a POST from the board's own
+  // page, which the listener tells from another site's by the headers
+  // the browser adds (Sec-Fetch-Site, Origin), with the board's cookie
+  // when there is a token. What it answers is shown in the notice.
+  async function act(path) {
+    const notice = $("notice");
+    let said;
+    try {
+      const resp = await fetch(path, { method: "POST", credentials: "same-origin" });
+      said = (await resp.text()).trim();
+    } catch (e) {
+      said = "the listener did not answer";
+    }
+    notice.hidden = false;
+    text(notice, said);
+  }
+
+  $("drain").addEventListener("click", () => {
+    const draining = $("drain").dataset.draining === "yes";
+    if (draining || confirm("Drain this host? It starts no new room; the rooms that run play on.")) {
+      act(draining ? "resume" : "drain");
+    }
+  });
+
   function el(tag, cls, parent) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -68,14 +92,25 @@
       tagKey: "",
     };
     c.fill = el("div", "fill", el("div", "bar", root));
+    c.stop = el("button", "action", null);
+    c.stop.type = "button";
+    c.stop.textContent = "stop";
+    c.stop.hidden = true;
+    c.stop.addEventListener("click", () => {
+      if (confirm("Stop room " + id + "? Its game is asked to stop, then it is killed.")) act("rooms/" + id + "/stop");
+    });
+    root.insertBefore(c.stop, root.firstChild);
     c.where = el("p", "where", root);
     c.what = el("p", "what", root);
     c.tags = el("ul", "tags", root);
     return c;
   }
 
-  // draw shows room r (a row of /rooms, or an ended one) on card c.
-  function draw(c, r, ended) {
+  // draw shows room r (a row of /rooms, or an ended one) on card c; it
+  // has a stop button when the listener can stop it.
+  function draw(c, r, ended, actions) {
+    const stoppable = actions && !ended && ownSources.has(r.source);
+    if (c.stop.hidden === stoppable) c.stop.hidden = !stoppable;
     const state = ended ? "ended" : r.state;
     if (c.root.dataset.state !== state) c.root.dataset.state = state;
     text(c.state, ended ? "ended · " + r.cause : r.state);
@@ -119,7 +154,7 @@
         c = newCard(id);
         cards.set(id, c);
       }
-      draw(c, r, ended);
+      draw(c, r, ended, f.actions);
       if (list.children[at] !== c.root) list.insertBefore(c.root, list.children[at] || null);
       at++;
     };
@@ -142,6 +177,14 @@
     text($("players-n"), t.players + "/" + t.max_players);
     text($("playing-n"), String(t.states.playing || 0));
     text($("warm-n"), String(t.warm));
+  }
+
+  function drawDrain(f) {
+    const b = $("drain");
+    b.hidden = !f.actions;
+    const draining = f.totals.draining ? "yes" : "no";
+    if (b.dataset.draining !== draining) b.dataset.draining = draining;
+    text(b, f.totals.draining ? "draining · resume" : "drain");
   }
 
   // plot draws series (values per step, oldest first) right-aligned in a
@@ -207,6 +250,7 @@
     const f = JSON.parse(ev.data);
     lastFrame = Date.now();
     drawTotals(f.totals);
+    drawDrain(f);
     drawRooms(f);
     plot("requests", f.rates.requests, f.rates.points, f.rates.step_seconds);
     plot("drops", f.rates.drops, f.rates.points, f.rates.step_seconds);

@@ -78,7 +78,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		k, err := keeper.New(cfg, zerolog.New(os.Stderr))
+		k, err := keeper.New(cfg, zerolog.New(os.Stderr), os.Stderr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

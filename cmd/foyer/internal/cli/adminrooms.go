@@ -1,15 +1,9 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/foyerlobby/foyer/packet"
@@ -35,30 +29,10 @@ type adminRoom struct {
 // room the lobby keeps, registered ones and those of other cluster hosts
 // too, with the host of each when they are on more than one.
 func (c *Command) adminRooms(addr, tokenFile string, timeout time.Duration, asJSON bool) int {
-	base := addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	base = strings.TrimSuffix(base, "/")
-	req, err := http.NewRequest(http.MethodGet, base+"/rooms", nil)
+	base := adminBase(addr)
+	rows, err := fetchRooms(base, tokenFile, timeout)
 	if err != nil {
-		return c.UsageError("--admin %q: %v", addr, err)
-	}
-	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return c.Fail(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	rows, err := fetchRooms(req.WithContext(ctx))
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		err = ue.Err // the URL is said once, below
-	}
-	if err != nil {
-		return c.Fail(fmt.Errorf("admin %s/rooms: %w", base, err))
+		return c.Fail(err)
 	}
 	rooms := make([]packet.Room, 0, len(rows))
 	hosts := make(map[uint32]string, len(rows))
@@ -87,24 +61,19 @@ func (c *Command) adminRooms(addr, tokenFile string, timeout time.Duration, asJS
 }
 
 // fetchRooms reads the rows of /rooms.
-func fetchRooms(req *http.Request) ([]adminRoom, error) {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+func fetchRooms(base, tokenFile string, timeout time.Duration) ([]adminRoom, error) {
+	status, body, err := adminCallTo(base, tokenFile, timeout, http.MethodGet, "/rooms", adminTableLimit)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return nil, errors.New("the admin listener wants its token: give the file that holds it with --token-file")
-	default:
-		return nil, fmt.Errorf("/rooms answered %s", resp.Status)
+	case status != http.StatusOK:
+		return nil, fmt.Errorf("admin %s/rooms answered %d: %s", base, status, answer(body))
 	}
 	var table struct {
 		Rooms []adminRoom `json:"rooms"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, adminTableLimit)).Decode(&table); err != nil {
-		return nil, fmt.Errorf("/rooms: %w", err)
+	if err := json.Unmarshal(body, &table); err != nil {
+		return nil, fmt.Errorf("admin %s/rooms: %w", base, err)
 	}
 	return table.Rooms, nil
 }

@@ -53,7 +53,7 @@ func TestClientUsageErrors(t *testing.T) {
 		args []string
 		want string // the first line of stderr
 	}{
-		{[]string{"join", "127.0.0.1:7777"}, "foyer join: needs ADDR and ROOM, got 1 argument"},
+		{[]string{"join", "127.0.0.1:7777"}, `foyer join: room "127.0.0.1:7777" is not a room id (a number from 0 to 4294967295)`},
 		{[]string{"join", "127.0.0.1:7777", "x"}, `foyer join: room "x" is not a room id (a number from 0 to 4294967295)`},
 		{[]string{"join", "127.0.0.1:7777", "4294967296"}, `foyer join: room "4294967296" is not a room id (a number from 0 to 4294967295)`},
 		{[]string{"rooms", "a:1", "b:2"}, "foyer rooms: takes at most one ADDR, got 2 arguments"},
@@ -158,14 +158,15 @@ func TestCreateAndJoinCommands(t *testing.T) {
 	}
 
 	code, out, errOut = run(t, "join", l.Addr.String(), "42")
-	want := fmt.Sprintf("foyer: join %s room 42: lobby answered JOIN_FAILED (room unknown, full, or not waiting)\n", l.Addr)
+	want := fmt.Sprintf("foyer: join %s room 42: lobby answered JOIN_FAILED (no such room (or not one you may join by id))\n", l.Addr)
 	if code != 1 || out != "" || errOut != want {
 		t.Fatalf("join of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
 
 	l.FailCreate(true)
 	code, _, errOut = run(t, "create", "--legacy", l.Addr.String())
-	want = fmt.Sprintf("foyer: create %s: lobby answered JOIN_FAILED (the lobby could not start a room)\n", l.Addr)
+	want = fmt.Sprintf("foyer: create %s: lobby answered JOIN_FAILED (the lobby could not start a room: it runs as many as it may, is draining, "+
+		"holds your network's share, or its game server failed to start; its log says which)\n", l.Addr)
 	if code != 1 || errOut != want {
 		t.Fatalf("refused create: exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}

@@ -1,6 +1,7 @@
 // Package cli is the foyer binary's command line: how every command reads
-// its flags and reports problems, and the client commands that talk to a
-// lobby (rooms, create, join, watch, play).
+// its flags and reports problems, the client commands that talk to a
+// lobby (rooms, create, join, watch, play) and the operator commands that
+// talk to a host's admin listener (stop, drain, logs).
 package cli
 
 import (
@@ -43,6 +44,14 @@ var Clients = []Entry{
 	{Name: "quick", Summary: "join the fullest matching room, or a new one", Run: Quick},
 	{Name: "watch", Summary: "show a lobby's rooms live", Run: Watch},
 	{Name: "play", Summary: "play the reference room from the terminal", Run: Play},
+}
+
+// Operators are the commands that talk to a host's admin listener, in the
+// order foyer --help lists them.
+var Operators = []Entry{
+	{Name: "stop", Summary: "stop a room (its game is asked, then it is killed)", Run: Stop},
+	{Name: "drain", Summary: "start no new room on a host; its rooms play on", Run: Drain},
+	{Name: "logs", Summary: "print the last lines of a room's log", Run: Logs},
 }
 
 // Find returns the entry of the command name.

@@ -34,16 +34,20 @@ a plain room, or refuses a private one or one with a password.
 }
 
 var joinHelp = Help{
-	Usage: []string{"foyer join [flags] ADDR ROOM", "foyer join [flags] [ADDR] CODE"},
-	About: `Ask the lobby at ADDR for a seat in room ROOM, or in the room whose join
-code is CODE (6 letters, any case; ADDR then defaults to ` + defaultLobby + `), and
-print the room's UDP port and the game address to send game traffic to.
---password-file gives the room's password. Exits 1 if the lobby refuses
-(the room is unknown, full, no longer waiting, or the password is wrong;
-the extension says which) or does not answer.
+	Usage: []string{"foyer join [flags] [ADDR] ROOM", "foyer join [flags] [ADDR] CODE"},
+	About: `Ask the lobby at ADDR (` + defaultLobby + ` when left out) for a seat in
+room ROOM, or in the room whose join code is CODE (6 letters, any case),
+and print the room's UDP port and the game address to send game traffic
+to. --password-file gives the room's password. Exits 1 if the lobby
+refuses (the room is unknown, full, no longer waiting, or the password is
+wrong) or does not answer. A lobby that speaks the extension says why; of
+one that does not, join reads the room list and says what it shows (the
+room is not listed, is full, or its match has begun), or that the reason
+is in the lobby's log.
 
 ` + waitingAbout,
 	Example: []string{
+		"foyer join 42",
 		"foyer join 127.0.0.1:7777 42",
 		"foyer join --json 192.168.1.20 42",
 		"foyer join KXMPRT",
@@ -94,11 +98,11 @@ func Join(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if len(pos) == 1 && isCode(pos[0]) {
-		pos = []string{"", pos[0]} // a CODE alone: the local lobby
+	if len(pos) == 1 {
+		pos = []string{"", pos[0]} // a ROOM or CODE alone: the local lobby
 	}
 	if len(pos) != 2 {
-		return c.UsageError("needs ADDR and ROOM, got %s", count(len(pos), "argument"))
+		return c.UsageError("needs [ADDR] ROOM, got %s", count(len(pos), "argument"))
 	}
 	password, err := readPassword(*pwFile)
 	if err != nil {
@@ -116,7 +120,8 @@ func Join(args []string, stdout, stderr io.Writer) int {
 		}
 		ask = func(lc *client.Client) (client.Seat, error) {
 			if password == "" {
-				return lc.Join(context.Background(), id)
+				s, err := lc.Join(context.Background(), id)
+				return s, lc.Why(context.Background(), err)
 			}
 			return lc.JoinRoom(context.Background(), id, password)
 		}

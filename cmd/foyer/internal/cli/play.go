@@ -17,14 +17,16 @@ import (
 )
 
 var playHelp = Help{
-	Usage: []string{"foyer play [flags] ADDR [ROOM|CODE]"},
+	Usage: []string{"foyer play [flags] [ADDR] [ROOM|CODE]"},
 	About: `Play the reference room from the terminal. Join room ROOM (or the room
-whose join code is CODE) of the lobby at ADDR, or create a room when ROOM
+whose join code is CODE) of the lobby at ADDR (` + defaultLobby + ` when left
+out; a lone number or code is a ROOM or CODE), or create a room when ROOM
 is left out, then talk to the room on its UDP port on the lobby's host:
 say hello, get ready (press Enter, or pass --ready), and watch the
-countdown, the start and the end of the match. The room drops a player it
-has not heard from for 10 s, so play pings it every --ping. --timeout and
---attempts govern the hello as well as the lobby request.
+countdown, the start, who leaves, and the end of the match. The room
+drops a player it has not heard from for 10 s, so play pings it every
+--ping. --timeout and --attempts govern the hello as well as the lobby
+request.
 
 From a lobby that speaks the extension, play gets a seat token and shows
 it to the room first. When the room falls silent for --reconnect (the
@@ -42,6 +44,8 @@ silent, and 130 after Ctrl-C, which tells the room that the player left.
 Two terminals make a match: 'foyer play ADDR' in one creates a room and
 prints its id, 'foyer play ADDR ROOM' in the other joins it.`,
 	Example: []string{
+		"foyer play 42",
+		"foyer play",
 		"foyer play 127.0.0.1:7777",
 		"foyer play --ready 192.168.1.20 42",
 		"foyer play --legacy 127.0.0.1:7777 42",
@@ -77,24 +81,29 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if cfg.ping <= 0 || cfg.silence <= 0 || cfg.reconnect <= 0 {
 		return c.UsageError("--ping, --silence and --reconnect must be positive")
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return c.UsageError("needs ADDR and an optional ROOM, got %s", count(len(pos), "argument"))
+	if len(pos) > 2 {
+		return c.UsageError("takes [ADDR] [ROOM], got %s", count(len(pos), "argument"))
 	}
 	var target roomTarget
-	if len(pos) == 2 {
-		if isCode(pos[1]) {
-			target.code = pos[1]
+	if last := len(pos) - 1; len(pos) == 2 || len(pos) == 1 && (isRoomID(pos[0]) || isCode(pos[0])) {
+		if isCode(pos[last]) {
+			target.code = pos[last]
 		} else {
-			id, err := parseRoomID(pos[1])
+			id, err := parseRoomID(pos[last])
 			if err != nil {
 				return c.UsageError("%v", err)
 			}
 			target.id = &id
 		}
+		pos = pos[:last]
+	}
+	addr := ""
+	if len(pos) == 1 {
+		addr = pos[0]
 	}
 	ctx, stop := interruptContext()
 	defer stop()
-	return c.play(ctx, pos[0], target, cfg, os.Stdin)
+	return c.play(ctx, addr, target, cfg, os.Stdin)
 }
 
 // roomTarget is the room play joins: by id, by code, or a new one.
@@ -128,6 +137,7 @@ func (c *Command) play(ctx context.Context, addr string, target roomTarget, cfg 
 		return code
 	}
 	seat, err := target.seat(ctx, lc, cfg.lobby.legacy)
+	err = lc.Why(ctx, err) // a seed lobby's refusal: what its list shows
 	cfg.lobby.notes.stop()
 	lobby := lc.Addr()
 	lc.Close()
@@ -351,6 +361,8 @@ func (p *player) run(ctx context.Context, c *Command, cfg playConfig, stdin io.R
 				} else {
 					fmt.Fprintf(c.stdout, "game started: a %d s match\n", m.Seconds)
 				}
+			case game.PlayerLeft:
+				fmt.Fprintf(c.stdout, "the player in slot %d left\n", m.Slot+1)
 			case game.GameEnd:
 				fmt.Fprintf(c.stdout, "game over: %s\n", endText(m))
 				return ExitOK

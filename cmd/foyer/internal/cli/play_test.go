@@ -250,7 +250,7 @@ func TestPlaySilentRoom(t *testing.T) {
 func TestPlayLobbySaysNo(t *testing.T) {
 	l := clienttest.Start(t)
 	code, out, errOut := run(t, "play", l.Addr.String(), "9")
-	want := fmt.Sprintf("foyer: join %s room 9: lobby answered JOIN_FAILED (room unknown, full, or not waiting)\n", l.Addr)
+	want := fmt.Sprintf("foyer: join %s room 9: lobby answered JOIN_FAILED (no such room (or not one you may join by id))\n", l.Addr)
 	if code != 1 || out != "" || errOut != want {
 		t.Fatalf("play of an unknown room: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}

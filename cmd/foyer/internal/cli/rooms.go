@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -188,6 +189,11 @@ func (c *Command) lanRooms(port uint16, wait time.Duration, targets []netip.Addr
 		opts = append(opts, client.WithBroadcast(targets...))
 	}
 	lobbies, err := client.Discover(ctx, port, opts...)
+	if errors.Is(err, client.ErrNoRoute) {
+		fmt.Fprintln(c.stderr, "foyer: rooms --lan: this host has no network to broadcast on (no route for the query); "+
+			"name the LAN's broadcast address, or a lobby's address, with --broadcast, e.g. --broadcast 192.168.1.255")
+		return ExitFail
+	}
 	if err != nil {
 		return c.Fail(err)
 	}
@@ -239,6 +245,13 @@ func parseAddrs(s string) ([]netip.Addr, error) {
 }
 
 // parseRoomID parses a room id as the lobby numbers them.
+// isRoomID reports whether s is a room id rather than an address: a
+// number alone, which no lobby address is.
+func isRoomID(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
 func parseRoomID(s string) (uint32, error) {
 	id, err := strconv.ParseUint(s, 10, 32)
 	if err != nil {
