@@ -240,7 +240,16 @@ func TestTestOnlyPackagesAreNamedSo(t *testing.T) {
 }
 
 // isTestOnly reports whether the package at import path is a test helper.
-func isTestOnly(path string) bool { return strings.HasSuffix(path, "test") }
+// isTestOnly reports whether path is a test helper: a package whose name
+// ends in "test", or a package inside one (a tool only its tests run).
+func isTestOnly(path string) bool {
+	for elem := range strings.SplitSeq(path, "/") {
+		if strings.HasSuffix(elem, "test") {
+			return true
+		}
+	}
+	return false
+}
 
 // Every skip goes through internal/requiretest, which fails the test
 // instead under `make test`: a test that skipped by itself would pass CI
