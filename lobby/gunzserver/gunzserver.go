@@ -42,9 +42,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/internal/limit"
+	"github.com/foyerlobby/foyer/internal/replyaddr"
 	"github.com/foyerlobby/foyer/internal/sockets"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
@@ -104,9 +104,9 @@ type Locator struct {
 	conn  *net.UDPConn
 	guard *limit.Guard
 	// wantDst: the socket is bound to 0.0.0.0, so the address a request
-	// arrived on comes from IP_PKTINFO, and the reply is sent from it (a
-	// client on a host with several addresses expects the answer from
-	// the address it asked).
+	// arrived on comes from its control message (replyaddr), and the
+	// reply is sent from it (a client on a host with several addresses
+	// expects the answer from the address it asked).
 	wantDst bool
 
 	requests, replies, drops tally.Set
@@ -131,7 +131,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 	}
 	l.conn = c
 	if cfg.Listen.Addr().IsUnspecified() {
-		if err := ipv4.NewPacketConn(c).SetControlMessage(ipv4.FlagDst, true); err != nil {
+		if err := replyaddr.Enable(c, false); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("gunz: ask for destination addresses: %w", err)
 		}
@@ -179,31 +179,23 @@ func (l *Locator) Serve(ctx context.Context) error {
 
 func (l *Locator) readLoop() error {
 	buf := make([]byte, 1<<16)
-	oob := ipv4.NewControlMessage(ipv4.FlagDst)
-	r := responder{l: l}
+	oob := make([]byte, replyaddr.Space)
+	r := responder{l: l, control: make([]byte, 0, replyaddr.Space)}
 	return tally.ReadLoop(l.drops.Counter("read_error"), func() error {
 		n, oobn, _, from, err := l.conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			return err
 		}
-		arrived := l.cfg.Listen.Addr()
+		at := l.cfg.Listen.Addr()
 		if l.wantDst {
-			arrived = dst(oob[:oobn])
+			// The address a reply leaves from: the one asked, or for a
+			// broadcast the interface's own, which is also the address
+			// a client there reaches Foyer's rooms at.
+			_, at = replyaddr.Find(oob[:oobn])
 		}
-		r.handle(buf[:n], from, arrived)
+		r.handle(buf[:n], from, at)
 		return nil
 	})
-}
-
-// dst reads the address a datagram arrived on from its control message;
-// invalid if there is none.
-func dst(oob []byte) netip.Addr {
-	var cm ipv4.ControlMessage
-	if cm.Parse(oob) != nil {
-		return netip.Addr{}
-	}
-	a, _ := netip.AddrFromSlice(cm.Dst.To4())
-	return a
 }
 
 // responder answers requests; it owns the buffers one loop reuses.
@@ -212,6 +204,7 @@ type responder struct {
 	servers []gunz.Server
 	rooms   []room.Room
 	out     []byte
+	control []byte // a reply's control message: the address it leaves from
 }
 
 var reasons = []struct {
@@ -232,7 +225,8 @@ func reason(err error) string {
 }
 
 // handle answers one datagram that came from from to the local address
-// arrived.
+// arrived (invalid when a wildcard socket could not tell), which is where
+// the reply leaves from.
 func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 	l := r.l
 	if l.guard.Denied(from.Addr()) {
@@ -269,11 +263,11 @@ func (r *responder) handle(b []byte, from netip.AddrPort, arrived netip.Addr) {
 		l.drops.Add("reflection")
 		return
 	}
-	var oob []byte
-	if l.wantDst && arrived.IsValid() {
-		oob = (&ipv4.ControlMessage{Src: arrived.AsSlice()}).Marshal()
+	r.control = r.control[:0]
+	if l.wantDst {
+		r.control = replyaddr.Append(r.control, arrived)
 	}
-	if _, _, err := l.conn.WriteMsgUDPAddrPort(r.out, oob, from); err != nil {
+	if _, _, err := l.conn.WriteMsgUDPAddrPort(r.out, r.control, from); err != nil {
 		l.drops.Add("send_error")
 		return
 	}
