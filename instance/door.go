@@ -107,14 +107,18 @@ type guest struct {
 	playing bool      // the game reported a player from ip since it came
 	serial  uint32    // the seat it took; 0 if unknown (a host that numbers none)
 	token   bool      // it showed the seat's token: its seat is kept when it goes
+	// local is the room's address it last sent to, where the game's
+	// replies to it leave from (invalid: the socket's own, by the routes).
+	local netip.Addr
 }
 
 // knock is a refused datagram, kept for a moment.
 type knock struct {
-	from netip.AddrPort
-	at   time.Time
-	n    int // bytes in b the datagram had (at most maxKnockBytes kept)
-	b    [maxKnockBytes]byte
+	from  netip.AddrPort
+	local netip.Addr // the room's address it was sent to
+	at    time.Time
+	n     int // bytes in b the datagram had (at most maxKnockBytes kept)
+	b     [maxKnockBytes]byte
 }
 
 func newDoor() *door {
@@ -158,11 +162,12 @@ type admission struct {
 	room     uint32
 }
 
-// present checks the seat token b (an EXT_PRESENT datagram) from from at
-// now, and seats its holder: ok is false when the token is not this
-// room's, not signed by a key of its host, expired, or for a seat given
-// up. A holder that was seated at another address moves: From says where.
-func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission, bool) {
+// present checks the seat token b (an EXT_PRESENT datagram) from from to
+// the room's address local at now, and seats its holder: ok is false when
+// the token is not this room's, not signed by a key of its host, expired,
+// or for a seat given up. A holder that was seated at another address
+// moves: From says where.
+func (d *door) present(from netip.AddrPort, local netip.Addr, b []byte, now time.Time) (admission, bool) {
 	from = unmapPort(from)
 	m, err := ext.ParseRequest(b)
 	if err != nil || m.Type != ext.Present {
@@ -184,7 +189,7 @@ func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission,
 				delete(d.guests, at)
 			}
 		}
-		g.ip, g.last = from.Addr(), now
+		g.ip, g.last, g.local = from.Addr(), now, local
 		d.guests[from] = g
 		return a, true
 	}
@@ -196,7 +201,8 @@ func (d *door) present(from netip.AddrPort, b []byte, now time.Time) (admission,
 		return admission{}, false
 	}
 	d.dropHeld(tok.Seat)
-	d.seatGuest(from, tok.Seat, now).token = true
+	g := d.seatGuest(from, tok.Seat, now)
+	g.token, g.local = true, local
 	return a, true
 }
 
@@ -269,28 +275,41 @@ func (d *door) seatGuest(from netip.AddrPort, serial uint32, now time.Time) *gue
 	return g
 }
 
-// admit reports whether a datagram from from may reach the game at now:
-// from is admitted already, or its IP holds a seat, which it takes up.
-// A refused datagram b is kept as a knock.
-func (d *door) admit(from netip.AddrPort, b []byte, now time.Time) bool {
+// admit reports whether a datagram from from to the room's address local
+// may reach the game at now: from is admitted already, or its IP holds a
+// seat, which it takes up. A refused datagram b is kept as a knock.
+func (d *door) admit(from netip.AddrPort, local netip.Addr, b []byte, now time.Time) bool {
 	from = unmapPort(from)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if g, ok := d.guests[from]; ok {
-		g.last = now
+		g.last, g.local = now, local
 		return true
 	}
-	if d.takeSeat(from, now) {
+	if d.takeSeat(from, local, now) {
 		return true
 	}
 	d.refused++
-	d.keepKnock(from, b, now)
+	d.keepKnock(from, local, b, now)
 	return false
 }
 
-// takeSeat admits from if its IP holds an unexpired seat, taking up the
-// oldest. d.mu is held.
-func (d *door) takeSeat(from netip.AddrPort, now time.Time) bool {
+// replyFrom returns the room's address to's datagrams were last sent to,
+// where a reply to it leaves from: invalid when to is no guest, or the
+// socket does not tell.
+func (d *door) replyFrom(to netip.AddrPort) netip.Addr {
+	to = unmapPort(to)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g, ok := d.guests[to]; ok {
+		return g.local
+	}
+	return netip.Addr{}
+}
+
+// takeSeat admits from, which sent to local, if its IP holds an unexpired
+// seat, taking up the oldest. d.mu is held.
+func (d *door) takeSeat(from netip.AddrPort, local netip.Addr, now time.Time) bool {
 	ip := from.Addr()
 	held := d.seats[ip]
 	ms := now.UnixMilli()
@@ -308,7 +327,7 @@ func (d *door) takeSeat(from netip.AddrPort, now time.Time) bool {
 	} else {
 		d.seats[ip] = held
 	}
-	d.seatGuest(from, h.serial, now)
+	d.seatGuest(from, h.serial, now).local = local
 	return true
 }
 
@@ -331,8 +350,9 @@ func (d *door) expireGuests(now time.Time) {
 	}
 }
 
-// keepKnock keeps b from from, one knock per sender. d.mu is held.
-func (d *door) keepKnock(from netip.AddrPort, b []byte, now time.Time) {
+// keepKnock keeps b from from to local, one knock per sender. d.mu is
+// held.
+func (d *door) keepKnock(from netip.AddrPort, local netip.Addr, b []byte, now time.Time) {
 	for i := range d.knocks {
 		if d.knocks[i].from == from {
 			d.knocks = append(d.knocks[:i], d.knocks[i+1:]...)
@@ -342,7 +362,7 @@ func (d *door) keepKnock(from netip.AddrPort, b []byte, now time.Time) {
 	if len(d.knocks) == maxKnocks {
 		d.knocks = d.knocks[1:]
 	}
-	k := knock{from: from, at: now}
+	k := knock{from: from, local: local, at: now}
 	k.n = copy(k.b[:], b)
 	d.knocks = append(d.knocks, k)
 }
@@ -403,7 +423,7 @@ func (d *door) knocked(p []byte, now time.Time) (int, netip.AddrPort, bool) {
 		if now.Sub(k.at) >= knockTTL {
 			continue
 		}
-		if !d.takeSeat(k.from, now) {
+		if !d.takeSeat(k.from, k.local, now) {
 			continue
 		}
 		from, n := k.from, copy(p, k.b[:min(k.n, maxKnockBytes)])

@@ -27,25 +27,25 @@ func TestDoorFollowsThePlayers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	a, b := netip.MustParseAddrPort("192.0.2.1:1000"), netip.MustParseAddrPort("192.0.2.1:2000")
 	d.seat(seatsFor(t0.Add(time.Minute), "192.0.2.1:1", "192.0.2.1:2"), t0)
-	if !d.admit(a, nil, t0) || !d.admit(b, nil, t0.Add(time.Second)) {
+	if !d.admit(a, netip.Addr{}, nil, t0) || !d.admit(b, netip.Addr{}, nil, t0.Add(time.Second)) {
 		t.Fatal("two seats of one IP did not admit two addresses")
 	}
 	d.player(a.Addr(), 1, t0)
 	d.player(a.Addr(), 1, t0)
-	d.admit(b, nil, t0.Add(5*time.Second)) // b speaks; a went quiet
+	d.admit(b, netip.Addr{}, nil, t0.Add(5*time.Second)) // b speaks; a went quiet
 	d.player(a.Addr(), -1, t0)
-	if d.admit(a, nil, t0.Add(6*time.Second)) || !d.admit(b, nil, t0.Add(6*time.Second)) {
+	if d.admit(a, netip.Addr{}, nil, t0.Add(6*time.Second)) || !d.admit(b, netip.Addr{}, nil, t0.Add(6*time.Second)) {
 		t.Fatal("the quiet address was not the one given back")
 	}
 
 	c := netip.MustParseAddrPort("192.0.2.3:3000")
 	d.seat(seatsFor(t0.Add(time.Minute), "192.0.2.3:1"), t0)
-	if !d.admit(c, nil, t0) {
+	if !d.admit(c, netip.Addr{}, nil, t0) {
 		t.Fatal("seat of 192.0.2.3 refused")
 	}
 	d.seat(seatsFor(t0.Add(time.Minute), "192.0.2.9:1"), t0)
-	d.admit(netip.MustParseAddrPort("192.0.2.9:9"), nil, t0.Add(guestTTL+time.Second)) // an admission sweeps
-	if d.admit(c, nil, t0.Add(guestTTL+time.Second)) {
+	d.admit(netip.MustParseAddrPort("192.0.2.9:9"), netip.Addr{}, nil, t0.Add(guestTTL+time.Second)) // an admission sweeps
+	if d.admit(c, netip.Addr{}, nil, t0.Add(guestTTL+time.Second)) {
 		t.Fatal("an address the game never claimed was kept past guestTTL")
 	}
 }
@@ -58,7 +58,7 @@ func TestDoorMemoryIsBounded(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	big := make([]byte, 4096)
 	for i := range 1000 {
-		d.admit(netip.MustParseAddrPort(fmt.Sprintf("198.51.100.%d:%d", i%250+1, 1000+i)), big, t0)
+		d.admit(netip.MustParseAddrPort(fmt.Sprintf("198.51.100.%d:%d", i%250+1, 1000+i)), netip.Addr{}, big, t0)
 	}
 	if len(d.knocks) != maxKnocks {
 		t.Fatalf("%d knocks kept, want %d", len(d.knocks), maxKnocks)
@@ -68,11 +68,11 @@ func TestDoorMemoryIsBounded(t *testing.T) {
 	}
 	seats := seatsFor(t0.Add(time.Minute), "192.0.2.1:1")
 	d.seat(seats, t0)
-	if !d.admit(netip.MustParseAddrPort("192.0.2.1:5"), nil, t0) {
+	if !d.admit(netip.MustParseAddrPort("192.0.2.1:5"), netip.Addr{}, nil, t0) {
 		t.Fatal("seat refused")
 	}
 	d.seat(seats, t0) // the host has not heard of the player yet
-	if d.admit(netip.MustParseAddrPort("192.0.2.1:6"), nil, t0) {
+	if d.admit(netip.MustParseAddrPort("192.0.2.1:6"), netip.Addr{}, nil, t0) {
 		t.Fatal("a taken seat came back with the host's next list")
 	}
 	buf := make([]byte, 64)
@@ -88,7 +88,7 @@ func TestDoorHandsOnAKnockItsSeatCaughtUpWith(t *testing.T) {
 	d := newDoor()
 	t0 := time.Unix(1000, 0)
 	old, early := netip.MustParseAddrPort("192.0.2.2:2000"), netip.MustParseAddrPort("192.0.2.1:1000")
-	if d.admit(old, []byte("old hello"), t0) || d.admit(early, []byte("hello"), t0.Add(knockTTL)) {
+	if d.admit(old, netip.Addr{}, []byte("old hello"), t0) || d.admit(early, netip.Addr{}, []byte("hello"), t0.Add(knockTTL)) {
 		t.Fatal("admitted without a seat")
 	}
 	now := t0.Add(knockTTL + knockTTL/2) // old's knock is past knockTTL, early's is not
@@ -105,7 +105,7 @@ func TestDoorHandsOnAKnockItsSeatCaughtUpWith(t *testing.T) {
 	if n, from, ok := d.knocked(buf, now); ok {
 		t.Fatalf("knocked again: %q from %v", buf[:n], from)
 	}
-	if !d.admit(early, nil, now) {
+	if !d.admit(early, netip.Addr{}, nil, now) {
 		t.Fatal("the knock's sender is not admitted")
 	}
 	if refused, admitted := d.counts(); refused != 2 || admitted != 1 {
@@ -147,7 +147,7 @@ func TestDoorSeatTokens(t *testing.T) {
 		"seat 0":        presentOf(t, key, 2, 7, 0, later),
 		"not a present": {0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 	} {
-		if _, ok := d.present(a, pkt, t0); ok {
+		if _, ok := d.present(a, netip.Addr{}, pkt, t0); ok {
 			t.Errorf("%s: seated", name)
 		}
 	}
@@ -155,28 +155,28 @@ func TestDoorSeatTokens(t *testing.T) {
 		t.Errorf("refused %d", d.refusedCount())
 	}
 	tok := presentOf(t, key, 2, 7, 1, later)
-	if adm, ok := d.present(a, tok, t0); !ok || adm.From.IsValid() || adm.room != 7 {
+	if adm, ok := d.present(a, netip.Addr{}, tok, t0); !ok || adm.From.IsValid() || adm.room != 7 {
 		t.Fatalf("a valid token: %+v, %v", adm, ok)
 	}
-	if !d.admit(a, nil, t0) {
+	if !d.admit(a, netip.Addr{}, nil, t0) {
 		t.Fatal("the token's holder is not admitted")
 	}
 	d.player(a.Addr(), 1, t0)
-	if adm, ok := d.present(b, tok, t0.Add(time.Second)); !ok || adm.From != a || adm.To != b {
+	if adm, ok := d.present(b, netip.Addr{}, tok, t0.Add(time.Second)); !ok || adm.From != a || adm.To != b {
 		t.Fatalf("the holder from a new address: %+v, %v", adm, ok)
 	}
-	if d.admit(a, nil, t0.Add(2*time.Second)) || !d.admit(b, nil, t0.Add(2*time.Second)) {
+	if d.admit(a, netip.Addr{}, nil, t0.Add(2*time.Second)) || !d.admit(b, netip.Addr{}, nil, t0.Add(2*time.Second)) {
 		t.Fatal("the old address still gets in, or the new one does not")
 	}
 	if seat, at := d.player(b.Addr(), -1, t0.Add(3*time.Second)); seat != 1 || at != b {
 		t.Fatalf("the game let go of seat %d at %v", seat, at)
 	}
-	if adm, ok := d.present(c, tok, t0.Add(20*time.Second)); !ok || adm.From != b {
+	if adm, ok := d.present(c, netip.Addr{}, tok, t0.Add(20*time.Second)); !ok || adm.From != b {
 		t.Fatalf("back within the grace: %+v, %v", adm, ok)
 	}
 	d.player(c.Addr(), 1, t0.Add(20*time.Second))
 	d.player(c.Addr(), -1, t0.Add(21*time.Second))
-	if _, ok := d.present(a, tok, t0.Add(52*time.Second)); ok {
+	if _, ok := d.present(a, netip.Addr{}, tok, t0.Add(52*time.Second)); ok {
 		t.Fatal("back after the grace")
 	}
 	// A seat the host keeps for an address, taken there by a seed
@@ -184,10 +184,10 @@ func TestDoorSeatTokens(t *testing.T) {
 	// than seating a second one.
 	d.seat([]*instancepb.Seat{{Player: "192.0.2.50:5", ExpiresUnixMs: later.UnixMilli(), Serial: 2}}, t0)
 	seed := netip.MustParseAddrPort("192.0.2.50:5555")
-	if !d.admit(seed, nil, t0) {
+	if !d.admit(seed, netip.Addr{}, nil, t0) {
 		t.Fatal("the address's seat")
 	}
-	if adm, ok := d.present(b, presentOf(t, key, 2, 7, 2, later), t0); !ok || adm.From != seed {
+	if adm, ok := d.present(b, netip.Addr{}, presentOf(t, key, 2, 7, 2, later), t0); !ok || adm.From != seed {
 		t.Fatalf("the token of a seat taken by address: %+v, %v", adm, ok)
 	}
 }
@@ -201,7 +201,7 @@ func TestDoorKeepsNoSeatWithoutAToken(t *testing.T) {
 	d.setRoom(7, 30*time.Second)
 	d.seat([]*instancepb.Seat{{Player: "192.0.2.50:5", ExpiresUnixMs: t0.Add(time.Hour).UnixMilli(), Serial: 3}}, t0)
 	seed := netip.MustParseAddrPort("192.0.2.50:5555")
-	if !d.admit(seed, nil, t0) {
+	if !d.admit(seed, netip.Addr{}, nil, t0) {
 		t.Fatal("the address's seat")
 	}
 	d.player(seed.Addr(), 1, t0)
@@ -233,7 +233,7 @@ func BenchmarkSeatTokenCheck(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		for range each {
-			if _, ok := d.present(from, pkt, now); !ok {
+			if _, ok := d.present(from, netip.Addr{}, pkt, now); !ok {
 				b.Fatal("refused")
 			}
 		}
@@ -259,12 +259,12 @@ func BenchmarkDoor(b *testing.B) {
 	now := time.Unix(1000, 0)
 	d.seat(seatsFor(now.Add(time.Hour), "192.0.2.1:1"), now)
 	player := netip.MustParseAddrPort("192.0.2.1:4000")
-	d.admit(player, nil, now)
+	d.admit(player, netip.Addr{}, nil, now)
 	msg := make([]byte, 17)
 	b.Run("admitted", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if !d.admit(player, msg, now) {
+			if !d.admit(player, netip.Addr{}, msg, now) {
 				b.Fatal("refused")
 			}
 		}
@@ -273,7 +273,7 @@ func BenchmarkDoor(b *testing.B) {
 	b.Run("refused", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if d.admit(stranger, msg, now) {
+			if d.admit(stranger, netip.Addr{}, msg, now) {
 				b.Fatal("admitted")
 			}
 		}

@@ -114,9 +114,10 @@ func newInfoAnswerer(a Assignment, rep *reporter, g Game) *infoAnswerer {
 	}
 }
 
-// answer answers b, a connless datagram from addr. It writes with an
-// AddrPort because WriteTo with a net.Addr allocates.
-func (ia *infoAnswerer) answer(w *net.UDPConn, b []byte, addr net.Addr, now time.Time) {
+// answer answers b, a connless datagram from addr to the room's address
+// local, from there (see roomConn.writeFrom). It writes with an AddrPort
+// because WriteTo with a net.Addr allocates.
+func (ia *infoAnswerer) answer(c *roomConn, b []byte, addr net.Addr, local netip.Addr, now time.Time) {
 	u, ok := addr.(*net.UDPAddr)
 	if !ok {
 		return
@@ -125,7 +126,7 @@ func (ia *infoAnswerer) answer(w *net.UDPConn, b []byte, addr net.Addr, now time
 	ia.mu.Lock()
 	defer ia.mu.Unlock()
 	for _, d := range ia.reply(b, to.Addr(), now) {
-		_, _ = w.WriteToUDPAddrPort(d, to)
+		_, _ = c.writeFrom(d, to, local)
 	}
 }
 

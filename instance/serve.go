@@ -326,7 +326,11 @@ func (s *server) startGame(a Assignment) error {
 	// The game reads through roomConn, which answers server browsers on
 	// the same port and keeps out the unseated before the game sees
 	// anything.
-	rc := &roomConn{PacketConn: conn, udp: conn, info: newInfoAnswerer(a, s.rep, s.game), door: s.door}
+	rc, err := newRoomConn(conn, a.Bind, newInfoAnswerer(a, s.rep, s.game), s.door)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("instance: udp port %d: %v", a.Port, err)
+	}
 	rc.reconnected, _ = s.game.(Reconnecter)
 	wake := rc.wake
 	s.wake.Store(&wake)
