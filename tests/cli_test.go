@@ -241,7 +241,15 @@ type cliPlayer struct {
 
 func cliStartPlayer(t *testing.T, args ...string) *cliPlayer {
 	t.Helper()
-	p := &cliPlayer{cmd: exec.Command(bin, append([]string{"play"}, args...)...), lines: make(chan string, 64),
+	return cliStartPlayerIn(t, nil, args...)
+}
+
+// cliStartPlayerIn is cliStartPlayer with foyer run under the command
+// prefix, such as ip netns exec.
+func cliStartPlayerIn(t *testing.T, prefix []string, args ...string) *cliPlayer {
+	t.Helper()
+	argv := append(append(append([]string(nil), prefix...), bin, "play"), args...)
+	p := &cliPlayer{cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 64),
 		out: &logBuffer{}, done: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
