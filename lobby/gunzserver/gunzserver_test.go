@@ -206,6 +206,35 @@ func TestWildcardListsArrivalAddress(t *testing.T) {
 	}
 }
 
+// On a socket bound to 0.0.0.0 a request costs the locator no allocation:
+// reading where it arrived and sending the reply from there reuse the
+// loop's buffers. (The count is the whole process's: the test's client
+// allocates nothing either, and less than one per round trip leaves room
+// for a stray allocation of the runtime.)
+func TestWildcardRequestsAllocateNothing(t *testing.T) {
+	f := start(t, func(c *Config) { c.Listen = netip.MustParseAddrPort("0.0.0.0:0") })
+	f.table.Add(room.Room{Port: 30001, State: packet.Waiting, MaxPlayers: 4})
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), f.loc.Addrs()[0].Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 1<<16)
+	roundTrip := func() {
+		if _, err := c.Write(seedRequest); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // a broken build fails rather than hangs
+	roundTrip()
+	if n := testing.AllocsPerRun(200, roundTrip); n >= 1 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
+
 // Garbage gets no reply: the first datagram back answers the valid request
 // sent after it (one socket, one loop, handled in order).
 func TestGarbageDropped(t *testing.T) {
