@@ -109,9 +109,14 @@ type board struct {
 	build sync.Mutex // one frame is made at a time, for every stream
 }
 
+// newBoard takes the first sample of the edges' counts at once: whatever
+// is counted after the board exists shows in its rates, even before run
+// is scheduled.
 func newBoard(src Sources, log zerolog.Logger) *board {
-	return &board{src: src, log: log, streams: make(chan struct{}, maxStreams), done: make(chan struct{}),
+	b := &board{src: src, log: log, streams: make(chan struct{}, maxStreams), done: make(chan struct{}),
 		samples: newRing[sample](ratePoints + 1), ended: newRing[endedRoom](maxEnded), changed: make(chan struct{})}
+	b.sample(time.Now())
+	return b
 }
 
 // run samples and follows the table until ctx is done, then ends the
@@ -127,7 +132,6 @@ func (b *board) run(ctx context.Context) {
 	settled := time.NewTimer(settle)
 	settled.Stop()
 	pending := false
-	b.sample(time.Now())
 	for {
 		select {
 		case <-ctx.Done():

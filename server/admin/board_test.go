@@ -494,7 +494,8 @@ func TestRingKeepsItsSize(t *testing.T) {
 	}
 }
 
-// The edges' counters add up: every edge's requests and drops.
+// The edges' counters add up: every edge's requests and drops, sampled
+// as soon as the board is made.
 func TestBoardSamplesEveryEdge(t *testing.T) {
 	b := newBoard(Sources{
 		Lobby: func() lobby.Stats {
@@ -507,7 +508,6 @@ func TestBoardSamplesEveryEdge(t *testing.T) {
 			return gunzserver.Stats{Requests: map[string]uint64{"locator": 100}, Drops: map[string]uint64{"checksum": 200}}
 		},
 	}, zerolog.Nop())
-	b.sample(time.Now())
 	got := b.samples.appendTo(nil)
 	if len(got) != 1 || got[0].requests != 114 || got[0].drops != 222 {
 		t.Errorf("samples: %+v", got)
