@@ -246,6 +246,28 @@ func TestCreateSkipsSilentHost(t *testing.T) {
 	}
 }
 
+// TestCreateSkipsDrainedHost: a host its operator drains takes no room,
+// and its players' CREATEs start rooms on the other hosts; undrained, it
+// takes rooms again.
+func TestCreateSkipsDrainedHost(t *testing.T) {
+	_, _, url := natsServer(t)
+	a, la := join(t, testConfig(url, "a", public), 4)
+	join(t, testConfig(url, "b", public), 4)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+	la.SetDraining(true)
+	for range 3 {
+		r, err := a.Create(context.Background(), player)
+		if err != nil || r.Node != "b" {
+			t.Fatalf("CREATE at a drained: %+v, %v; want a room on b", r, err)
+		}
+	}
+	la.SetDraining(false) // b has one room left: a must take the rest
+	eventually(t, "a taking rooms again", func() bool {
+		r, err := a.Create(context.Background(), player)
+		return err == nil && r.Node == "a"
+	})
+}
+
 // TestTableContract: the cluster keeps the contract every room table
 // keeps for rooms of another host. Every room is made on b (a has no
 // capacity) and every call goes through a, so each JOIN is forwarded to

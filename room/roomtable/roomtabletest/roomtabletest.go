@@ -32,6 +32,7 @@ type Rooms struct {
 	mu       sync.Mutex
 	capacity int
 	delay    time.Duration // how long a Spawn takes
+	draining bool          // Spawn refuses, as a drained host's does
 }
 
 // Defaults of the rooms Create makes.
@@ -69,10 +70,21 @@ func (r *Rooms) SetCapacity(n int) {
 	r.mu.Unlock()
 }
 
+// SetDraining, on, makes the table a drained host's: Capacity is 0 and
+// every Create is refused with room.ErrDraining, until it is set off.
+func (r *Rooms) SetDraining(on bool) {
+	r.mu.Lock()
+	r.draining = on
+	r.mu.Unlock()
+}
+
 // Capacity is how many more rooms Create makes, or Unlimited.
 func (r *Rooms) Capacity() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.draining {
+		return 0
+	}
 	return r.capacity
 }
 
@@ -95,6 +107,10 @@ func (r *Rooms) Spawn(_ context.Context, creator netip.AddrPort, h roomtable.Han
 	r.mu.Unlock()
 	time.Sleep(delay)
 	r.mu.Lock()
+	if r.draining {
+		r.mu.Unlock()
+		return room.Room{}, fmt.Errorf("%w: the test table drains", room.ErrDraining)
+	}
 	if r.capacity == 0 {
 		r.mu.Unlock()
 		return room.Room{}, fmt.Errorf("%w: no room left in the test table", room.ErrCapacity)
