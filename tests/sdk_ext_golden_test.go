@@ -157,6 +157,8 @@ func sdkExtCases() map[string]ext.Message {
 		"EXT_REFUSED wrong password": {Header: h(ext.Refused, 16), Reason: 4},
 		"EXT_RETRY":                  {Header: h(ext.Retry, 10), Token: token},
 		"legacy EXT_REFUSED full":    {Header: legacy(ext.Refused, 17, 1000), Reason: 2},
+		"EXT_PRESENT seat 2":         {Header: h(ext.Present, 0), SeatToken: seat},
+		"EXT_ADMITTED room 7":        {Header: h(ext.Admitted, 0), RoomID: 7},
 	}
 }
 

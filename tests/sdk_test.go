@@ -22,7 +22,12 @@ import (
 // error, in both framings; and the extension: a room
 // created with a name, a password and tags (and so a code), listed by a
 // filter on its mode and name, refused with a wrong password for that
-// reason, joined by its code, and a quick join by mode.
+// reason, joined by its code, and a quick join by mode; and the room's
+// door: a created seat's token presented (EXT_PRESENT) to the room's port
+// from a fresh socket is admitted (EXT_ADMITTED), again from another one
+// (the way back into a seat), and a forged token is not (the SDK's
+// timeout error). The rooms are the reference room, behind the Go SDK's
+// door.
 
 // sdkGolden is the golden packets every SDK's tests read.
 const sdkGolden = "../sdk/testdata/golden.json"
@@ -184,7 +189,8 @@ func sdkExec(t testing.TB, cmd *exec.Cmd) string {
 // extension's too), then list,
 // create, join, a refused JOIN as the SDK's typed error, and the
 // extension's names, filters, codes, passwords, reasons and quick join,
-// in both framings. Each must say that its live tests ran, not that they
+// in both framings, and a seat token presented to its room from new
+// sockets, admitted, and a forged one not. Each must say that its live tests ran, not that they
 // were skipped.
 func TestSDKsAgainstTheLobby(t *testing.T) {
 	for _, r := range sdkRunners {

@@ -56,7 +56,8 @@ typedef enum {
     FOYER_ROOM_CREATED = 0x43, FOYER_JOIN_ROOM = 0x44, FOYER_JOIN_SUCCESS = 0x45,
     FOYER_JOIN_FAILED = 0x46,
     FOYER_EXT_LIST = 0x80, FOYER_EXT_ROOMS = 0x81, FOYER_EXT_CREATE = 0x82, FOYER_EXT_SEAT = 0x83,
-    FOYER_EXT_JOIN = 0x84, FOYER_EXT_REFUSED = 0x85, FOYER_EXT_QUICK = 0x86, FOYER_EXT_RETRY = 0x87
+    FOYER_EXT_JOIN = 0x84, FOYER_EXT_REFUSED = 0x85, FOYER_EXT_QUICK = 0x86, FOYER_EXT_RETRY = 0x87,
+    FOYER_EXT_PRESENT = 0x88, FOYER_EXT_ADMITTED = 0x89
 } foyer_type;
 
 typedef enum { FOYER_WAITING = 0, FOYER_COUNTDOWN = 1, FOYER_PLAYING = 2, FOYER_FINISHED = 3 } foyer_state;
@@ -154,7 +155,7 @@ typedef struct {
     uint16_t seq;
     uint32_t tick;
     int compressed;
-    uint32_t room;
+    uint32_t room; /* a seed reply's, EXT_SEAT's, EXT_ADMITTED's */
     uint16_t port;
     size_t room_count;
     const uint8_t *payload;
@@ -171,7 +172,7 @@ typedef struct {
 /* An extension request, as foyer_encode_ext writes it. */
 typedef struct {
     foyer_framing framing;
-    foyer_type type; /* FOYER_EXT_LIST, _CREATE, _JOIN or _QUICK */
+    foyer_type type; /* FOYER_EXT_LIST, _CREATE, _JOIN, _QUICK, or _PRESENT (to a room) */
     uint16_t seq;
     uint32_t tick;
     const uint8_t *token; /* the lobby's retry token, echoed */
@@ -184,6 +185,8 @@ typedef struct {
     const foyer_create_options *create; /* EXT_CREATE (NULL: none) */
     const char *password, *code;        /* EXT_JOIN: a code, or room */
     uint32_t room;
+    const uint8_t *seat_token;          /* EXT_PRESENT: the seat's token */
+    size_t seat_token_len;
 } foyer_ext_request;
 
 typedef struct {
@@ -223,6 +226,16 @@ int foyer_join_code(foyer_client *c, const char *code, const char *password, foy
 /* Holds a seat in the fullest joinable room f matches, or in a new one. A
  * seed lobby's fallback tries the fullest room it lists, then creates. */
 int foyer_quick_join(foyer_client *c, const foyer_filter *f, foyer_seat *seat);
+/* Shows seat's token to its room from fd (a UDP socket connected to
+ * seat->address, seat->port) until the room answers EXT_ADMITTED, attempts
+ * times at most (0: FOYER_DEFAULT_ATTEMPTS), each waiting timeout_ms (0:
+ * FOYER_DEFAULT_TIMEOUT_MS): the room's door then admits the socket's
+ * address into the seat, wherever it is (a new socket takes the seat back
+ * after a drop). It reads fd meanwhile and drops what else comes; call it
+ * before reading fd for the game. FOYER_ETIMEOUT when no EXT_ADMITTED
+ * comes (a door drops a token it does not take unanswered), FOYER_EINVAL
+ * for a seat without a token (a seed lobby's). */
+int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts);
 const char *foyer_strerror(int err);
 const char *foyer_reason_name(foyer_reason r);
 
@@ -484,6 +497,12 @@ size_t foyer_encode_ext(uint8_t *out, size_t cap, const foyer_ext_request *r) {
     w.cap = cap - hl - 4;
     w.bad = r->token_len > 64;
     foyer__w8(&w, 1);
+    if (r->type == FOYER_EXT_PRESENT) { /* to a room: its seat token, never padded */
+        foyer__wcheck(&w, r->seat_token_len > 0 && r->seat_token_len <= 64);
+        foyer__w8(&w, (unsigned)r->seat_token_len);
+        foyer__wbytes(&w, r->seat_token, r->seat_token_len);
+        return w.bad ? 0 : foyer__frame(out, r->framing, r->type, r->seq, r->tick, w.n);
+    }
     foyer__w8(&w, (unsigned)r->token_len);
     foyer__wbytes(&w, r->token, r->token_len);
     switch (r->type) {
@@ -636,6 +655,9 @@ static int foyer__ext(const uint8_t *p, size_t n, foyer_message *m, foyer_room *
         k = foyer__r8(&r);
         m->reason = k <= FOYER_REASON_DENIED ? (foyer_reason)k : FOYER_REASON_UNSPECIFIED;
         break;
+    case FOYER_EXT_ADMITTED:
+        m->room = foyer__r32(&r);
+        break;
     default: /* EXT_RETRY */
         m->token_len = foyer__rblob(&r, m->token);
         foyer__rcheck(&r, m->token_len > 0);
@@ -670,7 +692,8 @@ int foyer_decode(const uint8_t *b, size_t len, foyer_message *m, foyer_room *roo
     if (len != hl + n + 4) return FOYER_MALFORMED_LENGTH;
     if (foyer__u32(b + hl + n) != foyer_crc32(b, hl + n)) return FOYER_MALFORMED_CRC;
     if (dir != 1 && dir != 2) return FOYER_MALFORMED_PACKET_TYPE;
-    if ((t < 0x40 || t > 0x46) && t != 0x81 && t != 0x83 && t != 0x85 && t != 0x87) return FOYER_MALFORMED_UNKNOWN_TYPE;
+    if ((t < 0x40 || t > 0x46) && t != 0x81 && t != 0x83 && t != 0x85 && t != 0x87 && t != 0x89)
+        return FOYER_MALFORMED_UNKNOWN_TYPE;
     if ((dir == 1) != foyer__request(t)) return FOYER_MALFORMED_DIRECTION;
     if (legacy && !flagged && original == 0) original = n; /* the original game's encoder leaves it 0 */
     m->compressed = original > n;
@@ -840,6 +863,53 @@ static int foyer__exchange(foyer_client *c, const uint8_t *pkt, size_t n, uint16
         }
     }
     return refused ? FOYER_EUNREACHABLE : FOYER_ETIMEOUT;
+}
+
+int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts) {
+    uint8_t pkt[8 + 2 + 64 + 4], buf[64], scratch[FOYER_EXT_MAX_PAYLOAD];
+    foyer_ext_request r;
+    foyer_message m;
+    size_t n;
+    int attempt;
+    memset(&r, 0, sizeof r);
+    r.type = FOYER_EXT_PRESENT;
+    r.seat_token = seat->token;
+    r.seat_token_len = seat->token_len;
+    n = foyer_encode_ext(pkt, sizeof pkt, &r);
+    if (n == 0) return FOYER_EINVAL; /* no token: a seed lobby's seat */
+    if (timeout_ms <= 0) timeout_ms = FOYER_DEFAULT_TIMEOUT_MS;
+    if (attempts <= 0) attempts = FOYER_DEFAULT_ATTEMPTS;
+    for (attempt = 0; attempt < attempts; attempt++) {
+        int64_t deadline = foyer__now_ms() + timeout_ms;
+        /* A refusal of an earlier datagram: this one may still reach the room. */
+        if (send(fd, pkt, n, 0) < 0 && errno != ECONNREFUSED) return FOYER_ESYS;
+        for (;;) {
+            struct pollfd pfd;
+            int64_t left = deadline - foyer__now_ms();
+            ssize_t got;
+            int ready;
+            if (left <= 0) break;
+            pfd.fd = fd;
+            pfd.events = POLLIN;
+            pfd.revents = 0;
+            ready = poll(&pfd, 1, (int)left);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready < 0) return FOYER_ESYS;
+            if (ready == 0) break; /* the attempt's time is up */
+            got = recv(fd, buf, sizeof buf, 0);
+            if (got < 0) {
+                if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN) continue;
+                return FOYER_ESYS;
+            }
+            /* Only an EXT_ADMITTED is decoded: its payload fits scratch. A
+             * longer datagram is cut to buf and fails its length check. */
+            if (got < 8 || (buf[0] == 0xA3 ? buf[6] : buf[1]) != FOYER_EXT_ADMITTED) continue;
+            if (foyer_decode(buf, (size_t)got, &m, NULL, 0, scratch) == 0 && m.type == FOYER_EXT_ADMITTED &&
+                m.room == seat->room)
+                return FOYER_OK;
+        }
+    }
+    return FOYER_ETIMEOUT;
 }
 
 /* foyer__do sends seed request t and waits for its reply. */

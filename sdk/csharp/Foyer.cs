@@ -37,6 +37,7 @@ namespace Foyer
         JoinRoom = 0x44, JoinSuccess = 0x45, JoinFailed = 0x46,
         ExtList = 0x80, ExtRooms = 0x81, ExtCreate = 0x82, ExtSeat = 0x83,
         ExtJoin = 0x84, ExtRefused = 0x85, ExtQuick = 0x86, ExtRetry = 0x87,
+        ExtPresent = 0x88, ExtAdmitted = 0x89,
     }
 
     public enum RoomState : byte { Waiting = 0, Countdown = 1, Playing = 2, Finished = 3 }
@@ -170,6 +171,7 @@ namespace Foyer
         public ushort Seq { get; set; }
         public uint Tick { get; set; }
         public bool Compressed { get; set; }
+        /// <summary>The room of a seed reply, EXT_SEAT or EXT_ADMITTED.</summary>
         public uint Room { get; set; }
         public ushort Port { get; set; }
         public IReadOnlyList<Room> Rooms { get; set; } = new Room[0];
@@ -205,6 +207,8 @@ namespace Foyer
         public string Password { get; set; }
         public uint Room { get; set; }
         public string Code { get; set; }
+        /// <summary>EXT_PRESENT: the seat's token.</summary>
+        public byte[] SeatToken { get; set; }
     }
 
     /// <summary>One page of rooms, and the cursor of the next (0 after the last).</summary>
@@ -315,7 +319,7 @@ namespace Foyer
             if (len != hl + n + 4) throw new MalformedPacketException("length");
             if (U32(b, hl + n) != Crc32(b, 0, hl + n)) throw new MalformedPacketException("crc");
             if (dir != 1 && dir != 2) throw new MalformedPacketException("packet_type");
-            if ((t < 0x40 || t > 0x46) && t != 0x81 && t != 0x83 && t != 0x85 && t != 0x87)
+            if ((t < 0x40 || t > 0x46) && t != 0x81 && t != 0x83 && t != 0x85 && t != 0x87 && t != 0x89)
                 throw new MalformedPacketException("unknown_type");
             if ((dir == 1) != IsRequest(t)) throw new MalformedPacketException("direction");
             if (legacy && !flagged && original == 0) original = n; // the original game's encoder leaves it 0
@@ -425,12 +429,19 @@ namespace Foyer
             }
         }
 
-        /// <summary>The datagram of an extension request (EXT_LIST, EXT_CREATE, EXT_JOIN, EXT_QUICK).</summary>
+        /// <summary>The datagram of an extension request (EXT_LIST, EXT_CREATE, EXT_JOIN, EXT_QUICK, and
+        /// EXT_PRESENT to a room).</summary>
         /// <exception cref="ArgumentException">a field out of its range.</exception>
         public static byte[] EncodeExt(ExtRequest m)
         {
             var w = new Writer();
             w.U8(1);
+            if (m.Type == MessageType.ExtPresent) // to a room: its seat token, never padded
+            {
+                Field(m.SeatToken != null && m.SeatToken.Length > 0);
+                w.Blob(m.SeatToken);
+                return Frame(m.Type, m.Seq, m.Framing, m.Tick, w.B.ToArray());
+            }
             w.Blob(m.Token);
             Field(m.Client != null && m.Client.Length == 8);
             switch (m.Type)
@@ -546,6 +557,9 @@ namespace Foyer
                 case MessageType.ExtRefused:
                     int why = r.U8();
                     m.Reason = why <= (int)Reason.Denied ? (Reason)why : Reason.Unspecified;
+                    break;
+                case MessageType.ExtAdmitted:
+                    m.Room = r.U32();
                     break;
                 default: // EXT_RETRY
                     m.Token = r.Blob();
@@ -932,6 +946,48 @@ namespace Foyer
             throw new FoyerTimeoutException(a.Op + ": timeout: no " + a.Awaiting + " after " + a.Attempts + " attempts of " +
                 a.Timeout.TotalSeconds + "s");
         }
+
+        /// <summary>Shows seat's token to its room from socket (a UDP socket connected to seat.Address, seat.Port)
+        /// until the room answers EXT_ADMITTED, attempts times at most (0: 3), each waiting timeout (zero: 5 s): the
+        /// room's door then admits the socket's address into the seat, wherever it is (a new socket takes the seat
+        /// back after a drop). It reads socket meanwhile and drops what else comes; call it before reading socket
+        /// for the game.</summary>
+        /// <exception cref="FoyerTimeoutException">no EXT_ADMITTED came (a door drops a token it does not take
+        /// unanswered).</exception>
+        /// <exception cref="ArgumentException">the seat has no token (a seed lobby's).</exception>
+        public static void Present(Socket socket, Seat seat, TimeSpan timeout = default(TimeSpan), int attempts = 0)
+        {
+            string op = "present " + seat.Address + ":" + seat.Port + " room " + seat.Room;
+            if (seat.Token == null || seat.Token.Length == 0) throw new ArgumentException(op + ": the seat has no token (a seed lobby's)");
+            timeout = timeout > TimeSpan.Zero ? timeout : TimeSpan.FromSeconds(5);
+            attempts = attempts > 0 ? attempts : 3;
+            var pkt = Codec.EncodeExt(new ExtRequest { Type = MessageType.ExtPresent, SeatToken = seat.Token });
+            var buf = new byte[65536];
+            for (int attempt = 0; attempt < attempts; attempt++)
+            {
+                try { socket.Send(pkt); }
+                catch (SocketException e) when (IsRefusal(e)) { } // an earlier datagram was refused: this one may reach it
+                var clock = System.Diagnostics.Stopwatch.StartNew();
+                for (TimeSpan left = timeout; left > TimeSpan.Zero; left = timeout - clock.Elapsed)
+                {
+                    if (!socket.Poll((int)Math.Max(left.Ticks / 10, 1), SelectMode.SelectRead)) break; // the attempt's time is up
+                    int n;
+                    try { n = socket.Receive(buf); }
+                    catch (SocketException e) when (IsRefusal(e)) { continue; }
+                    try
+                    {
+                        var m = Codec.Decode(buf, n);
+                        if (m.Type == MessageType.ExtAdmitted && m.Room == seat.Room) return;
+                    }
+                    catch (MalformedPacketException) { }
+                }
+            }
+            throw new FoyerTimeoutException(op + ": timeout: no EXT_ADMITTED after " + attempts + " attempts of " + timeout.TotalSeconds + "s");
+        }
+
+        /// <summary>Present on the thread pool.</summary>
+        public static Task PresentAsync(Socket socket, Seat seat, TimeSpan timeout = default(TimeSpan), int attempts = 0) =>
+            Task.Run(() => Present(socket, seat, timeout, attempts));
 
         static bool IsRefusal(SocketException e) =>
             e.SocketErrorCode == SocketError.ConnectionRefused || e.SocketErrorCode == SocketError.ConnectionReset;

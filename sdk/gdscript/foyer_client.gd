@@ -40,6 +40,8 @@ const EXT_JOIN = 0x84
 const EXT_REFUSED = 0x85
 const EXT_QUICK = 0x86
 const EXT_RETRY = 0x87
+const EXT_PRESENT = 0x88
+const EXT_ADMITTED = 0x89
 const EXT_MAX_PAYLOAD = 1200 - 8 - 4
 const PAD_TO = 64  # a request without a retry token is padded to this length
 const PROBE_TIMEOUT_MS = 1000  # the first extension request's wait: then a seed lobby
@@ -324,6 +326,34 @@ func _exchange(pkt: PoolByteArray, seq: int, request: int, room: int, timeout: i
 	return _result(Result.TIMEOUT, "no reply after %d attempts of %d ms" % [tries, timeout])
 
 
+# Shows seat's token to its room from udp (a PacketPeerUDP connected to
+# seat.address, seat.port) until the room answers EXT_ADMITTED, tries times
+# at most (0: attempts), each waiting timeout ms (0: timeout_ms): the
+# room's door then admits the socket's address into the seat, wherever it
+# is (a new socket takes the seat back after a drop). It reads udp
+# meanwhile and drops what else comes; call it before reading udp for the
+# game. "error" is OK, TIMEOUT when no EXT_ADMITTED comes (a door drops a
+# token it does not take unanswered), or INVALID for a seat without a
+# token (a seed lobby's).
+func present(udp: PacketPeerUDP, seat: Dictionary, timeout := 0, tries := 0):
+	var token = seat.get("token", PoolByteArray())
+	if token.empty():
+		return _later(Result.INVALID, "the seat has no token (a seed lobby's)")
+	timeout = timeout if timeout > 0 else timeout_ms
+	tries = tries if tries > 0 else attempts
+	var pkt = encode_ext({"type": EXT_PRESENT, "seq": 0, "seat_token": token})
+	for _attempt in range(tries):
+		udp.put_packet(pkt)
+		var deadline = OS.get_ticks_msec() + timeout
+		while OS.get_ticks_msec() < deadline:
+			yield(Engine.get_main_loop(), "idle_frame")
+			while udp.get_available_packet_count() > 0:
+				var m = decode(udp.get_packet())
+				if m.malformed == "" and m.type == EXT_ADMITTED and m.room == seat.get("room"):
+					return _result(Result.OK)
+	return _result(Result.TIMEOUT, "no EXT_ADMITTED after %d attempts of %d ms" % [tries, timeout])
+
+
 # --- codec ------------------------------------------------------------------
 
 static func crc32(b: PoolByteArray, n: int) -> int:
@@ -421,7 +451,7 @@ static func decode(b: PoolByteArray) -> Dictionary:
 		return _bad(m, "crc")
 	if dir != 1 and dir != 2:
 		return _bad(m, "packet_type")
-	if (t < 0x40 or t > 0x46) and not t in [EXT_ROOMS, EXT_SEAT, EXT_REFUSED, EXT_RETRY]:
+	if (t < 0x40 or t > 0x46) and not t in [EXT_ROOMS, EXT_SEAT, EXT_REFUSED, EXT_RETRY, EXT_ADMITTED]:
 		return _bad(m, "unknown_type")
 	if (dir == 1) != (t == LIST_ROOMS or t == CREATE_ROOM or t == JOIN_ROOM or (t >= 0x80 and t % 2 == 0)):
 		return _bad(m, "direction")
@@ -569,11 +599,19 @@ static func _wfilter(w: Dictionary, f) -> void:
 
 
 # The datagram of an extension request (m: "type" EXT_LIST, EXT_CREATE,
-# EXT_JOIN or EXT_QUICK, "seq", "framing", "tick", "token", "pad",
-# "client", "filter", "cursor", "limit", "options", "password", "room",
-# "code"); empty if a field is out of its range.
+# EXT_JOIN, EXT_QUICK, or EXT_PRESENT to a room, "seq", "framing", "tick",
+# "token", "pad", "client", "filter", "cursor", "limit", "options",
+# "password", "room", "code", "seat_token"); empty if a field is out of
+# its range.
 static func encode_ext(m: Dictionary) -> PoolByteArray:
 	var w = {"b": [1], "bad": false}
+	if int(m.type) == EXT_PRESENT:  # to a room: its seat token, never padded
+		var seat_token = m.get("seat_token", PoolByteArray())
+		if seat_token.empty() or seat_token.size() > 64:
+			return PoolByteArray()
+		w.b.append(seat_token.size())
+		_wbytes(w, seat_token)
+		return _frame(EXT_PRESENT, int(m.seq), int(m.get("framing", Framing.COMPACT)), int(m.get("tick", 0)), PoolByteArray(w.b))
 	var token = m.get("token", PoolByteArray())
 	var client = m.get("client", PoolByteArray([0, 0, 0, 0, 0, 0, 0, 0]))
 	if token.size() > 64 or client.size() != 8:
@@ -729,6 +767,8 @@ static func _decode_ext(p: PoolByteArray, m: Dictionary) -> Dictionary:
 		EXT_REFUSED:
 			var why = _rint(r, 1)
 			m.reason = REASONS[why] if why < REASONS.size() else "unspecified"
+		EXT_ADMITTED:
+			m.room = _rint(r, 4)
 		_:  # EXT_RETRY
 			m.token = _rblob(r)
 			_rcheck(r, m.token.size() > 0)

@@ -6,7 +6,7 @@ export type Reason = 'unspecified' | 'not_found' | 'full' | 'started' | 'wrong_p
   | 'quota' | 'rate_limited' | 'no_capacity' | 'draining' | 'denied';
 export type MessageTypeName = 'LIST_ROOMS' | 'ROOM_LIST' | 'CREATE_ROOM' | 'ROOM_CREATED'
   | 'JOIN_ROOM' | 'JOIN_SUCCESS' | 'JOIN_FAILED' | 'EXT_LIST' | 'EXT_ROOMS' | 'EXT_CREATE' | 'EXT_SEAT'
-  | 'EXT_JOIN' | 'EXT_REFUSED' | 'EXT_QUICK' | 'EXT_RETRY';
+  | 'EXT_JOIN' | 'EXT_REFUSED' | 'EXT_QUICK' | 'EXT_RETRY' | 'EXT_PRESENT' | 'EXT_ADMITTED';
 
 export const DEFAULT_TIMEOUT: number;
 export const DEFAULT_ATTEMPTS: number;
@@ -86,7 +86,7 @@ export interface Message {
   port: number;
   rooms: Room[];
   /** The extension's replies: EXT_RETRY's token; EXT_SEAT's code, address ('' for the lobby's) and seat token;
-   * EXT_ROOMS' cursor of the next page; EXT_REFUSED's reason. */
+   * EXT_ROOMS' cursor of the next page; EXT_REFUSED's reason; EXT_ADMITTED's room (in room). */
   token?: Uint8Array | null;
   code?: string;
   address?: string;
@@ -97,7 +97,7 @@ export interface Message {
 
 /** An extension request, as encodeExt writes it. */
 export interface ExtRequest {
-  type: 'EXT_LIST' | 'EXT_CREATE' | 'EXT_JOIN' | 'EXT_QUICK' | number;
+  type: 'EXT_LIST' | 'EXT_CREATE' | 'EXT_JOIN' | 'EXT_QUICK' | 'EXT_PRESENT' | number;
   seq: number;
   framing?: Framing;
   tick?: number;
@@ -114,6 +114,8 @@ export interface ExtRequest {
   password?: string;
   room?: number;
   code?: string;
+  /** EXT_PRESENT: the seat's token. */
+  seatToken?: Uint8Array;
 }
 
 export class FoyerError extends Error {}
@@ -154,3 +156,6 @@ export function encodeRequest(type: number, seq: number,
 export function encodeExt(m: ExtRequest): Buffer;
 export function decode(b: Uint8Array): Message;
 export function lz4Decompress(src: Uint8Array, size: number): Buffer;
+/** Shows seat's token to its room from socket (connected to the room) until EXT_ADMITTED; TimeoutError else. */
+export function present(socket: import('node:dgram').Socket, seat: Seat,
+  options?: { timeout?: number; attempts?: number }): Promise<void>;

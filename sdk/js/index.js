@@ -37,6 +37,7 @@ export const MessageType = Object.freeze({
   JOIN_ROOM: 0x44, JOIN_SUCCESS: 0x45, JOIN_FAILED: 0x46,
   EXT_LIST: 0x80, EXT_ROOMS: 0x81, EXT_CREATE: 0x82, EXT_SEAT: 0x83,
   EXT_JOIN: 0x84, EXT_REFUSED: 0x85, EXT_QUICK: 0x86, EXT_RETRY: 0x87,
+  EXT_PRESENT: 0x88, EXT_ADMITTED: 0x89,
 });
 const typeNames = Object.fromEntries(Object.entries(MessageType).map(([k, v]) => [v, k]));
 export const ROOM_STATES = Object.freeze(['waiting', 'countdown', 'playing', 'finished']);
@@ -113,7 +114,7 @@ function frame(type, seq, framing, tick, payload) {
 }
 
 const isRequest = (t) => t === 0x40 || t === 0x42 || t === 0x44 || (t >= 0x80 && t % 2 === 0);
-const EXT_REPLIES = [0x81, 0x83, 0x85, 0x87];
+const EXT_REPLIES = [0x81, 0x83, 0x85, 0x87, 0x89];
 
 function holds(t, n) {
   if (t >= 0x80) return n <= EXT_MAX_PAYLOAD;
@@ -228,10 +229,15 @@ function extFilter(f) {
 
 /**
  * The datagram of an extension request (EXT_LIST, EXT_CREATE, EXT_JOIN,
- * EXT_QUICK); a RangeError for a field out of its range.
+ * EXT_QUICK, and EXT_PRESENT to a room); a RangeError for a field out of
+ * its range.
  */
 export function encodeExt(m) {
   const type = typeof m.type === 'string' ? MessageType[m.type] : m.type;
+  if (type === MessageType.EXT_PRESENT) { // to a room: its seat token, never padded
+    field(m.seatToken?.length > 0);
+    return frame(type, m.seq, m.framing ?? 'compact', m.tick ?? 0, Buffer.concat([u8(1), blob(m.seatToken)]));
+  }
   const client = m.client ?? new Uint8Array(8);
   field(client.length === 8);
   const parts = [u8(1), blob(m.token)];
@@ -335,6 +341,9 @@ function decodeExt(payload, m) {
     case 'EXT_REFUSED':
       m.reason = REASONS[r.u8()] ?? 'unspecified';
       break;
+    case 'EXT_ADMITTED':
+      m.room = r.u32();
+      break;
     default: // EXT_RETRY
       m.token = r.blob();
       r.check(m.token.length > 0);
@@ -410,6 +419,47 @@ const matches = (filter) => (r) => !filter ||
   ((filter.state === undefined || r.state === filter.state) && r.maxPlayers - r.players >= (filter.freeSeats ?? 0));
 
 /** A client of one lobby, from one UDP socket; its requests may run concurrently. */
+/**
+ * Shows seat's token to its room from socket (a dgram socket connected to
+ * seat.address, seat.port) until the room answers EXT_ADMITTED, attempts
+ * times at most, each waiting timeout ms: the room's door then admits the
+ * socket's address into the seat, wherever it is (a new socket takes the
+ * seat back after a drop). Call it before reading socket for the game.
+ * Rejects with a TimeoutError when no EXT_ADMITTED comes (a door drops a
+ * token it does not take unanswered), a RangeError for a seat without a
+ * token (a seed lobby's).
+ */
+export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempts = DEFAULT_ATTEMPTS } = {}) {
+  const op = `present ${seat.address}:${seat.port} room ${seat.room}`;
+  if (!seat.token?.length) throw new RangeError(`${op}: the seat has no token (a seed lobby's)`);
+  timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
+  attempts = attempts > 0 ? attempts : DEFAULT_ATTEMPTS;
+  const pkt = encodeExt({ type: MessageType.EXT_PRESENT, seq: 0, seatToken: seat.token });
+  let admitted = () => {};
+  const onMessage = (b) => {
+    let m;
+    try { m = decode(b); } catch { return; }
+    if (m.type === 'EXT_ADMITTED' && m.room === seat.room) admitted();
+  };
+  const onError = () => {}; // the room's port refused a datagram: the next attempt may still reach it
+  socket.on('message', onMessage);
+  socket.on('error', onError);
+  try {
+    for (let k = 0; k < attempts; k++) {
+      const ok = await new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), timeout);
+        admitted = () => { clearTimeout(timer); resolve(true); };
+        socket.send(pkt, () => {});
+      });
+      if (ok) return;
+    }
+  } finally {
+    socket.off('message', onMessage);
+    socket.off('error', onError);
+  }
+  throw new TimeoutError(`${op}: timeout: no EXT_ADMITTED after ${attempts} attempts of ${timeout}ms`);
+}
+
 export class Client {
   /** Resolves the lobby's address ("host:port") and opens a socket to it. */
   static async connect(lobby, { timeout = DEFAULT_TIMEOUT, attempts = DEFAULT_ATTEMPTS, framing = 'compact' } = {}) {

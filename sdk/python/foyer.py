@@ -39,7 +39,7 @@ __all__ = [
     "Client", "AsyncClient", "Room", "Seat", "Filter", "CreateOptions",
     "Framing", "MessageType", "RoomState", "Reason", "Message", "ExtMessage",
     "FoyerError", "Timeout", "Refused", "Unreachable", "NotSupported", "Closed",
-    "MalformedPacket", "encode_request", "encode_ext", "decode", "lz4_decompress",
+    "MalformedPacket", "encode_request", "encode_ext", "decode", "lz4_decompress", "present",
 ]
 
 DEFAULT_TIMEOUT = 5.0
@@ -77,6 +77,8 @@ class MessageType(enum.IntEnum):
     EXT_REFUSED = 0x85
     EXT_QUICK = 0x86
     EXT_RETRY = 0x87
+    EXT_PRESENT = 0x88
+    EXT_ADMITTED = 0x89
 
 
 class RoomState(enum.IntEnum):
@@ -321,14 +323,15 @@ def _rooms(p: bytes) -> Tuple[Room, ...]:
 
 # --- the extension -----------------------------------------------------------
 
-_EXT_REPLIES = (0x81, 0x83, 0x85, 0x87)
+_EXT_REPLIES = (0x81, 0x83, 0x85, 0x87, 0x89)
 
 
 @dataclass(frozen=True)
 class ExtMessage:
     """An extension message: a request encode_ext writes (EXT_LIST,
-    EXT_CREATE, EXT_JOIN, EXT_QUICK) or a reply decode reads (EXT_ROOMS,
-    EXT_SEAT, EXT_REFUSED, EXT_RETRY). Each type uses the fields it has."""
+    EXT_CREATE, EXT_JOIN, EXT_QUICK, and EXT_PRESENT to a room) or a reply
+    decode reads (EXT_ROOMS, EXT_SEAT, EXT_REFUSED, EXT_RETRY, and
+    EXT_ADMITTED from a room). Each type uses the fields it has."""
     framing: Framing
     type: MessageType
     seq: int
@@ -341,11 +344,11 @@ class ExtMessage:
     limit: int = 0  # EXT_LIST
     options: Optional[CreateOptions] = None  # EXT_CREATE
     password: str = ""  # EXT_JOIN
-    room: int = 0  # EXT_JOIN (or code), EXT_SEAT
+    room: int = 0  # EXT_JOIN (or code), EXT_SEAT, EXT_ADMITTED
     code: str = ""  # EXT_JOIN (or room), EXT_SEAT
     port: int = 0  # EXT_SEAT
     address: str = ""  # EXT_SEAT: where the room runs; "" for the lobby's address
-    seat_token: bytes = b""  # EXT_SEAT
+    seat_token: bytes = b""  # EXT_SEAT, EXT_PRESENT
     next: int = 0  # EXT_ROOMS: the cursor of the next page, 0 after the last
     rooms: Tuple[Room, ...] = ()  # EXT_ROOMS
     reason: Reason = Reason.UNSPECIFIED  # EXT_REFUSED
@@ -401,6 +404,9 @@ def encode_ext(m: ExtMessage) -> bytes:
     its range (a name too long, a tag key not of a-z0-9_-., ...)."""
     t, p = m.type, bytes([EXT_VERSION]) + _blob(m.token)
     _field(len(m.client) == 8)
+    if t == MessageType.EXT_PRESENT:  # to a room: its seat token, never padded
+        _field(len(m.seat_token) > 0)
+        return _frame(t, m.seq, m.framing, m.tick, bytes([EXT_VERSION]) + _blob(m.seat_token))
     if t == MessageType.EXT_LIST:
         p += struct.pack(">IB", m.cursor, m.limit) + _ext_filter(m.filter)
     elif t == MessageType.EXT_CREATE:
@@ -493,6 +499,8 @@ def _decode_ext(p: bytes, m: dict) -> ExtMessage:
     elif t == MessageType.EXT_REFUSED:
         n = r.take(1)[0]
         m["reason"] = _REASONS[n] if n < len(_REASONS) else Reason.UNSPECIFIED
+    elif t == MessageType.EXT_ADMITTED:
+        m["room"], = r.unpack(">I")
     else:  # EXT_RETRY
         m["token"] = r.blob()
         r.check(len(m["token"]) > 0)
@@ -550,6 +558,51 @@ def lz4_decompress(src: bytes, size: int) -> bytes:
     if len(out) != size:
         raise bad
     return bytes(out)
+
+
+# --- the room's door ----------------------------------------------------------
+
+def present(sock: socket.socket, seat: Seat, timeout: float = DEFAULT_TIMEOUT,
+            attempts: int = DEFAULT_ATTEMPTS) -> None:
+    """Shows seat's token to its room from sock (a UDP socket connected to
+    seat.address, seat.port) until the room answers EXT_ADMITTED, attempts
+    times at most, each waiting timeout: the room's door then admits the
+    socket's address into the seat, wherever it is (a new socket takes the
+    seat back after a drop). It reads sock meanwhile and drops what else
+    comes; call it before reading sock for the game. Raises Timeout when
+    no EXT_ADMITTED comes (a door drops a token it does not take
+    unanswered), ValueError for a seat without a token (a seed lobby's)."""
+    op = f"present {seat.address}:{seat.port} room {seat.room}"
+    if not seat.token:
+        raise ValueError(f"{op}: the seat has no token (a seed lobby's)")
+    pkt = encode_ext(ExtMessage(Framing.COMPACT, MessageType.EXT_PRESENT, 0, seat_token=seat.token))
+    timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
+    attempts = attempts if attempts > 0 else DEFAULT_ATTEMPTS
+    before = sock.gettimeout()
+    try:
+        for _ in range(attempts):
+            try:
+                sock.send(pkt)
+            except ConnectionRefusedError:
+                pass  # the room's port refused an earlier datagram: this one may still reach it
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                sock.settimeout(left)
+                try:
+                    b = sock.recv(65536)
+                except socket.timeout:
+                    break  # the attempt's time is up
+                except ConnectionRefusedError:
+                    continue
+                try:
+                    m = decode(b)
+                except MalformedPacket:
+                    continue
+                if m.type == MessageType.EXT_ADMITTED and m.room == seat.room:
+                    return
+    finally:
+        sock.settimeout(before)
+    raise Timeout(f"{op}: timeout: no EXT_ADMITTED after {attempts} attempts of {timeout:g}s")
 
 
 # --- clients -----------------------------------------------------------------

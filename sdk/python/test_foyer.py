@@ -12,6 +12,7 @@ import threading
 import time
 import unittest
 import zlib
+from dataclasses import replace
 
 import foyer
 
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "..", "testdata", "golden.json")) as f:
     GOLDEN = json.load(f)
 REQUESTS = {"LIST_ROOMS", "CREATE_ROOM", "JOIN_ROOM"}
-EXT_REQUESTS = {"EXT_LIST", "EXT_CREATE", "EXT_JOIN", "EXT_QUICK"}
+EXT_REQUESTS = {"EXT_LIST", "EXT_CREATE", "EXT_JOIN", "EXT_QUICK", "EXT_PRESENT"}
 
 
 def ext_filter(f):
@@ -41,7 +42,8 @@ def ext_request(g):
         token=bytes.fromhex(m.get("token", "")), pad=m.get("pad", 0),
         client=bytes.fromhex(m.get("client", "00" * 8)), filter=ext_filter(m.get("filter")),
         cursor=m.get("cursor", 0), limit=m.get("limit", 0), options=options,
-        password="" if options else m.get("password", ""), room=m.get("room", 0), code=m.get("code", ""))
+        password="" if options else m.get("password", ""), room=m.get("room", 0), code=m.get("code", ""),
+        seat_token=bytes.fromhex(m.get("seat_token", "")))
 
 
 def ext_reply_fields(m):
@@ -96,7 +98,7 @@ class GoldenTest(unittest.TestCase):
             if g["msg"]["type"] in EXT_REQUESTS:
                 self.assertEqual(foyer.encode_ext(ext_request(g)).hex(), g["hex"], g["name"])
                 n += 1
-        self.assertGreaterEqual(n, 9)
+        self.assertGreaterEqual(n, 10)
 
     def test_extension_replies_decode_to_their_fields(self):
         n = 0
@@ -109,7 +111,7 @@ class GoldenTest(unittest.TestCase):
                         with self.assertRaises(foyer.MalformedPacket):
                             foyer.decode(b[:i])
                 n += 1
-        self.assertGreaterEqual(n, 8)
+        self.assertGreaterEqual(n, 9)
 
     def test_malformed_extension_replies_are_refused(self):
         for g in GOLDEN["ext_malformed"]:
@@ -311,6 +313,13 @@ class ScriptedTest(unittest.TestCase):
 LOBBY = os.environ.get("FOYER_LOBBY", "")
 
 
+def room_socket(seat):
+    """A fresh UDP socket connected to seat's room."""
+    s = socket.socket(socket.AF_INET6 if ":" in seat.address else socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((seat.address, seat.port))
+    return s
+
+
 @unittest.skipUnless(LOBBY, "FOYER_LOBBY=host:port names a running foyer serve")
 class LiveTest(unittest.TestCase):
     def test_list_create_join_refusal_in_both_framings(self):
@@ -346,6 +355,18 @@ class LiveTest(unittest.TestCase):
                     quick = b.quick_join(foyer.Filter(mode=mode + "q"))
                     self.assertNotEqual(quick.room, seat.room)  # a room with a password is never quick joined
                     self.assertTrue(quick.port and quick.token)
+
+    def test_present_from_a_new_socket_is_admitted(self):
+        with foyer.Client(LOBBY) as a:
+            seat = a.create()
+        for _ in range(2):  # in, and back into the seat from another socket
+            with room_socket(seat) as s:
+                foyer.present(s, seat, timeout=1)
+        forged = bytearray(seat.token)
+        forged[-1] ^= 1  # its signature no longer holds: the door drops it unanswered
+        with room_socket(seat) as s:
+            with self.assertRaises(foyer.Timeout):
+                foyer.present(s, replace(seat, token=bytes(forged)), timeout=0.3, attempts=2)
 
     def test_async(self):
         async def run():

@@ -125,8 +125,8 @@ static const char *const state_names[] = {"waiting", "countdown", "playing", "fi
 static uint8_t pkt[FOYER_MAX_DATAGRAM], scratch[FOYER_MAX_PAYLOAD];
 static foyer_room rooms[FOYER_MAX_ROOMS];
 
-static const char *const ext_names[] = {"EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT",
-                                        "EXT_JOIN", "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY"};
+static const char *const ext_names[] = {"EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT", "EXT_JOIN",
+                                        "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY", "EXT_PRESENT", "EXT_ADMITTED"};
 
 static void hex_of(const uint8_t *b, size_t n, char *out) {
     size_t i;
@@ -162,8 +162,8 @@ static void test_ext_golden(const json *g) {
         size_t n = unhex(str(p, "hex"), pkt), cut;
         char hex[2 * 1200 + 1];
         int t = 0;
-        while (t < 8 && strcmp(ext_names[t], type)) t++;
-        CHECK(t < 8, "%s: type %s", name, type);
+        while (t < 10 && strcmp(ext_names[t], type)) t++;
+        CHECK(t < 10, "%s: type %s", name, type);
         if (t % 2 == 0) { /* a request */
             foyer_ext_request r;
             foyer_filter f;
@@ -171,7 +171,7 @@ static void test_ext_golden(const json *g) {
             const json *jf = get(m, "filter"), *meta = get(m, "meta");
             char ftext[4][64], otext[4][64];
             const char *ftags[4], *otags[4];
-            uint8_t token[64], out[1200];
+            uint8_t token[64], seat_token[64], out[1200];
             size_t len;
             memset(&r, 0, sizeof r);
             r.framing = strcmp(str(m, "framing"), "legacy") ? FOYER_COMPACT : FOYER_LEGACY;
@@ -186,6 +186,8 @@ static void test_ext_golden(const json *g) {
             r.limit = (uint8_t)num(m, "limit");
             r.room = (uint32_t)num(m, "room");
             r.code = str(m, "code");
+            r.seat_token = seat_token;
+            r.seat_token_len = unhex(str(m, "seat_token"), seat_token);
             if (jf) {
                 int states = (int)num(jf, "states");
                 memset(&f, 0, sizeof f);
@@ -249,7 +251,7 @@ static void test_ext_golden(const json *g) {
                 CHECK(foyer_decode(pkt, cut, &d, rooms, FOYER_MAX_ROOMS, scratch) != 0, "%s: prefix %zu decodes", name, cut);
         }
     }
-    CHECK(encoded >= 9 && decoded >= 8, "extension goldens: %zu encoded, %zu decoded", encoded, decoded);
+    CHECK(encoded >= 10 && decoded >= 9, "extension goldens: %zu encoded, %zu decoded", encoded, decoded);
 }
 
 static void test_golden(const json *g) {
@@ -497,6 +499,47 @@ static void test_live(const char *host, const char *port) {
     }
 }
 
+/* room_socket opens a fresh socket connected to seat's room. */
+static int room_socket(const foyer_seat *seat) {
+    struct addrinfo hints, *res;
+    char port[8];
+    int fd = -1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    snprintf(port, sizeof port, "%u", (unsigned)seat->port);
+    if (getaddrinfo(seat->address, port, &hints, &res) != 0) return -1;
+    fd = socket(res->ai_family, SOCK_DGRAM, 0);
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* A seat token shown to the room from a fresh socket is admitted, twice
+ * (in, and back into the seat from another socket); a forged one is not. */
+static void test_live_present(const char *host, const char *port) {
+    foyer_seat seat;
+    int err, k, fd;
+    CHECK(foyer_open(&client, host, port, NULL) == 0, "open");
+    err = foyer_create(&client, NULL, &seat);
+    foyer_close(&client);
+    CHECK(err == FOYER_OK && seat.token_len > 0, "create: %s", foyer_strerror(err));
+    for (k = 0; k < 2; k++) {
+        fd = room_socket(&seat);
+        err = foyer_present(fd, &seat, 1000, 0);
+        CHECK(fd >= 0 && err == FOYER_OK, "present %d to %s:%u: %s", k, seat.address, seat.port, foyer_strerror(err));
+        close(fd);
+    }
+    seat.token[seat.token_len - 1] ^= 1; /* its signature no longer holds: the door drops it unanswered */
+    fd = room_socket(&seat);
+    err = foyer_present(fd, &seat, 300, 2);
+    CHECK(err == FOYER_ETIMEOUT, "a forged token: %s", foyer_strerror(err));
+    close(fd);
+}
+
 static int64_t ns_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -540,7 +583,10 @@ int main(int argc, char **argv) {
     g = jvalue();
     test_golden(&g);
     test_scripted();
-    if (argc == 4) test_live(argv[2], argv[3]);
+    if (argc == 4) {
+        test_live(argv[2], argv[3]);
+        test_live_present(argv[2], argv[3]);
+    }
     if (argc == 5) bench(argv[2], argv[3], atol(argv[4]));
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures != 0;

@@ -209,6 +209,7 @@ static class FoyerTest
                         Private = Bool(m, "private"), Password = Str(m, "password"),
                     },
                     Password = meta == null ? Str(m, "password") : null,
+                    SeatToken = Str(m, "seat_token") == "" ? null : Unhex(Str(m, "seat_token")),
                 };
                 var again = Hex(Codec.EncodeExt(req));
                 Check(again == hex, name + ": encodes to " + again);
@@ -245,7 +246,7 @@ static class FoyerTest
                 catch (MalformedPacketException) { }
             }
         }
-        Check(encoded >= 9 && decoded >= 8, "extension goldens: " + encoded + " encoded, " + decoded + " decoded");
+        Check(encoded >= 10 && decoded >= 9, "extension goldens: " + encoded + " encoded, " + decoded + " decoded");
     }
 
     static byte[] Reply(byte[] req, MessageType t, params byte[] payload)
@@ -450,6 +451,33 @@ static class FoyerTest
         }
     }
 
+    // RoomSocket is a fresh socket connected to seat's room.
+    static Socket RoomSocket(Seat seat)
+    {
+        var s = new Socket(seat.Address.AddressFamily, SocketType.Dgram, ProtocolType.Udp);
+        s.Connect(new IPEndPoint(seat.Address, seat.Port));
+        return s;
+    }
+
+    static async Task TestLivePresent(string lobby)
+    {
+        Seat seat;
+        using (var a = await Client.ConnectAsync(lobby)) seat = await a.CreateAsync();
+        for (int k = 0; k < 2; k++) // in, and back into the seat from another socket
+        {
+            using (var s = RoomSocket(seat))
+            {
+                try { await Client.PresentAsync(s, seat, TimeSpan.FromSeconds(1)); Check(true, "present"); }
+                catch (FoyerException e) { Check(false, "present " + k + ": " + e.Message); }
+            }
+        }
+        var forged = (byte[])seat.Token.Clone();
+        forged[forged.Length - 1] ^= 1; // its signature no longer holds: the door drops it unanswered
+        var bad = new Seat { Room = seat.Room, Address = seat.Address, Port = seat.Port, Token = forged };
+        using (var s = RoomSocket(seat))
+            await Throws<FoyerTimeoutException>(() => Client.PresentAsync(s, bad, TimeSpan.FromMilliseconds(300), 2), "a forged token");
+    }
+
     static async Task Bench(string lobby, int n)
     {
         using (var c = await Client.ConnectAsync(lobby))
@@ -478,7 +506,11 @@ static class FoyerTest
         }
         TestGolden(Json.Parse(File.ReadAllText(args[0])));
         TestScripted().GetAwaiter().GetResult();
-        if (args.Length == 2) TestLive(args[1]).GetAwaiter().GetResult();
+        if (args.Length == 2)
+        {
+            TestLive(args[1]).GetAwaiter().GetResult();
+            TestLivePresent(args[1]).GetAwaiter().GetResult();
+        }
         if (args.Length == 3) Bench(args[1], int.Parse(args[2])).GetAwaiter().GetResult();
         Console.WriteLine((checks - failures) + " passed, " + failures + " failed");
         return failures == 0 ? 0 : 1;

@@ -5,7 +5,7 @@
 # The shared golden packets, retries against a silent socket, and with
 # FOYER_LOBBY a real lobby: list, create, join, a refusal, both framings,
 # and the extension's names, filters, codes, passwords, reasons and quick
-# join. With FOYER_BENCH=N too, it prints instead of the live tests the
+# join, and a seat token presented to its room from new sockets. With FOYER_BENCH=N too, it prints instead of the live tests the
 # mean round trip of N EXT_LISTs and of N EXT_JOINs (answered EXT_REFUSED)
 # against that lobby.
 extends SceneTree
@@ -34,6 +34,7 @@ func run():
 		yield(bench(lobby, int(OS.get_environment("FOYER_BENCH"))), "completed")
 	elif lobby != "":
 		yield(test_live(lobby), "completed")
+		yield(test_live_present(lobby), "completed")
 	print("%d passed, %d failed" % [checks - failures, failures])
 	quit(0 if failures == 0 else 1)
 
@@ -81,7 +82,8 @@ func tags_of(pairs: Array) -> Dictionary:
 
 
 func test_ext_golden(g: Dictionary) -> void:
-	var names = ["EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT", "EXT_JOIN", "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY"]
+	var names = ["EXT_LIST", "EXT_ROOMS", "EXT_CREATE", "EXT_SEAT", "EXT_JOIN", "EXT_REFUSED", "EXT_QUICK", "EXT_RETRY",
+			"EXT_PRESENT", "EXT_ADMITTED"]
 	var encoded = 0
 	var decoded = 0
 	for p in g.ext:
@@ -92,7 +94,7 @@ func test_ext_golden(g: Dictionary) -> void:
 					"tick": int(m.get("tick", 0)), "token": hex(m.get("token", "")), "pad": int(m.get("pad", 0)),
 					"client": hex(m.get("client", "0000000000000000")), "cursor": int(m.get("cursor", 0)),
 					"limit": int(m.get("limit", 0)), "room": int(m.get("room", 0)), "code": m.get("code", ""),
-					"password": m.get("password", "")}
+					"password": m.get("password", ""), "seat_token": hex(m.get("seat_token", ""))}
 			if m.has("filter"):
 				var f = m.filter
 				req.filter = {"free_seats": int(f.min_free), "mode": f.mode, "map": f.map, "name_prefix": f.name_prefix,
@@ -128,7 +130,7 @@ func test_ext_golden(g: Dictionary) -> void:
 					"%s: entry %d" % [p.name, i])
 		for cut in range(b.size()):
 			check(Foyer.decode(b.subarray(0, cut - 1) if cut > 0 else PoolByteArray()).malformed != "", "%s: prefix %d decodes" % [p.name, cut])
-	check(encoded >= 9 and decoded >= 8, "extension goldens: %d encoded, %d decoded" % [encoded, decoded])
+	check(encoded >= 10 and decoded >= 9, "extension goldens: %d encoded, %d decoded" % [encoded, decoded])
 
 
 func hex(s: String) -> PoolByteArray:
@@ -209,6 +211,39 @@ func test_live(lobby: String):
 				"framing %d: quick join: %s" % [framing, r.message])
 		a.close()
 		b.close()
+
+
+# room_socket is a fresh socket connected to seat's room.
+func room_socket(seat: Dictionary) -> PacketPeerUDP:
+	var udp = PacketPeerUDP.new()
+	check(udp.connect_to_host(seat.address, seat.port) == OK, "connect to the room")
+	return udp
+
+
+# A seat token shown to the room from a fresh socket is admitted, twice (in,
+# and back into the seat from another socket); a forged one is not.
+func test_live_present(lobby: String):
+	yield(self, "idle_frame")
+	var at = lobby.rfind(":")
+	var a = Foyer.new()
+	a.open(lobby.substr(0, at), int(lobby.substr(at + 1)))
+	var r = yield(a.create(), "completed")
+	a.close()
+	check(r.error == Foyer.Result.OK and r.seat.token.size() > 0, "create: %s" % r.message)
+	var seat = r.seat
+	for k in range(2):
+		var udp = room_socket(seat)
+		r = yield(a.present(udp, seat, 1000), "completed")
+		check(r.error == Foyer.Result.OK, "present %d: %s" % [k, r.message])
+		udp.close()
+	var forged = PoolByteArray(seat.token)
+	forged[forged.size() - 1] ^= 1  # its signature no longer holds: the door drops it unanswered
+	var bad = seat.duplicate()
+	bad.token = forged
+	var udp = room_socket(seat)
+	r = yield(a.present(udp, bad, 300, 2), "completed")
+	check(r.error == Foyer.Result.TIMEOUT, "a forged token: %s" % r.message)
+	udp.close()
 
 
 func bench(lobby: String, n: int):

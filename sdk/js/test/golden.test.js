@@ -7,7 +7,7 @@ import { decode, encodeExt, encodeRequest, MessageType, MalformedPacketError, RE
 
 const golden = JSON.parse(readFileSync(new URL('../../testdata/golden.json', import.meta.url)));
 const requests = new Set(['LIST_ROOMS', 'CREATE_ROOM', 'JOIN_ROOM']);
-const extRequests = new Set(['EXT_LIST', 'EXT_CREATE', 'EXT_JOIN', 'EXT_QUICK']);
+const extRequests = new Set(['EXT_LIST', 'EXT_CREATE', 'EXT_JOIN', 'EXT_QUICK', 'EXT_PRESENT']);
 const hex = (s) => (s ? Buffer.from(s, 'hex') : null);
 const filterOf = (f) => f && { state: f.states ? ROOM_STATES[Math.log2(f.states)] : undefined, freeSeats: f.min_free,
   mode: f.mode, map: f.map, namePrefix: f.name_prefix, tags: Object.fromEntries(f.tags) };
@@ -48,20 +48,20 @@ test('every prefix of a packet is refused', () => {
 
 test('extension requests encode to their bytes', () => {
   const sent = golden.ext.filter((g) => extRequests.has(g.msg.type));
-  assert.ok(sent.length >= 9);
+  assert.ok(sent.length >= 10);
   for (const { name, hex: want, msg: m } of sent) {
     const options = m.meta && { name: m.meta.name, mode: m.meta.mode, map: m.meta.map, tags: Object.fromEntries(m.meta.tags),
       private: m.private, password: m.password };
     const b = encodeExt({ framing: m.framing, type: m.type, seq: m.seq, tick: m.tick, token: hex(m.token), pad: m.pad,
       client: hex(m.client) ?? undefined, filter: filterOf(m.filter), cursor: m.cursor, limit: m.limit, options,
-      password: options ? '' : m.password, room: m.room, code: m.code });
+      password: options ? '' : m.password, room: m.room, code: m.code, seatToken: hex(m.seat_token) ?? undefined });
     assert.equal(b.toString('hex'), want, name);
   }
 });
 
 test('extension replies decode to their fields', () => {
   const got = golden.ext.filter((g) => !extRequests.has(g.msg.type));
-  assert.ok(got.length >= 8);
+  assert.ok(got.length >= 9);
   for (const g of got) {
     const b = Buffer.from(g.hex, 'hex');
     const m = decode(b);
@@ -71,7 +71,7 @@ test('extension replies decode to their fields', () => {
       entries: m.rooms.map((r) => ({ id: r.id, players: r.players, max_players: r.maxPlayers, port: r.port, state: r.state,
         password: r.password, code: r.code, name: r.name, mode: r.mode, map: r.map, tags: Object.entries(r.tags) })),
       reason: REASONS.indexOf(m.reason) };
-    for (const [k, v] of Object.entries(fields)) if (!v || (Array.isArray(v) && !v.length)) delete fields[k];
+    for (const [k, v] of Object.entries(fields)) if (k !== 'seq' && (!v || (Array.isArray(v) && !v.length))) delete fields[k];
     assert.deepEqual(fields, g.msg, g.name);
     for (let i = 0; i < b.length; i++) assert.throws(() => decode(b.subarray(0, i)), MalformedPacketError);
   }

@@ -1,7 +1,9 @@
 // Against a real lobby: FOYER_LOBBY=host:port names a running foyer serve.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, RefusedError } from '../index.js';
+import dgram from 'node:dgram';
+import { isIP } from 'node:net';
+import { Client, present, RefusedError, TimeoutError } from '../index.js';
 
 const lobby = process.env.FOYER_LOBBY;
 
@@ -43,3 +45,26 @@ for (const framing of ['compact', 'legacy']) {
       assert.ok(quick.port > 0 && quick.token.length);
     });
 }
+
+// roomSocket is a fresh socket connected to seat's room.
+async function roomSocket(seat) {
+  const s = dgram.createSocket(isIP(seat.address) === 6 ? 'udp6' : 'udp4');
+  await new Promise((resolve) => s.connect(seat.port, seat.address, resolve));
+  return s;
+}
+
+test('a seat token presented from a new socket is admitted', { skip: !lobby && 'FOYER_LOBBY is not set' }, async () => {
+  const a = await Client.connect(lobby);
+  const seat = await a.create();
+  a.close();
+  for (let k = 0; k < 2; k++) { // in, and back into the seat from another socket
+    const s = await roomSocket(seat);
+    try { await present(s, seat, { timeout: 1000 }); } finally { s.close(); }
+  }
+  const forged = Buffer.from(seat.token);
+  forged[forged.length - 1] ^= 1; // its signature no longer holds: the door drops it unanswered
+  const s = await roomSocket(seat);
+  try {
+    await assert.rejects(present(s, { ...seat, token: forged }, { timeout: 300, attempts: 2 }), TimeoutError);
+  } finally { s.close(); }
+});
