@@ -238,10 +238,7 @@ func (l *Lobby) startExt(req extRequest, now time.Time) {
 			return
 		}
 	}
-	if l.creating.Add(1) > int64(l.cfg.MaxCreates) {
-		l.creating.Add(-1)
-		l.extRetries.abandon(req.key)
-		l.stats.drop("create_busy")
+	if !l.createSlot(func() { l.extRetries.abandon(req.key) }) {
 		return
 	}
 	l.work.Go(func() {

@@ -489,16 +489,26 @@ func (l *Lobby) refused(v limit.Verdict) {
 	}
 }
 
+// createSlot takes one of the MaxCreates slots for a CREATE, which its
+// goroutine gives back. With none free the CREATE is dropped as busy and
+// abandon forgets it in its retry cache, so that its retry is handled anew.
+func (l *Lobby) createSlot(abandon func()) bool {
+	if l.creating.Add(1) > int64(l.cfg.MaxCreates) {
+		l.creating.Add(-1)
+		abandon()
+		l.stats.drop("create_busy")
+		return false
+	}
+	return true
+}
+
 func (l *Lobby) startCreate(req request, now time.Time) {
 	if v := l.guard.AdmitCreate(req.from.Addr(), now); !v.OK() {
 		l.retries.abandon(req.key)
 		l.refused(v)
 		return
 	}
-	if l.creating.Add(1) > int64(l.cfg.MaxCreates) {
-		l.creating.Add(-1)
-		l.retries.abandon(req.key)
-		l.stats.drop("create_busy")
+	if !l.createSlot(func() { l.retries.abandon(req.key) }) {
 		return
 	}
 	l.work.Go(func() {
