@@ -12,9 +12,10 @@ import (
 	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
-// The datagrams arrive, from the forged sources, with the payload.
-func TestRunDelivers(t *testing.T) {
-	requiretest.RawSocket(t)
+// flood runs cfg against a socket of its own until the "hello" datagrams
+// have come from n sources, and returns those sources.
+func flood(t *testing.T, cfg Config, n int) map[netip.AddrPort]bool {
+	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -22,21 +23,22 @@ func TestRunDelivers(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	cfg.To, cfg.Payload, cfg.Rate = c.LocalAddr().(*net.UDPAddr).AddrPort(), []byte("hello"), 1000
 	go func() {
-		_, err := Run(ctx, Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: []byte("hello"), Sources: 3, Rate: 1000})
+		_, err := Run(ctx, cfg)
 		done <- err
 	}()
 	seen := map[netip.AddrPort]bool{}
 	buf := make([]byte, 64)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for len(seen) < 3 {
-		n, from, err := c.ReadFromUDPAddrPort(buf)
+	for len(seen) < n {
+		m, from, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			cancel()
 			t.Fatalf("read: %v (run: %v)", err, <-done)
 		}
-		if string(buf[:n]) != "hello" {
-			t.Fatalf("payload %q", buf[:n])
+		if string(buf[:m]) != "hello" {
+			t.Fatalf("payload %q", buf[:m])
 		}
 		seen[from] = true
 	}
@@ -44,6 +46,13 @@ func TestRunDelivers(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	return seen
+}
+
+// The datagrams arrive, from the forged sources, with the payload.
+func TestRunDelivers(t *testing.T) {
+	requiretest.RawSocket(t)
+	seen := flood(t, Config{Sources: 3}, 3)
 	for i := range 3 {
 		if !seen[Source(i)] {
 			t.Errorf("source %d (%v) not seen among %v", i, Source(i), seen)
@@ -61,32 +70,7 @@ func TestRunSpreadsOverNetworks(t *testing.T) {
 		t.Errorf("sources 0 and 3 of 3 networks: %v and %v", a, b)
 	}
 	requiretest.RawSocket(t) // the sources below are forged
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: []byte("hello"), Sources: 6, Networks: 3, Rate: 1000})
-		done <- err
-	}()
-	seen := map[netip.AddrPort]bool{}
-	buf := make([]byte, 64)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for len(seen) < 6 {
-		_, from, err := c.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			cancel()
-			t.Fatalf("read: %v (run: %v)", err, <-done)
-		}
-		seen[from] = true
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	seen := flood(t, Config{Sources: 6, Networks: 3}, 6)
 	for i := range 6 {
 		if !seen[SpreadSource(i, 3)] {
 			t.Errorf("source %d (%v) not seen among %v", i, SpreadSource(i, 3), seen)
