@@ -92,6 +92,19 @@ func answer(body []byte) string {
 	return line
 }
 
+// adminPost posts to path on the admin listener and returns the first line
+// of its answer; a status other than want is an error saying that line.
+func adminPost(af *adminFlags, path string, want int) (string, error) {
+	status, body, err := adminCall(af, http.MethodPost, path, adminReplyLimit)
+	if err != nil {
+		return "", err
+	}
+	if status != want {
+		return "", errors.New(answer(body))
+	}
+	return answer(body), nil
+}
+
 var stopHelp = Help{
 	Usage: []string{"foyer stop [flags] ROOM"},
 	About: `Stop room ROOM on the host whose admin listener --admin names: its game
@@ -120,14 +133,11 @@ func Stop(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.UsageError("%v", err)
 	}
-	status, body, err := adminCall(af, http.MethodPost, fmt.Sprintf("/rooms/%d/stop", id), adminReplyLimit)
-	switch {
-	case err != nil:
-		return c.Fail(err)
-	case status != http.StatusAccepted:
-		return c.Fail(fmt.Errorf("stop room %d: %s", id, answer(body)))
+	said, err := adminPost(af, fmt.Sprintf("/rooms/%d/stop", id), http.StatusAccepted)
+	if err != nil {
+		return c.Fail(fmt.Errorf("stop room %d: %w", id, err))
 	}
-	fmt.Fprintln(stdout, answer(body))
+	fmt.Fprintln(stdout, said)
 	return ExitOK
 }
 
@@ -167,14 +177,10 @@ func Drain(args []string, stdout, stderr io.Writer) int {
 	if *off {
 		path = "/resume"
 	}
-	status, body, err := adminCall(af, http.MethodPost, path, adminReplyLimit)
-	switch {
-	case err != nil:
-		return c.Fail(err)
-	case status != http.StatusOK:
-		return c.Fail(fmt.Errorf("%s: %s", path, answer(body)))
+	state, err := adminPost(af, path, http.StatusOK)
+	if err != nil {
+		return c.Fail(fmt.Errorf("%s: %w", path, err))
 	}
-	state := answer(body)
 	fmt.Fprintln(stdout, state)
 	if *wait <= 0 || strings.HasPrefix(state, "drained") {
 		return ExitOK
