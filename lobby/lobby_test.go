@@ -463,7 +463,11 @@ func TestJoinRetryRunsOnce(t *testing.T) {
 	}
 }
 
-func TestCreateBusyAndDraining(t *testing.T) {
+// oneCreateSlotTaken starts a lobby with one CREATE slot, whose rooms
+// start only once rooms.gate is closed, and sends it two CREATEs (seq 1 and
+// 2, the second dropped as busy) and a LIST (seq 3, answered).
+func oneCreateSlotTaken(t *testing.T) (*Lobby, *client, *memRooms) {
+	t.Helper()
 	cfg := testConfig()
 	cfg.MaxCreates = 1
 	cfg.CreateBurst = 10
@@ -474,6 +478,11 @@ func TestCreateBusyAndDraining(t *testing.T) {
 	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
 	c.send(hdr(packet.Compact, packet.CreateRoom, 2), 0) // no slot left
 	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0)
+	return l, c, rooms
+}
+
+func TestCreateBusyAndDraining(t *testing.T) {
+	l, c, rooms := oneCreateSlotTaken(t)
 	l.Drain()
 	c.send(hdr(packet.Compact, packet.CreateRoom, 4), 0)
 	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 5), 0)
@@ -492,16 +501,7 @@ func TestCreateBusyAndDraining(t *testing.T) {
 // are all answered, each sent again until it is, as clients do (the slot
 // is given back just after the answer is sent).
 func TestCreateSlotsComeBack(t *testing.T) {
-	cfg := testConfig()
-	cfg.MaxCreates = 1
-	cfg.CreateBurst = 10
-	rooms := newMemRooms(t, 8)
-	rooms.gate = make(chan struct{})
-	_, addr := start(t, cfg, rooms)
-	c := dial(t, "127.0.0.1", addr)
-	c.send(hdr(packet.Compact, packet.CreateRoom, 1), 0)
-	c.send(hdr(packet.Compact, packet.CreateRoom, 2), 0) // no slot left
-	c.roundTrip(hdr(packet.Compact, packet.ListRooms, 3), 0)
+	_, c, rooms := oneCreateSlotTaken(t)
 	close(rooms.gate)
 	if m, ok := c.recv(5 * time.Second); !ok || m.Seq != 1 || m.Type != packet.RoomCreated {
 		t.Fatalf("first CREATE answered %+v %v", m, ok)
