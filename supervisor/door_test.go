@@ -11,7 +11,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/nftdoor"
 	"github.com/foyerlobby/foyer/internal/requiretest"
-	"github.com/foyerlobby/foyer/packet/teeinfo"
+	"github.com/foyerlobby/foyer/packet/teeinfo/teeinfotest"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -19,26 +19,7 @@ import (
 // answers an info request from the address from, asking tries times.
 func teeAnswers(t *testing.T, from netip.Addr, port uint16, tries int) bool {
 	t.Helper()
-	c := peerSocket(t, from, port)
-	to := netip.AddrPortFrom(loopback, port)
-	buf := make([]byte, 2048)
-	for i := range tries {
-		req := teeinfo.Request{Extended: true, ExtraToken: 0x4242, Token: uint8(i)}
-		if _, err := c.WriteToUDPAddrPort(req.Append(nil), to); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				break
-			}
-			if rep, err := teeinfo.ParseReply(buf[:n]); err == nil && rep.Info.Token == req.ReplyToken() {
-				return true
-			}
-		}
-	}
-	return false
+	return teeinfotest.Answers(t, peerSocket(t, from, port), netip.AddrPortFrom(loopback, port), tries, 200*time.Millisecond)
 }
 
 // An exec room's port answers only the addresses of its seats (the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/nftdoor"
 	"github.com/foyerlobby/foyer/internal/requiretest"
-	"github.com/foyerlobby/foyer/packet/teeinfo"
+	"github.com/foyerlobby/foyer/packet/teeinfo/teeinfotest"
 )
 
 // doorShut is the start log's line for a lobby whose exec rooms have a
@@ -27,24 +27,7 @@ func teeAnswers(t *testing.T, from string, to netip.AddrPort, tries int) bool {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, 2048)
-	for i := range tries {
-		req := teeinfo.Request{Extended: true, ExtraToken: 0xd00, Token: uint8(i)}
-		if _, err := c.WriteToUDPAddrPort(req.Append(nil), to); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				break
-			}
-			if rep, err := teeinfo.ParseReply(buf[:n]); err == nil && rep.Info.Token == req.ReplyToken() {
-				return true
-			}
-		}
-	}
-	return false
+	return teeinfotest.Answers(t, c, to, tries, 300*time.Millisecond)
 }
 
 // TestDDNetRoomsDoorAdmitsOnlySeats runs DDNet-Server, listening on every
