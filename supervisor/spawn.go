@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,20 +27,20 @@ const maxPortAttempts = 8
 // the server.
 const maxRunAttempts = 3
 
-// commandLine returns the argv of one instance: Config.Command, or this
-// executable's hidden "instance" subcommand; for the exec driver, the
-// keeper (Config.Keeper, or that subcommand) with Command as its server.
+// commandLine returns the argv of one instance: Config.Command, or the
+// instance subcommand of RoomProgram (or of this executable, see
+// roomProgram); for the exec driver, the keeper (Config.Keeper, or that
+// subcommand) with Command as its server.
 func commandLine(cfg Config) ([]string, error) {
 	if len(cfg.Command) > 0 && cfg.Probe == "" {
 		return cfg.Command, nil
 	}
 	prefix := cfg.Keeper
 	if len(prefix) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("supervisor: locating the reference room: %w", err)
+		var err error
+		if prefix, _, err = roomProgram(); err != nil {
+			return nil, err
 		}
-		prefix = []string{exe, "instance"}
 	}
 	if cfg.Probe == "" {
 		return prefix, nil

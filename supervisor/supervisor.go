@@ -129,6 +129,7 @@ func New(cfg Config, log zerolog.Logger) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	noteRoomProgram(cfg, log)
 	dirs, err := openRoomDirs(cfg, log)
 	if err != nil {
 		return nil, err
