@@ -355,10 +355,11 @@ func (l *keptLobby) cleanup() {
 	}
 }
 
-// rooms lists the live room processes of this lobby's binary.
+// rooms lists the live room processes of this lobby's binary: of
+// foyer-room beside it.
 func (l *keptLobby) rooms() []int {
 	entries, _ := os.ReadDir("/proc")
-	want := l.bin + "\x00instance\x00"
+	want := filepath.Join(filepath.Dir(l.bin), supervisor.RoomProgram) + "\x00instance\x00"
 	var pids []int
 	for _, e := range entries {
 		var pid int
