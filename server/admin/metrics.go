@@ -126,12 +126,13 @@ var (
 	lobbyGranted         = desc("foyer_lobby_granted_total", "CREATE and JOIN answered with a room.", "type")
 	lobbyLimitedSources  = desc("foyer_lobby_rate_limited_sources_total", "Times a source IP went from served to rate limited.", "")
 	lobbyRetries         = desc("foyer_lobby_retries_total", "Requests answered from the retry cache.", "")
+	lobbyKernelDrops     = desc("foyer_lobby_kernel_drops_total", "Datagrams the kernel dropped at the lobby's sockets before any read: refused by the socket filter as no request the lobby serves, or with no room left in a receive buffer.", "")
 	lobbySources         = desc("foyer_lobby_sources", "Source IPs in the rate-limit table.", "")
 	lobbyPrefixes        = desc("foyer_lobby_prefixes", "Networks in the reflection-guard table.", "")
 	lobbyCreatesInFlight = desc("foyer_lobby_creates_in_flight", "CREATEs being run.", "")
 
 	lobbyDescs = []*prometheus.Desc{lobbyRequests, lobbyReplies, lobbyDrops, lobbyRefusals, lobbyGranted,
-		lobbyLimitedSources, lobbyRetries, lobbySources, lobbyPrefixes, lobbyCreatesInFlight}
+		lobbyLimitedSources, lobbyRetries, lobbyKernelDrops, lobbySources, lobbyPrefixes, lobbyCreatesInFlight}
 )
 
 func collectLobby(ch chan<- prometheus.Metric, s lobby.Stats) {
@@ -142,6 +143,7 @@ func collectLobby(ch chan<- prometheus.Metric, s lobby.Stats) {
 	byName(ch, lobbyGranted, prometheus.CounterValue, s.Granted)
 	counter(ch, lobbyLimitedSources, s.LimitedSources)
 	counter(ch, lobbyRetries, s.Retries)
+	counter(ch, lobbyKernelDrops, s.KernelDrops)
 	gauge(ch, lobbySources, s.Sources)
 	gauge(ch, lobbyPrefixes, s.Prefixes)
 	gauge(ch, lobbyCreatesInFlight, s.CreatesInFlight)

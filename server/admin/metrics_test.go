@@ -48,7 +48,7 @@ func fixedSources() Sources {
 				Failures: map[string]uint64{"no_room": 1},
 				Granted:  map[string]uint64{"create": 2, "join": 0},
 
-				LimitedSources: 4, Retries: 5, Sources: 6, Prefixes: 2, CreatesInFlight: 1,
+				LimitedSources: 4, Retries: 5, KernelDrops: 11, Sources: 6, Prefixes: 2, CreatesInFlight: 1,
 			}
 		},
 		Supervisor: func() supervisor.Stats {
@@ -100,6 +100,9 @@ foyer_lobby_rate_limited_sources_total 4
 # HELP foyer_lobby_retries_total Requests answered from the retry cache.
 # TYPE foyer_lobby_retries_total counter
 foyer_lobby_retries_total 5
+# HELP foyer_lobby_kernel_drops_total Datagrams the kernel dropped at the lobby's sockets before any read: refused by the socket filter as no request the lobby serves, or with no room left in a receive buffer.
+# TYPE foyer_lobby_kernel_drops_total counter
+foyer_lobby_kernel_drops_total 11
 # HELP foyer_lobby_sources Source IPs in the rate-limit table.
 # TYPE foyer_lobby_sources gauge
 foyer_lobby_sources 6
