@@ -1,10 +1,6 @@
 package lobby
 
 import (
-	"net"
-
-	"golang.org/x/net/bpf"
-
 	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/ext"
@@ -29,14 +25,18 @@ var (
 	extRequests    = []packet.Type{ext.List, ext.Create, ext.Join, ext.Quick}
 )
 
-// filter compiles the lobby's socket filter: the native requests, and the
-// extension's when the table serves it.
-func (l *Lobby) filter() ([]bpf.Instruction, error) {
+// filter is the shapes of the lobby's socket filter: the native
+// requests, and the extension's when the table serves it; none without
+// Config.Filter.
+func (l *Lobby) filter() []sockfilter.Shape {
+	if !l.cfg.Filter {
+		return nil
+	}
 	shapes := packet.RequestShapes(nativeRequests, packet.MaxRequestPayload)
 	if l.ext != nil {
 		shapes = append(shapes, packet.RequestShapes(extRequests, ext.MaxPayload)...)
 	}
-	return sockfilter.Program(shapes...)
+	return shapes
 }
 
 // flooded reports whether a read of n datagrams that saw the kernel's
@@ -48,12 +48,3 @@ func (l *Lobby) filter() ([]bpf.Instruction, error) {
 // them. A drop seen on a read that did not fill the batch is the
 // filter's.
 func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter || n == batchSize }
-
-// setFilter sets prog as c's filter, or takes away the filter a socket
-// handed over may have when prog is nil.
-func setFilter(c *net.UDPConn, prog []bpf.Instruction) error {
-	if prog == nil {
-		return sockfilter.Detach(c)
-	}
-	return sockfilter.Attach(c, prog)
-}

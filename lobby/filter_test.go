@@ -21,7 +21,7 @@ func lobbyFilter(t testing.TB) []bpf.Instruction {
 	if l.ext == nil {
 		t.Fatal("the test table does not serve the extension")
 	}
-	prog, err := l.filter()
+	prog, err := sockfilter.Program(l.filter()...)
 	if err != nil {
 		t.Fatal(err)
 	}

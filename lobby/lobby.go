@@ -50,7 +50,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/bpf"
 
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/replyaddr"
@@ -190,14 +189,6 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		return nil, err
 	}
 	l := newLobby(cfg, rooms, guard, log)
-	var filter []bpf.Instruction
-	if cfg.Filter {
-		var err error
-		if filter, err = l.filter(); err != nil {
-			l.stop()
-			return nil, err
-		}
-	}
 	for _, ap := range cfg.Listen {
 		// udp4 or udp6 as the address says: Go would make "0.0.0.0" a
 		// dual-stack socket, answering IPv6 the operator did not ask for.
@@ -215,7 +206,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		l.conns = append(l.conns, group...)
 		for _, c := range group {
 			_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
-			if err := setFilter(c, filter); err != nil {
+			if err := sockfilter.Set(c, l.filter()); err != nil {
 				l.closeConns()
 				l.stop()
 				return nil, fmt.Errorf("lobby: socket filter on %v: %w", ap, err)

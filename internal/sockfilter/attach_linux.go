@@ -60,8 +60,7 @@ func control(c *net.UDPConn, f func(fd int) error) error {
 	return ferr
 }
 
-// Detach removes c's socket filter, if it has one: a socket a predecessor
-// filtered keeps its filter when handed over.
+// Detach removes c's socket filter, if it has one.
 func Detach(c *net.UDPConn) error {
 	err := control(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0) })
 	if errors.Is(err, unix.ENOENT) {

@@ -15,7 +15,8 @@ type Counter struct {
 }
 
 // Read adds what each of conns dropped since the last Read and returns
-// the total. A socket that cannot be read (closed) adds nothing.
+// the total. A socket that is nil or cannot be read (closed) adds
+// nothing.
 func (c *Counter) Read(conns []*net.UDPConn) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -23,6 +24,9 @@ func (c *Counter) Read(conns []*net.UDPConn) uint64 {
 		c.last = make(map[*net.UDPConn]uint32, len(conns))
 	}
 	for _, conn := range conns {
+		if conn == nil {
+			continue
+		}
 		n, err := Drops(conn)
 		if err != nil {
 			continue

@@ -14,6 +14,7 @@ package sockfilter
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 
 	"golang.org/x/net/bpf"
 )
@@ -183,4 +184,30 @@ func Passes(prog []bpf.Instruction, payload []byte) (bool, error) {
 	pkt = append(pkt, payload...)
 	n, err := vm.Run(pkt)
 	return n > 0, err
+}
+
+// Set makes shapes c's filter, or, with no shapes, takes away the filter
+// c may have (a socket a predecessor filtered keeps its filter when
+// handed over).
+func Set(c *net.UDPConn, shapes []Shape) error {
+	if len(shapes) == 0 {
+		return Detach(c)
+	}
+	prog, err := Program(shapes...)
+	if err != nil {
+		return err
+	}
+	return Attach(c, prog)
+}
+
+// Keeps reports whether the filter of shapes keeps payload, a datagram's
+// bytes after the UDP header: Program and Passes in one call, for a
+// protocol's tests to hold its shapes to its parser.
+func Keeps(shapes []Shape, payload []byte) bool {
+	prog, err := Program(shapes...)
+	if err != nil {
+		return false
+	}
+	ok, err := Passes(prog, payload)
+	return ok && err == nil
 }

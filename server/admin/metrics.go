@@ -275,8 +275,9 @@ var (
 	gg2Registered = desc("foyer_gg2_registered", "Registered servers in the room table.", "")
 	gg2Pending    = desc("foyer_gg2_pending", "Registrations waiting for their TCP check.", "")
 	gg2ListConns  = desc("foyer_gg2_list_connections", "List queries being served.", "")
+	gg2KernelDrop = desc("foyer_gg2_kernel_drops_total", "Datagrams the kernel dropped at the GG2-style UDP sockets before any read: refused by the socket filter, or with no room left in a receive buffer.", "")
 
-	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns}
+	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns, gg2KernelDrop}
 )
 
 func collectGG2(ch chan<- prometheus.Metric, s gg2server.Stats) {
@@ -285,20 +286,23 @@ func collectGG2(ch chan<- prometheus.Metric, s gg2server.Stats) {
 	gauge(ch, gg2Registered, s.Registered)
 	gauge(ch, gg2Pending, s.Pending)
 	gauge(ch, gg2ListConns, s.ListConns)
+	counter(ch, gg2KernelDrop, s.KernelDrops)
 }
 
 var (
 	gunzRequests = desc("foyer_gunz_requests_total", "GunZ locator requests received.", "kind")
 	gunzReplies  = desc("foyer_gunz_replies_total", "GunZ locator responses sent.", "kind")
 	gunzDrops    = desc("foyer_gunz_drops_total", "GunZ datagrams dropped unanswered, by reason.", "reason")
+	gunzKernel   = desc("foyer_gunz_kernel_drops_total", "Datagrams the kernel dropped at the GunZ socket before any read: refused by the socket filter, or with no room left in its receive buffer.", "")
 
-	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops}
+	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops, gunzKernel}
 )
 
 func collectGunz(ch chan<- prometheus.Metric, s gunzserver.Stats) {
 	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
 	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
 	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)
+	counter(ch, gunzKernel, s.KernelDrops)
 }
 
 var (

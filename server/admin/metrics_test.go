@@ -266,11 +266,11 @@ func TestMetricsOfNeighbourEdges(t *testing.T) {
 	reg := foyerRegistry(t, Sources{
 		GG2: func() gg2server.Stats {
 			return gg2server.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
-				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0}
+				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0, KernelDrops: 6}
 		},
 		Gunz: func() gunzserver.Stats {
 			return gunzserver.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
-				Drops: map[string]uint64{"checksum": 1}}
+				Drops: map[string]uint64{"checksum": 1}, KernelDrops: 7}
 		},
 		Web: func() web.Stats { return web.Stats{Drops: map[string]uint64{"slow_reader": 2}, Conns: 3} },
 	})
@@ -290,6 +290,9 @@ foyer_gg2_pending 0
 # HELP foyer_gg2_list_connections List queries being served.
 # TYPE foyer_gg2_list_connections gauge
 foyer_gg2_list_connections 0
+# HELP foyer_gg2_kernel_drops_total Datagrams the kernel dropped at the GG2-style UDP sockets before any read: refused by the socket filter, or with no room left in a receive buffer.
+# TYPE foyer_gg2_kernel_drops_total counter
+foyer_gg2_kernel_drops_total 6
 # HELP foyer_gunz_requests_total GunZ locator requests received.
 # TYPE foyer_gunz_requests_total counter
 foyer_gunz_requests_total{kind="locator"} 5
@@ -299,6 +302,9 @@ foyer_gunz_replies_total{kind="locator"} 4
 # HELP foyer_gunz_drops_total GunZ datagrams dropped unanswered, by reason.
 # TYPE foyer_gunz_drops_total counter
 foyer_gunz_drops_total{reason="checksum"} 1
+# HELP foyer_gunz_kernel_drops_total Datagrams the kernel dropped at the GunZ socket before any read: refused by the socket filter, or with no room left in its receive buffer.
+# TYPE foyer_gunz_kernel_drops_total counter
+foyer_gunz_kernel_drops_total 7
 # HELP foyer_web_drops_total Public server list connections and requests refused or cut, by reason.
 # TYPE foyer_web_drops_total counter
 foyer_web_drops_total{reason="slow_reader"} 2

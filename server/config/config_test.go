@@ -67,7 +67,7 @@ format = "json"
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
-	if c.Lobby.Readers != 3 || c.Lobby.Filter || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
+	if c.Lobby.Readers != 3 || c.Lobby.Filter || c.GG2.Server.Filter || c.Gunz.Locator.Filter || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
