@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -51,5 +52,48 @@ func TestKernelFilterDropsBeforeTheLoop(t *testing.T) {
 		if l.guard.UnderPressure(time.Now()) {
 			t.Errorf("filter %v: malformed datagrams taken for a flood", filter)
 		}
+	}
+}
+
+// TestOverflowIsAFloodWithTheFilter: with the socket filter on, a
+// receive buffer that runs over still tells the lobby it is flooded. A
+// sender fills the socket of a lobby not yet reading, and keeps sending
+// while it starts.
+func TestOverflowIsAFloodWithTheFilter(t *testing.T) {
+	cfg := testConfig()
+	cfg.Readers = 1
+	l, err := cfg.build(newMemRooms(t, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := (&packet.Message{Header: packet.Header{Type: packet.ListRooms, Seq: 1}}).Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, "127.0.0.1", l.Addrs()[0])
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.conn.WriteToUDPAddrPort(list, c.to)
+		}
+	}()
+	defer func() { close(stop); <-sent }()
+	for l.Stats().KernelDrops == 0 { // the buffer is full
+		time.Sleep(time.Millisecond)
+	}
+	edgetest.Serve(t, l.Serve)
+	deadline := time.Now().Add(10 * time.Second)
+	for !l.guard.UnderPressure(time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a buffer that ran over (%d drops) was not taken for a flood", l.Stats().KernelDrops)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
