@@ -52,20 +52,26 @@ func TestProgramKeepsItsShapes(t *testing.T) {
 	}
 }
 
-// TestKernelAgreesWithPasses attaches the program to a real socket and
-// sends it every test datagram: what arrives is what Passes keeps, in the
-// kernel's own run of the program, and the socket's drop count is the
-// rest.
+// TestKernelAgreesWithPasses attaches the program to a real socket, IPv4
+// and IPv6, and sends it every test datagram: what arrives is what Passes
+// keeps, in the kernel's own run of the program, and the socket's drop
+// count is the rest.
 func TestKernelAgreesWithPasses(t *testing.T) {
+	for _, ip := range []string{"127.0.0.1", "::1"} {
+		t.Run(ip, func(t *testing.T) { testKernelAgreesWithPasses(t, ip) })
+	}
+}
+
+func testKernelAgreesWithPasses(t *testing.T, ip string) {
 	prog, err := Program(testShapes...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := udptest.Listen(t, "127.0.0.1")
+	srv := udptest.Listen(t, ip)
 	if err := Attach(srv, prog); err != nil {
 		t.Fatal(err)
 	}
-	cli := udptest.Listen(t, "127.0.0.1")
+	cli := udptest.Listen(t, ip)
 	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
 	var want [][]byte
 	for _, p := range testPayloads {
