@@ -37,8 +37,10 @@ all: build
 # resident, 1.5 MB PSS). A binary's pages just written by one large
 # write (a fresh copy) sit in large folios, each mapped whole: until they
 # are read back, a room maps nearly all of its binary, 15.5 MB (29.7 MB
-# of foyer). BenchmarkServeIdleRooms in tests/ measures all of it,
-# and the rooms' idle CPU, side by side with rooms of foyer alone.
+# of foyer). Idle rooms of foyer-room use about a third of the CPU of
+# rooms of foyer, which wake every second (the NATS server's pse package
+# samples /proc from its init on). BenchmarkServeIdleRooms in tests/
+# measures all of it side by side with rooms of foyer alone.
 # A first build compiles every dependency and says nothing for about a
 # minute: the lines around it say so.
 build:

@@ -15,7 +15,10 @@ import (
 // room run as its user) when it is beside it: cmd/foyer-room, the
 // instance subcommand alone. A room of it maps and initialises about
 // half the code a room of the whole foyer executable does, for about
-// 7 MB less resident memory per room (BenchmarkServeIdleRooms).
+// 7 MB less resident memory per room, and an idle room of it does not
+// wake every second, as every process linking the NATS server does
+// (its pse package samples the process's CPU use from its init on):
+// BenchmarkServeIdleRooms measures both.
 const RoomProgram = "foyer-room"
 
 // roomProgram is the command of the rooms this executable runs itself:
