@@ -76,14 +76,27 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 
 	t0 := time.Now()
 	id := s.table.NewID()
+	// The room's cgroups are made while its directory is (and its user
+	// chosen, which reads every process's ids): neither waits for the
+	// other.
+	var cg *cgroup.Room
+	var cgErr error
+	made := make(chan struct{})
+	go func() {
+		defer close(made)
+		cg, cgErr = s.roomCgroup(id)
+	}()
 	dir, uid, err := s.dirs.make(id)
-	if err != nil {
+	<-made
+	switch {
+	case err != nil:
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
-	}
-	cg, err := s.roomCgroup(id)
-	if err != nil {
+	case cgErr != nil:
 		s.dirs.remove(id)
-		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
+		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, cgErr))
 	}
 	prepped := time.Now()
 	r, err := s.spawnInstance(ctx, id, dir, uid, cg, t0)
