@@ -42,6 +42,19 @@ func BenchmarkCreateFromClient(b *testing.B) {
 			}
 			b.ReportMetric(percentile(took, 50)/1000, "p50-ms")
 			b.ReportMetric(percentile(took, 99)/1000, "p99-ms")
+			if mode.warm == 0 {
+				// Where the cold creates' time went, as the lobby logged
+				// it: the spawn's phases (see supervisor's "room created").
+				for _, phase := range []string{"spawn", "prep", "fork", "boot", "dial", "watch", "ready"} {
+					var ds []time.Duration
+					for _, m := range s.logs.lines("room created") {
+						if v, ok := m[phase+"_ms"].(float64); ok {
+							ds = append(ds, time.Duration(v*float64(time.Millisecond)))
+						}
+					}
+					b.ReportMetric(percentile(ds, 50)/1000, phase+"-p50-ms")
+				}
+			}
 		})
 	}
 }

@@ -22,7 +22,8 @@ import (
 // room's v1 cgroups after forking into them starts nothing more until it
 // is back in the lobby's own, and then every child is born where it
 // belongs: a plain child in the lobby's cgroups, the next room's process
-// in that room's, neither in the first room's.
+// in that room's, neither in the first room's. The room is killed
+// meanwhile all the same: the thread is not one of its processes.
 func TestForkThreadNeverStaysInARoom(t *testing.T) {
 	requiretest.Cgroups(t)
 	for name, o := range variants(t) {
@@ -48,6 +49,7 @@ func TestForkThreadNeverStaysInARoom(t *testing.T) {
 			if pa == nil {
 				t.Fatalf("the room's process did not start: %v", err)
 			}
+			killRoom(t, a, pa) // the thread left in it is not the room's
 
 			// Stuck in the room, the thread forks nothing.
 			if p, err := forkInto(nil, marker()); err == nil {
@@ -64,7 +66,6 @@ func TestForkThreadNeverStaysInARoom(t *testing.T) {
 				t.Errorf("a plain child was born in room a: %s", cg)
 			}
 			killPlain(p)
-			killRoom(t, a, pa) // the room is the thread's no more
 
 			b := createRoom(t, tr, "b")
 			pb, err := forkInto(b, marker())

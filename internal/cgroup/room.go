@@ -231,15 +231,19 @@ func awaitFrozen(st string) {
 }
 
 // count returns the number of processes in the room, across its
-// hierarchies (they agree, but for a thread of the lobby forking into v1).
+// hierarchies (they agree, but for a thread of this process forking into
+// v1, which is not counted: it is not the room's, and is not killed).
 func (r *Room) count() (int, error) {
-	n := 0
+	n, self := 0, os.Getpid()
 	for _, d := range r.dirs {
 		pids, err := readProcs(d)
 		if err != nil {
 			return 0, err
 		}
 		n += len(pids)
+		if slices.Contains(pids, self) {
+			n--
+		}
 	}
 	return n, nil
 }

@@ -80,6 +80,12 @@ func (r *procRunner) Start(context.Context) error {
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		if r.cmd.Process != nil {
+			// Started, and then failed (the thread that forked it could
+			// not leave the room's cgroups): it goes.
+			proc.KillGroup(r.cmd.Process.Pid)
+			_ = r.cmd.Wait()
+		}
 		outR.Close()
 		errR.Close()
 		if r.ownDir {
