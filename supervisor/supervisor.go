@@ -629,7 +629,8 @@ func (s *Supervisor) wakeWarm() {
 // starts instances: the create that took a warm room and woke it is then
 // answered before a new instance's start takes the host's CPU from it.
 // On a busy host that halves the create's latency as its client sees it
-// (tests BenchmarkCreateFromClient/warm); the pool is full again as soon.
+// (tests BenchmarkCreateFromClient/warm), and the pool is full again
+// that much later.
 const refillDelay = 2 * time.Millisecond
 
 // keepWarm keeps Config.Warm ready instances, one spawn at a time; after a
