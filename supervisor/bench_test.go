@@ -30,7 +30,7 @@ func benchSupervisor(b *testing.B, rooms int, tune func(*Config)) *Supervisor {
 // created is where the time of one Create went.
 type created struct {
 	total  time.Duration // the whole Create
-	spawn  time.Duration // the spawn, if cold: the rest is the hand-out
+	spawn  time.Duration // the spawn, if cold (zero if warm): the rest is the hand-out
 	phases spawnPhases   // the spawn's, if cold
 }
 
@@ -38,7 +38,8 @@ type created struct {
 // kills it and waits for the reap so the next iteration starts alike.
 func createAndDiscard(b *testing.B, s *Supervisor) created {
 	b.Helper()
-	reaped := s.Stats().Reaped["crashed"]
+	st := s.Stats()
+	reaped, warm := st.Reaped["crashed"], st.WarmHits
 	t0 := time.Now()
 	r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
 	c := created{total: time.Since(t0)}
@@ -46,7 +47,7 @@ func createAndDiscard(b *testing.B, s *Supervisor) created {
 		b.Fatal(err)
 	}
 	s.mu.Lock()
-	if rec := s.live[r.ID]; rec != nil {
+	if rec := s.live[r.ID]; rec != nil && s.stats.WarmHits == warm {
 		c.spawn, c.phases = rec.spawnTime, rec.phases
 	}
 	s.mu.Unlock()
