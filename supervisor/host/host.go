@@ -78,7 +78,8 @@ type LaunchConfig struct {
 // Phases says where the time of a Launch went, each phase from the end
 // of the one before.
 type Phases struct {
-	// Fork is StartProcess: joining the room's cgroups, fork and exec.
+	// Fork is until StartProcess returned: go-plugin's set-up, then
+	// joining the room's cgroups, fork and exec.
 	Fork time.Duration
 	// Boot is the program's start until its handshake line is read: the
 	// runtime and the initialization of a Go instance, and its plugin
