@@ -549,18 +549,24 @@ func (s *server) stop() {
 }
 
 // metrics returns the samples of the server's /metrics page by series.
-// The admin listener logs its address once it listens: poll the log.
 func (s *server) metrics(t testing.TB) map[string]float64 {
+	t.Helper()
+	return adminMetrics(t, s.adminBase(t))
+}
+
+// adminBase is the URL of the server's admin listener. The listener logs
+// its address once it listens: poll the log.
+func (s *server) adminBase(t testing.TB) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, m := range s.logs.lines("admin listening") {
 			if addr, ok := m["listen"].(string); ok {
-				return adminMetrics(t, "http://"+addr)
+				return "http://" + addr
 			}
 		}
 	}
 	t.Fatalf("the admin listener never said where it listens:\n%s", s.logs)
-	return nil
+	return ""
 }
 
 // instancePID returns the pid the supervisor logged for room id. The log
