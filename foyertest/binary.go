@@ -185,8 +185,7 @@ func StartBinary(t testing.TB, opts ...Option) *Lobby {
 	c := &child{cmd: exec.Command(argv[0], argv[1:]...), config: path, exited: make(chan struct{})}
 	c.cmd.Stderr = logs
 	c.cmd.Stdout = logs
-	tieToParent(c.cmd)
-	if err := c.cmd.Start(); err != nil {
+	if err := startTied(c.cmd); err != nil {
 		t.Fatalf("foyertest: starting foyer serve: %v", err)
 	}
 	go func() {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // processesOf returns the live (not zombie) processes whose argv[0] is
@@ -57,9 +59,13 @@ func processExists(pid int) bool {
 	return err == nil || err == syscall.EPERM
 }
 
-// tieToParent makes the kernel kill cmd when the test process dies, so an
-// interrupted test run leaves no lobby behind. (The signal follows the
-// thread that forks; Go does not end the threads of ordinary goroutines.)
-func tieToParent(cmd *exec.Cmd) {
+// startTied starts cmd so that the kernel stops it when the test process
+// dies, and an interrupted test run leaves no lobby behind. The signal
+// follows the thread that forks, and Go ends a thread whose goroutine
+// locked it and returned (a test that moves a thread into a network
+// namespace does): cmd is forked from the process's one fork thread,
+// which lives as long as the process.
+func startTied(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return proc.StartOnForkThread(cmd)
 }

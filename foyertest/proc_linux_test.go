@@ -2,8 +2,14 @@ package foyertest
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The leftover check is only as good as its search: it must find a live
@@ -25,5 +31,33 @@ func TestProcessesOfFindsTheRooms(t *testing.T) {
 	}
 	if got := processesOf(b.instance); len(got) != 0 {
 		t.Errorf("processes of lobby b, which has no rooms: %v", got)
+	}
+}
+
+// A lobby of StartBinary lives as long as its test, whatever becomes of
+// the thread that started it: here a goroutine locked to its thread
+// starts it and returns, which ends the thread (unless it is the
+// process's first thread, which Go never ends: then it tries again), and
+// the lobby must still take a CREATE. Its parent-death signal follows
+// the thread that forks.
+func TestLobbyOutlivesTheThreadThatStartedIt(t *testing.T) {
+	started := make(chan *Lobby)
+	for {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if unix.Gettid() == os.Getpid() {
+				runtime.UnlockOSThread()
+				started <- nil
+				return
+			}
+			started <- StartBinary(t)
+		}()
+		if l := <-started; l != nil {
+			time.Sleep(100 * time.Millisecond) // the thread is gone, and a signal would have come
+			if _, err := l.Client().Create(context.Background()); err != nil || strings.Contains(l.Log(), "shutting down") {
+				t.Fatalf("the lobby stopped with the thread that started it: %v\n%s", err, l.Log())
+			}
+			return
+		}
 	}
 }

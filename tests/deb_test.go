@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/logtest"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/supervisor"
 )
@@ -163,7 +164,9 @@ func newDebRoot(t *testing.T) *debRoot {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "sh", "-c", debHolder, "sh", dir)
-	// The holder dies with the test process, and its namespaces with it.
+	// The holder dies with the test process, and its namespaces with it:
+	// forked from the fork thread, which lives as long as the process (a
+	// parent-death signal follows the thread that forks).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -175,7 +178,7 @@ func newDebRoot(t *testing.T) *debRoot {
 	}
 	var stderr logtest.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := proc.StartOnForkThread(cmd); err != nil {
 		t.Fatal(err)
 	}
 	r := &debRoot{holder: cmd, stdin: stdin, dir: filepath.Join(dir, "root")}
