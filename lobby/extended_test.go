@@ -253,10 +253,20 @@ func TestExtCreateJoinCodePassword(t *testing.T) {
 }
 
 // TestExtMalformedDropped: extension datagrams that do not parse, and
-// a room's message sent to the lobby, get nothing and are counted.
+// a room's message sent to the lobby, get nothing and are counted: by
+// the read loop without the socket filter; with it, by the kernel, but
+// for the wrong version, which only a parse tells.
 func TestExtMalformedDropped(t *testing.T) {
+	for _, filter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("filter=%v", filter), func(t *testing.T) { testExtMalformedDropped(t, filter) })
+	}
+}
+
+func testExtMalformedDropped(t *testing.T, filter bool) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
-	l, addr := start(t, testConfig(), rooms)
+	cfg := testConfig()
+	cfg.Filter = filter
+	l, addr := start(t, cfg, rooms)
 	c := newExtClient(t, addr)
 	bad := encodeExt(t, ext.Message{Header: packet.Header{Type: ext.List}, Pad: 64})
 	bad[8] = 7 // the version
@@ -268,8 +278,12 @@ func TestExtMalformedDropped(t *testing.T) {
 	if m, ok := c.recvExt(300 * time.Millisecond); ok {
 		t.Fatalf("got %+v", m)
 	}
-	d := l.Stats().Drops
-	if d["ext_version"] != 1 || d["ext_type"] != 1 || d["short"] != 1 {
-		t.Errorf("drops: %v", d)
+	s := l.Stats()
+	d := s.Drops
+	switch {
+	case !filter && (d["ext_version"] != 1 || d["ext_type"] != 1 || d["short"] != 1 || s.KernelDrops != 0):
+		t.Errorf("drops: %v, kernel drops %d", d, s.KernelDrops)
+	case filter && (d["ext_version"] != 1 || len(d) != 1 || s.KernelDrops != 2):
+		t.Errorf("filtered: drops %v, kernel drops %d; want the version and 2", d, s.KernelDrops)
 	}
 }

@@ -1,8 +1,7 @@
 package lobby
 
 import (
-	"cmp"
-	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,10 +60,11 @@ func (rl *roomList) findCode(code string) (room.Room, bool) {
 	return rl.rooms[i], true
 }
 
-// find returns the room with id, by binary search.
+// find returns the room with id, by binary search over the rooms in
+// place (a search comparing copies would copy a Room per step).
 func (rl *roomList) find(id uint32) (room.Room, bool) {
-	i, ok := slices.BinarySearchFunc(rl.rooms, id, func(r room.Room, id uint32) int { return cmp.Compare(r.ID, id) })
-	if !ok {
+	i := sort.Search(len(rl.rooms), func(i int) bool { return rl.rooms[i].ID >= id })
+	if i == len(rl.rooms) || rl.rooms[i].ID != id {
 		return room.Room{}, false
 	}
 	return rl.rooms[i], true

@@ -54,6 +54,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/replyaddr"
 	"github.com/foyerlobby/foyer/internal/sockets"
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/ext"
@@ -75,6 +76,10 @@ type Config struct {
 	RetryCache  int
 	// MaxCreates bounds the CREATEs running at once; more are dropped.
 	MaxCreates int
+	// Filter sets a kernel socket filter on every socket that drops a
+	// datagram that cannot be a request the lobby serves (see filter.go)
+	// before it reaches a read loop.
+	Filter bool
 	// ReportInterval is how often non-zero drop and failure counts are
 	// logged.
 	ReportInterval time.Duration
@@ -88,6 +93,7 @@ func DefaultConfig() Config {
 		RetryWindow:    10 * time.Second,
 		RetryCache:     65536,
 		MaxCreates:     64,
+		Filter:         sockfilter.Supported,
 		ReportInterval: 10 * time.Second,
 	}
 }
@@ -114,6 +120,8 @@ type Lobby struct {
 	retries *retries
 	lists   lists
 	stats   counters
+	// kernelDrops sums what the kernel dropped at conns.
+	kernelDrops sockfilter.Counter
 	// ext serves the protocol's extension; nil for a table that does
 	// not (its requests are dropped). extRetries are its answers kept
 	// for retries, which are longer than the seed's.
@@ -195,8 +203,14 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 			l.stop()
 			return nil, fmt.Errorf("lobby: listen %v: %w", ap, err)
 		}
+		l.conns = append(l.conns, group...)
 		for _, c := range group {
 			_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
+			if err := sockfilter.Set(c, l.filter()); err != nil {
+				l.closeConns()
+				l.stop()
+				return nil, fmt.Errorf("lobby: socket filter on %v: %w", ap, err)
+			}
 			if err := enableControl(c, ap.Addr().IsUnspecified(), network == "udp6"); err != nil {
 				// Without it the lobby sees no flood, and a wildcard
 				// socket offers only the host's own rooms: degraded,
@@ -204,7 +218,6 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 				l.log.Warn().Err(err).Stringer("listen", ap).Msg("socket control messages unavailable")
 			}
 		}
-		l.conns = append(l.conns, group...)
 		l.addrs = append(l.addrs, group[0].LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	return l, nil
@@ -246,6 +259,8 @@ func (c Config) check() error {
 		return fmt.Errorf("lobby: readers must be 1-%d", maxReaders)
 	case c.RetryCache < 1 || c.MaxCreates < 1 || c.RetryWindow <= 0 || c.ReportInterval <= 0:
 		return errors.New("lobby: retry cache, max creates, retry window and report interval must be positive")
+	case c.Filter && !sockfilter.Supported:
+		return errors.New("lobby: socket filters need Linux")
 	}
 	return nil
 }
@@ -273,6 +288,7 @@ func (l *Lobby) Stats() Stats {
 	s.Sources = l.guard.Sources.Len()
 	s.Prefixes = l.guard.Replies.Len()
 	s.CreatesInFlight = int(l.creating.Load())
+	s.KernelDrops = l.kernelDrops.Read(l.conns)
 	return s
 }
 
@@ -354,8 +370,8 @@ func isTimeout(err error) bool {
 // see tally.ReadLoop), a batch of datagrams at a time; the replies to a
 // batch leave together. A loop told to end stops at its read deadline,
 // once every datagram it read is answered.
-// A socket that dropped datagrams since its last read is flooded: the
-// guard hears of it.
+// A socket whose kernel dropped datagrams since its last read, while its
+// loop fell behind, is flooded: the guard hears of it (see flooded).
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO)
 	var os offers
@@ -370,7 +386,7 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			}
 			return err
 		}
-		if dropped {
+		if dropped && l.flooded(n) {
 			l.guard.Pressure(time.Now())
 		}
 		q.answer(n, handle)

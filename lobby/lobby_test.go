@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"net"
@@ -297,8 +298,20 @@ func TestLegacyListFitsTheOriginalClient(t *testing.T) {
 	}
 }
 
+// TestMalformedDroppedAndCounted: malformed datagrams and server
+// messages get nothing and are counted: by the read loop, by reason,
+// without the socket filter; with it, by the kernel, but for the bad CRC,
+// which only a parse tells.
 func TestMalformedDroppedAndCounted(t *testing.T) {
-	l, addr := start(t, testConfig(), newMemRooms(t, 8))
+	for _, filter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("filter=%v", filter), func(t *testing.T) { testMalformedDroppedAndCounted(t, filter) })
+	}
+}
+
+func testMalformedDroppedAndCounted(t *testing.T, filter bool) {
+	cfg := testConfig()
+	cfg.Filter = filter
+	l, addr := start(t, cfg, newMemRooms(t, 8))
 	c := dial(t, "127.0.0.1", addr)
 	list, _ := hex.DecodeString("0140000700000000" + "5fa3769e")
 	join, _ := hex.DecodeString("014400020004000400000001dedf7aae")
@@ -332,8 +345,11 @@ func TestMalformedDroppedAndCounted(t *testing.T) {
 	for _, n := range s.Drops {
 		dropped += n
 	}
-	if dropped != 9 || s.Drops["crc"] != 1 || s.Drops["not_request"] != 2 || s.Drops["compression"] != 1 {
-		t.Errorf("drops %v", s.Drops)
+	switch {
+	case !filter && (dropped != 9 || s.Drops["crc"] != 1 || s.Drops["not_request"] != 2 || s.Drops["compression"] != 1 || s.KernelDrops != 0):
+		t.Errorf("drops %v, kernel drops %d", s.Drops, s.KernelDrops)
+	case filter && (dropped != 1 || s.Drops["crc"] != 1 || s.KernelDrops != 8):
+		t.Errorf("filtered: drops %v, kernel drops %d; want the bad CRC and 8", s.Drops, s.KernelDrops)
 	}
 	if s.Requests["list"] != 1 || s.Replies["room_list"] != 1 {
 		t.Errorf("requests %v replies %v", s.Requests, s.Replies)
@@ -795,6 +811,7 @@ func TestDropsReportedPeriodically(t *testing.T) {
 	cfg := testConfig()
 	cfg.ReportInterval = 250 * time.Millisecond
 	cfg.log = zerolog.New(&logs)
+	cfg.Filter = false // the loop counts the garbage, not the kernel
 	l, addr := start(t, cfg, newMemRooms(t, 1))
 	c := dial(t, "127.0.0.1", addr)
 	for range 100 {

@@ -40,6 +40,12 @@ type Stats struct {
 	LimitedSources uint64
 	// Retries counts requests answered from the retry cache.
 	Retries uint64
+	// KernelDrops counts the datagrams the kernel dropped at the lobby's
+	// sockets before any read: refused by the socket filter
+	// (Config.Filter), or with no room left in a receive buffer. It is
+	// the sockets' own count, a predecessor's drops included for sockets
+	// handed over.
+	KernelDrops uint64
 	// Sources and Prefixes are the entries in the per-IP and per-network
 	// tables now (shared with the other edges when Config.Sources and
 	// Config.Replies are); CreatesInFlight the CREATEs running now.

@@ -442,3 +442,77 @@ func BenchmarkReaders(b *testing.B) {
 		})
 	}
 }
+
+// startFlood runs `loadbench flood` against t with datagram, one thread
+// sending as fast as it can (a core's worth), until stop, which returns
+// how many datagrams it sent.
+func startFlood(b *testing.B, t target, datagram []byte) (stop func() int) {
+	b.Helper()
+	cmd := exec.Command(loadbenchBinary(b), "flood", "-target", t.addr.String(), "-datagram", hex.EncodeToString(datagram))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe() // closing it ends the flood
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // at full speed before the load starts
+	return func() int {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("flood: %v", err)
+		}
+		var n int
+		if _, err := fmt.Sscan(out.String(), &n); err != nil {
+			b.Fatalf("flood said %q: %v", out.String(), err)
+		}
+		return n
+	}
+}
+
+// BenchmarkFilterUnderMalformedFlood is the native edge's socket filter
+// at work: LIST from 2 sockets, 4 outstanding on each, while one thread
+// floods the lobby with malformed datagrams (a LIST a byte longer than
+// its payloadSize says), against two lobbies of the real binary with one
+// reader each, one with socket_filter and one without, interleaved in one
+// run.
+//
+// Metrics: each lobby's answered share of the LISTs (answered over sent,
+// a LIST unanswered in 200 ms being lost), the filtered lobby's share
+// and LIST rate over the unfiltered one's, each one's LIST rate and CPU
+// per answered LIST, and the flood's rate.
+func BenchmarkFilterUnderMalformedFlood(b *testing.B) {
+	on, _ := edgeLobby(b, "filtered", "readers = 1\n", 1)
+	off, _ := edgeLobby(b, "unfiltered", "readers = 1\nsocket_filter = false\n", 1)
+	targets := []target{on, off}
+	list := encode(compact, listRooms, 0, 0, nil)
+	junk := append(slices.Clone(list), 0)
+	sh := shape{sources: loopbackSockets(2), window: 4, mix: [][]byte{list}}
+	totals := make([]loadTotal, len(targets))
+	var flooded int
+	var flooding time.Duration
+	for i := 0; b.Loop(); i++ {
+		for j := range targets {
+			k := (i + j) % len(targets)
+			stop := startFlood(b, targets[k], junk)
+			start := time.Now()
+			totals[k].add(load(b, targets[k], sh))
+			flooded += stop()
+			flooding += time.Since(start) + 100*time.Millisecond
+		}
+	}
+	share := func(t loadTotal) float64 { return float64(t.answered) / float64(max(t.answered+t.lost, 1)) }
+	for i, t := range targets {
+		b.Logf("%s: %.3f of LISTs answered, %.0f LIST/s, %.2f µs CPU per answered LIST", t.name, share(totals[i]), totals[i].rate(), totals[i].cpuPerRequest())
+		b.ReportMetric(share(totals[i]), t.name+"_answered_share")
+		b.ReportMetric(totals[i].rate(), t.name+"_list/s")
+		b.ReportMetric(totals[i].cpuPerRequest(), t.name+"_cpu_µs/list")
+	}
+	b.ReportMetric(share(totals[0])/max(share(totals[1]), 1e-9), "share_ratio")
+	b.ReportMetric(totals[0].rate()/max(totals[1].rate(), 1e-9), "rate_ratio")
+	b.ReportMetric(float64(flooded)/flooding.Seconds(), "flood_datagrams/s")
+}

@@ -61,6 +61,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/connlimit"
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/sockets"
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet/gg2"
 	"github.com/foyerlobby/foyer/room"
@@ -127,6 +128,10 @@ type Config struct {
 	MaxListBytes int
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
+	// Filter sets a kernel socket filter on each UDP socket that drops a
+	// datagram that cannot be a registration or an unregister of its
+	// port before it is read.
+	Filter bool
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
@@ -151,6 +156,7 @@ func DefaultConfig() Config {
 		MaxListConnsPerNetwork: 16,
 		MaxListBytes:           256 << 10,
 		ReportInterval:         10 * time.Second,
+		Filter:                 sockfilter.Supported,
 	}
 }
 
@@ -181,6 +187,8 @@ func (c Config) check() error {
 		return fmt.Errorf("gg2: max_list_bytes must be at least %d", MinListBytes)
 	case c.MaxKVBytes < MinKVBytes:
 		return fmt.Errorf("gg2: max_kv_bytes must be at least %d", MinKVBytes)
+	case c.Filter && !sockfilter.Supported:
+		return errors.New("gg2: socket filters need Linux")
 	}
 	return nil
 }
@@ -209,6 +217,10 @@ type Stats struct {
 	// waiting for, or in, their first TCP check; ListConns the list
 	// connections being served on both ports.
 	Registered, Pending, ListConns int
+	// KernelDrops counts the datagrams the kernel dropped at the UDP
+	// sockets before any read: refused by the socket filter
+	// (Config.Filter), or with no room left in a receive buffer.
+	KernelDrops uint64
 }
 
 // Server is the GG2-style front-end.
@@ -221,6 +233,7 @@ type Server struct {
 	ports []*port // the new-style port, then the legacy one if on
 
 	requests, drops tally.Set
+	kernelDrops     sockfilter.Counter
 	table           table
 	lists           replyCache
 	work            sync.WaitGroup // list connections and TCP checks
@@ -230,7 +243,8 @@ type Server struct {
 // port is one address the front-end serves: registrations over UDP,
 // queries over TCP, each with its own connection limits.
 type port struct {
-	prefix string // of its counters: "" or "legacy_"
+	prefix string             // of its counters: "" or "legacy_"
+	shapes []sockfilter.Shape // of its datagrams, for a socket filter
 	udp    *net.UDPConn
 	tcp    *net.TCPListener
 	conns  *connlimit.Limiter
@@ -257,9 +271,17 @@ func New(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Guard, lo
 	}
 	for i, ap := range addrs {
 		var err error
-		if s.ports[i].udp, s.ports[i].tcp, err = listenBoth(ap); err != nil {
+		p := s.ports[i]
+		if p.udp, p.tcp, err = listenBoth(ap); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("gg2: listen %v: %w", ap, err)
+		}
+		if !cfg.Filter {
+			p.shapes = nil
+		}
+		if err := sockfilter.Set(p.udp, p.shapes); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("gg2: socket filter on %v: %w", ap, err)
 		}
 	}
 	s.ports = s.ports[:len(addrs)]
@@ -282,8 +304,8 @@ func newServer(cfg Config, rooms room.Table, reg room.Registry, guard *limit.Gua
 		log: log.With().Str("component", "gg2").Logger()}
 	s.table.init(s)
 	s.ports = []*port{
-		{datagram: s.handleDatagram, query: s.listQuery},
-		{prefix: "legacy_", datagram: s.handleLegacyDatagram, query: s.legacyQuery},
+		{shapes: gg2.DatagramShapes(), datagram: s.handleDatagram, query: s.listQuery},
+		{prefix: "legacy_", shapes: gg2.LegacyShapes(), datagram: s.handleLegacyDatagram, query: s.legacyQuery},
 	}
 	for _, p := range s.ports {
 		p.conns = connlimit.New(connlimit.Config{Max: cfg.MaxListConns, PerSource: cfg.MaxListConnsPerIP,
@@ -347,9 +369,12 @@ func (s *Server) Close() error {
 // Stats returns the front-end's counters.
 func (s *Server) Stats() Stats {
 	st := Stats{Requests: s.requests.Snapshot(), Drops: s.drops.Snapshot()}
+	udp := make([]*net.UDPConn, 0, len(s.ports))
 	for _, p := range s.ports {
 		st.ListConns += p.conns.Len()
+		udp = append(udp, p.udp)
 	}
+	st.KernelDrops = s.kernelDrops.Read(udp)
 	st.Registered, st.Pending = s.table.counts()
 	return st
 }

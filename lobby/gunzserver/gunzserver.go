@@ -46,6 +46,7 @@ import (
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/replyaddr"
 	"github.com/foyerlobby/foyer/internal/sockets"
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/lobby/internal/frontend"
 	"github.com/foyerlobby/foyer/lobby/internal/tally"
 	"github.com/foyerlobby/foyer/packet/gunz"
@@ -62,6 +63,9 @@ type Config struct {
 	PublicAddr netip.Addr
 	// ReportInterval is how often non-zero drop counts are logged.
 	ReportInterval time.Duration
+	// Filter sets a kernel socket filter that drops a datagram that
+	// cannot be a locator request before it is read.
+	Filter bool
 }
 
 // DefaultConfig returns the defaults documented in config.toml.
@@ -69,6 +73,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:         netip.MustParseAddrPort("0.0.0.0:8900"),
 		ReportInterval: 10 * time.Second,
+		Filter:         sockfilter.Supported,
 	}
 }
 
@@ -80,6 +85,8 @@ func (c Config) check() error {
 		return errors.New("gunz: public address must be IPv4")
 	case c.ReportInterval <= 0:
 		return errors.New("gunz: report interval must be positive")
+	case c.Filter && !sockfilter.Supported:
+		return errors.New("gunz: socket filters need Linux")
 	}
 	return nil
 }
@@ -94,6 +101,10 @@ type Stats struct {
 	// "rate_limited", "reflection", "no_address", "encode_error",
 	// "send_error", "read_error".
 	Drops map[string]uint64
+	// KernelDrops counts the datagrams the kernel dropped at the socket
+	// before any read: refused by the socket filter (Config.Filter), or
+	// with no room left in its receive buffer.
+	KernelDrops uint64
 }
 
 // Locator is the GunZ locator front-end.
@@ -110,6 +121,7 @@ type Locator struct {
 	wantDst bool
 
 	requests, replies, drops tally.Set
+	kernelDrops              sockfilter.Counter
 }
 
 // New binds cfg.Listen; Serve answers on it. Requests draw from guard's
@@ -130,6 +142,14 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		return nil, fmt.Errorf("gunz: listen %v: %w", cfg.Listen, err)
 	}
 	l.conn = c
+	var shapes []sockfilter.Shape
+	if cfg.Filter {
+		shapes = []sockfilter.Shape{gunz.RequestShape()}
+	}
+	if err := sockfilter.Set(c, shapes); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("gunz: socket filter: %w", err)
+	}
 	if cfg.Listen.Addr().IsUnspecified() {
 		if err := replyaddr.Enable(c, false); err != nil {
 			c.Close()
@@ -154,7 +174,8 @@ func (l *Locator) Close() error { return l.conn.Close() }
 
 // Stats returns the locator's counters.
 func (l *Locator) Stats() Stats {
-	return Stats{Requests: l.requests.Snapshot(), Replies: l.replies.Snapshot(), Drops: l.drops.Snapshot()}
+	return Stats{Requests: l.requests.Snapshot(), Replies: l.replies.Snapshot(), Drops: l.drops.Snapshot(),
+		KernelDrops: l.kernelDrops.Read([]*net.UDPConn{l.conn})}
 }
 
 // Serve answers until ctx is done or the socket keeps failing, then closes

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
@@ -265,6 +266,9 @@ func FuzzLegacyRegistration(f *testing.F) {
 	f.Add(wiretest.Hex(f, hexLegacyRegLong))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		wiretest.RoundTrip(t, b, ParseLegacyRegistration, func(r LegacyRegistration) ([]byte, error) { return r.Append(nil) })
+		if _, err := ParseLegacyRegistration(b); err == nil && !sockfilter.Keeps(LegacyShapes(), b) {
+			t.Fatalf("the socket filter drops a valid legacy registration % x", b)
+		}
 	})
 }
 

@@ -3,8 +3,10 @@ package gg2
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
@@ -84,6 +86,36 @@ func fuzzPair(f *testing.F, tc pairCase) {
 }
 
 func FuzzUnregister(f *testing.F) { fuzzPair(f, pairCases[0]) }
+
+// TestShapesKeepWhatTheLobbyTakes: the socket filter's shapes keep the
+// golden registrations and unregister of each port, and drop a list query
+// (a TCP message), a registration cut inside its fixed part, an
+// unregister a byte long and garbage.
+func TestShapesKeepWhatTheLobbyTakes(t *testing.T) {
+	unregister := wiretest.Hex(t, hexUnregisterUUID+hexServerID)
+	counted := wiretest.Hex(t, hexRegCounted)
+	for _, c := range []struct {
+		name   string
+		shapes []sockfilter.Shape
+		b      []byte
+		kept   bool
+	}{
+		{"counted registration", DatagramShapes(), counted, true},
+		{"legacy-form registration", DatagramShapes(), wiretest.Hex(t, hexRegLegacy), true},
+		{"unregister", DatagramShapes(), unregister, true},
+		{"legacy registration", LegacyShapes(), wiretest.Hex(t, hexLegacyRegShort), true},
+		{"legacy registration, long version", LegacyShapes(), wiretest.Hex(t, hexLegacyRegLong), true},
+		{"list query", DatagramShapes(), wiretest.Hex(t, hexListUUID+hexGG2Lobby), false},
+		{"registration cut short", DatagramShapes(), counted[:regFixedLen-1], false},
+		{"unregister and a byte", DatagramShapes(), append(slices.Clone(unregister), 0), false},
+		{"registration on the legacy port", LegacyShapes(), counted, false},
+		{"garbage", DatagramShapes(), []byte("no GG2 message at all, long enough to be one"), false},
+	} {
+		if got := sockfilter.Keeps(c.shapes, c.b); got != c.kept {
+			t.Errorf("%s: kept %v, want %v", c.name, got, c.kept)
+		}
+	}
+}
 
 func FuzzListQuery(f *testing.F) { fuzzPair(f, pairCases[1]) }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
@@ -188,6 +189,9 @@ func FuzzRegistration(f *testing.F) {
 	// The encoding is canonical for a given form.
 	f.Fuzz(func(t *testing.T, b []byte) {
 		wiretest.RoundTrip(t, b, ParseRegistration, func(r Registration) ([]byte, error) { return r.Append(nil) })
+		if _, err := ParseRegistration(b); err == nil && !sockfilter.Keeps(DatagramShapes(), b) {
+			t.Fatalf("the socket filter drops a valid registration % x", b)
+		}
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 	"github.com/foyerlobby/foyer/packet/internal/wiretest"
 )
 
@@ -232,6 +233,9 @@ func FuzzRequest(f *testing.F) {
 			}
 			if !IsRequest(b) {
 				t.Fatalf("IsRequest false for a valid request % x", b)
+			}
+			if !sockfilter.Keeps([]sockfilter.Shape{RequestShape()}, b) {
+				t.Fatalf("the socket filter drops a valid request % x", b)
 			}
 			if out := r.Append(nil); !bytes.Equal(out, b) {
 				t.Fatalf("round trip: % x -> % x", b, out)

@@ -126,12 +126,13 @@ var (
 	lobbyGranted         = desc("foyer_lobby_granted_total", "CREATE and JOIN answered with a room.", "type")
 	lobbyLimitedSources  = desc("foyer_lobby_rate_limited_sources_total", "Times a source IP went from served to rate limited.", "")
 	lobbyRetries         = desc("foyer_lobby_retries_total", "Requests answered from the retry cache.", "")
+	lobbyKernelDrops     = desc("foyer_lobby_kernel_drops_total", "Datagrams the kernel dropped at the lobby's sockets before any read: refused by the socket filter as no request the lobby serves, or with no room left in a receive buffer.", "")
 	lobbySources         = desc("foyer_lobby_sources", "Source IPs in the rate-limit table.", "")
 	lobbyPrefixes        = desc("foyer_lobby_prefixes", "Networks in the reflection-guard table.", "")
 	lobbyCreatesInFlight = desc("foyer_lobby_creates_in_flight", "CREATEs being run.", "")
 
 	lobbyDescs = []*prometheus.Desc{lobbyRequests, lobbyReplies, lobbyDrops, lobbyRefusals, lobbyGranted,
-		lobbyLimitedSources, lobbyRetries, lobbySources, lobbyPrefixes, lobbyCreatesInFlight}
+		lobbyLimitedSources, lobbyRetries, lobbyKernelDrops, lobbySources, lobbyPrefixes, lobbyCreatesInFlight}
 )
 
 func collectLobby(ch chan<- prometheus.Metric, s lobby.Stats) {
@@ -142,6 +143,7 @@ func collectLobby(ch chan<- prometheus.Metric, s lobby.Stats) {
 	byName(ch, lobbyGranted, prometheus.CounterValue, s.Granted)
 	counter(ch, lobbyLimitedSources, s.LimitedSources)
 	counter(ch, lobbyRetries, s.Retries)
+	counter(ch, lobbyKernelDrops, s.KernelDrops)
 	gauge(ch, lobbySources, s.Sources)
 	gauge(ch, lobbyPrefixes, s.Prefixes)
 	gauge(ch, lobbyCreatesInFlight, s.CreatesInFlight)
@@ -273,8 +275,9 @@ var (
 	gg2Registered = desc("foyer_gg2_registered", "Registered servers in the room table.", "")
 	gg2Pending    = desc("foyer_gg2_pending", "Registrations waiting for their TCP check.", "")
 	gg2ListConns  = desc("foyer_gg2_list_connections", "List queries being served.", "")
+	gg2KernelDrop = desc("foyer_gg2_kernel_drops_total", "Datagrams the kernel dropped at the GG2-style UDP sockets before any read: refused by the socket filter, or with no room left in a receive buffer.", "")
 
-	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns}
+	gg2Descs = []*prometheus.Desc{gg2Requests, gg2Drops, gg2Registered, gg2Pending, gg2ListConns, gg2KernelDrop}
 )
 
 func collectGG2(ch chan<- prometheus.Metric, s gg2server.Stats) {
@@ -283,20 +286,23 @@ func collectGG2(ch chan<- prometheus.Metric, s gg2server.Stats) {
 	gauge(ch, gg2Registered, s.Registered)
 	gauge(ch, gg2Pending, s.Pending)
 	gauge(ch, gg2ListConns, s.ListConns)
+	counter(ch, gg2KernelDrop, s.KernelDrops)
 }
 
 var (
 	gunzRequests = desc("foyer_gunz_requests_total", "GunZ locator requests received.", "kind")
 	gunzReplies  = desc("foyer_gunz_replies_total", "GunZ locator responses sent.", "kind")
 	gunzDrops    = desc("foyer_gunz_drops_total", "GunZ datagrams dropped unanswered, by reason.", "reason")
+	gunzKernel   = desc("foyer_gunz_kernel_drops_total", "Datagrams the kernel dropped at the GunZ socket before any read: refused by the socket filter, or with no room left in its receive buffer.", "")
 
-	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops}
+	gunzDescs = []*prometheus.Desc{gunzRequests, gunzReplies, gunzDrops, gunzKernel}
 )
 
 func collectGunz(ch chan<- prometheus.Metric, s gunzserver.Stats) {
 	byName(ch, gunzRequests, prometheus.CounterValue, s.Requests)
 	byName(ch, gunzReplies, prometheus.CounterValue, s.Replies)
 	byName(ch, gunzDrops, prometheus.CounterValue, s.Drops)
+	counter(ch, gunzKernel, s.KernelDrops)
 }
 
 var (

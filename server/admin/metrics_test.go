@@ -48,7 +48,7 @@ func fixedSources() Sources {
 				Failures: map[string]uint64{"no_room": 1},
 				Granted:  map[string]uint64{"create": 2, "join": 0},
 
-				LimitedSources: 4, Retries: 5, Sources: 6, Prefixes: 2, CreatesInFlight: 1,
+				LimitedSources: 4, Retries: 5, KernelDrops: 11, Sources: 6, Prefixes: 2, CreatesInFlight: 1,
 			}
 		},
 		Supervisor: func() supervisor.Stats {
@@ -100,6 +100,9 @@ foyer_lobby_rate_limited_sources_total 4
 # HELP foyer_lobby_retries_total Requests answered from the retry cache.
 # TYPE foyer_lobby_retries_total counter
 foyer_lobby_retries_total 5
+# HELP foyer_lobby_kernel_drops_total Datagrams the kernel dropped at the lobby's sockets before any read: refused by the socket filter as no request the lobby serves, or with no room left in a receive buffer.
+# TYPE foyer_lobby_kernel_drops_total counter
+foyer_lobby_kernel_drops_total 11
 # HELP foyer_lobby_sources Source IPs in the rate-limit table.
 # TYPE foyer_lobby_sources gauge
 foyer_lobby_sources 6
@@ -263,11 +266,11 @@ func TestMetricsOfNeighbourEdges(t *testing.T) {
 	reg := foyerRegistry(t, Sources{
 		GG2: func() gg2server.Stats {
 			return gg2server.Stats{Requests: map[string]uint64{"register": 3, "list": 1},
-				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0}
+				Drops: map[string]uint64{"no_name": 2}, Registered: 1, Pending: 0, ListConns: 0, KernelDrops: 6}
 		},
 		Gunz: func() gunzserver.Stats {
 			return gunzserver.Stats{Requests: map[string]uint64{"locator": 5}, Replies: map[string]uint64{"locator": 4},
-				Drops: map[string]uint64{"checksum": 1}}
+				Drops: map[string]uint64{"checksum": 1}, KernelDrops: 7}
 		},
 		Web: func() web.Stats { return web.Stats{Drops: map[string]uint64{"slow_reader": 2}, Conns: 3} },
 	})
@@ -287,6 +290,9 @@ foyer_gg2_pending 0
 # HELP foyer_gg2_list_connections List queries being served.
 # TYPE foyer_gg2_list_connections gauge
 foyer_gg2_list_connections 0
+# HELP foyer_gg2_kernel_drops_total Datagrams the kernel dropped at the GG2-style UDP sockets before any read: refused by the socket filter, or with no room left in a receive buffer.
+# TYPE foyer_gg2_kernel_drops_total counter
+foyer_gg2_kernel_drops_total 6
 # HELP foyer_gunz_requests_total GunZ locator requests received.
 # TYPE foyer_gunz_requests_total counter
 foyer_gunz_requests_total{kind="locator"} 5
@@ -296,6 +302,9 @@ foyer_gunz_replies_total{kind="locator"} 4
 # HELP foyer_gunz_drops_total GunZ datagrams dropped unanswered, by reason.
 # TYPE foyer_gunz_drops_total counter
 foyer_gunz_drops_total{reason="checksum"} 1
+# HELP foyer_gunz_kernel_drops_total Datagrams the kernel dropped at the GunZ socket before any read: refused by the socket filter, or with no room left in its receive buffer.
+# TYPE foyer_gunz_kernel_drops_total counter
+foyer_gunz_kernel_drops_total 7
 # HELP foyer_web_drops_total Public server list connections and requests refused or cut, by reason.
 # TYPE foyer_web_drops_total counter
 foyer_web_drops_total{reason="slow_reader"} 2

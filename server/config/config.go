@@ -159,6 +159,8 @@ func Parse(name, text string) (Config, error) {
 		}
 	}
 	c.Supervisor.Room = c.Room.Settings()
+	// [lobby] socket_filter is every UDP edge's.
+	c.GG2.Server.Filter, c.Gunz.Locator.Filter = c.Lobby.Filter, c.Lobby.Filter
 	if len(r.errs) == 0 {
 		k.check(r, &c)
 		k.Cluster.check(r, &c)

@@ -35,6 +35,7 @@ func TestParseOverrides(t *testing.T) {
 [lobby]
 listen = ["127.0.0.1:7001", "[::1]:7002"]
 readers = 3
+socket_filter = false
 rate = 2.5
 reflection_limit = 65536
 [supervisor]
@@ -66,7 +67,7 @@ format = "json"
 	if !reflect.DeepEqual(c.Lobby.Listen, want) {
 		t.Errorf("listen = %v", c.Lobby.Listen)
 	}
-	if c.Lobby.Readers != 3 || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
+	if c.Lobby.Readers != 3 || c.Lobby.Filter || c.GG2.Server.Filter || c.Gunz.Locator.Filter || c.Limits.Rate != 2.5 || c.Limits.ReflectionLimit != 65536 || c.Limits.Burst != 40 {
 		t.Errorf("lobby = %+v", c.Lobby)
 	}
 	s := c.Supervisor
@@ -247,6 +248,7 @@ func TestRefusals(t *testing.T) {
 		{"burst zero", "[lobby]\nburst = 0\n", `bad.toml:2: [lobby] burst 0: must be at least 1`},
 		{"readers zero", "[lobby]\nreaders = 0\n", `bad.toml:2: [lobby] readers 0: must be at least 1`},
 		{"readers neither auto nor a count", "[lobby]\nreaders = \"all\"\n", `bad.toml:2: [lobby] readers "all": want "auto" or an integer`},
+		{"socket_filter not a boolean", "[lobby]\nsocket_filter = \"yes\"\n", `bad.toml:2: [lobby] socket_filter "yes": want true or false`},
 		{"burst float", "[lobby]\nburst = 1.5\n", `bad.toml:2: [lobby] burst 1.5: want an integer`},
 		{"reflection small", "[lobby]\nreflection_limit = \"1B\"\n", `bad.toml:2: [lobby] reflection_limit "1B": must be between 1024`},
 		{"reflection garbage", "[lobby]\nreflection_limit = \"lots\"\n", `bad.toml:2: [lobby] reflection_limit "lots": not a size`},

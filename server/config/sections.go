@@ -42,6 +42,7 @@ type keys struct {
 type lobbyKeys struct {
 	Listen          toml.Primitive `toml:"listen"`
 	Readers         toml.Primitive `toml:"readers"`
+	SocketFilter    toml.Primitive `toml:"socket_filter"`
 	Rate            toml.Primitive `toml:"rate"`
 	Burst           toml.Primitive `toml:"burst"`
 	CreateRate      toml.Primitive `toml:"create_rate"`
@@ -66,6 +67,7 @@ func (k *lobbyKeys) apply(r *reader, c *Config) {
 	l, lim := &c.Lobby, &c.Limits
 	r.get(k.Listen, listen(&l.Listen))
 	r.get(k.Readers, readers(&l.Readers))
+	r.get(k.SocketFilter, boolean(&l.Filter))
 	r.get(k.Rate, rate(&lim.Rate))
 	r.get(k.Burst, count(&lim.Burst, 1, 1<<20))
 	r.get(k.CreateRate, rate(&lim.CreateRate))

@@ -10,6 +10,9 @@
 //	loadbench load -target ADDR -sources IP,IP,... -window N -duration D
 //	    -timeout D -request HEX [-request HEX ...]
 //	    run loadtest.Window and print its result as JSON
+//	loadbench flood -target ADDR -datagram HEX
+//	    send the datagram to ADDR as fast as one thread can, in batches of
+//	    64 per system call, until stdin closes; then print how many it sent
 package main
 
 import (
@@ -23,14 +26,17 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/ipv4"
 
 	"github.com/foyerlobby/foyer/lobby/internal/loadtest"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: loadbench echo|load [flags]")
+		fail("usage: loadbench echo|load|flood [flags]")
 	}
 	var err error
 	switch os.Args[1] {
@@ -38,6 +44,8 @@ func main() {
 		err = echo(os.Args[2:])
 	case "load":
 		err = load(os.Args[2:])
+	case "flood":
+		err = flood(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -126,4 +134,43 @@ func load(args []string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func flood(args []string) error {
+	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
+	target := fs.String("target", "", "the server's UDP address")
+	datagram := fs.String("datagram", "", "the datagram, hex-encoded")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	to, err := netip.ParseAddrPort(*target)
+	if err != nil {
+		return fmt.Errorf("-target: %w", err)
+	}
+	d, err := hex.DecodeString(*datagram)
+	if err != nil {
+		return fmt.Errorf("-datagram: %w", err)
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var done atomic.Bool
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the parent is done
+		done.Store(true)
+	}()
+	batch := make([]ipv4.Message, 64)
+	for i := range batch {
+		batch[i].Buffers = [][]byte{d}
+	}
+	pc := ipv4.NewPacketConn(c)
+	sent := 0
+	for !done.Load() {
+		n, _ := pc.WriteBatch(batch, 0) // a refused send (nothing listening yet) is retried
+		sent += max(n, 0)
+	}
+	fmt.Println(sent)
+	return nil
 }
