@@ -239,6 +239,8 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	sink.await(t, "room reaped", `"cause":"finished"`)
 }
 
+// TestExitAndCrashAreReaped: a room that exits 0 of itself is reaped as
+// exited; one that exits otherwise, or is killed, as crashed.
 func TestExitAndCrashAreReaped(t *testing.T) {
 	s, sink := newTest(t, "game", 3, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,19 +254,27 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := s.Table().Create(ctx, ep("127.0.0.1:6002"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	send(t, loopback, a.Port, "exit 3")
 	if err := syscall.Kill(b.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	send(t, loopback, c.Port, "exit 0")
 	got := map[uint32]room.Event{}
 	for {
 		ev := nextEvent(t, events)
 		if ev.Kind == room.Reaped {
 			got[ev.Room.ID] = ev
-			if len(got) == 2 {
+			if len(got) == 3 {
 				break
 			}
 		}
+	}
+	if ev := got[c.ID]; ev.Cause != "exited" || ev.ExitCode != 0 || ev.Signal != "" {
+		t.Fatalf("exit 0 reaped as %+v", ev)
 	}
 	if ev := got[a.ID]; ev.Cause != "crashed" || ev.ExitCode != 3 {
 		t.Fatalf("exit 3 reaped as %+v", ev)
