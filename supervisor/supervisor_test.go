@@ -288,14 +288,29 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	}
 }
 
+// TestCapacity: max_instances counts the rooms still starting too: of
+// CREATEs at once, exactly max_instances get a room, the others are
+// refused for capacity.
 func TestCapacity(t *testing.T) {
-	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxInstances = 1 })
-	ctx := context.Background()
-	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6000")); err != nil {
-		t.Fatal(err)
+	s, _ := newTest(t, "game", 6, func(c *Config) { c.MaxInstances = 2 })
+	var granted, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			_, err := s.Table().Create(context.Background(), ep("127.0.0.1:"+strconv.Itoa(6000+i)))
+			switch {
+			case err == nil:
+				granted.Add(1)
+			case errors.Is(err, room.ErrCapacity):
+				refused.Add(1)
+			default:
+				t.Errorf("create: %v", err)
+			}
+		})
 	}
-	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrCapacity) {
-		t.Fatalf("create over max_instances: %v", err)
+	wg.Wait()
+	if granted.Load() != 2 || refused.Load() != 4 {
+		t.Fatalf("6 CREATEs at once with max_instances 2: %d rooms, %d refused for capacity; want 2 and 4", granted.Load(), refused.Load())
 	}
 }
 
