@@ -401,6 +401,10 @@ func TestWarmPool(t *testing.T) {
 	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances with warm instances counted: %v", err)
 	}
+	time.Sleep(time.Second) // time for a refill, which max_instances does not allow
+	if st := s.Stats(); st.Live != 3 || st.Warm != 0 {
+		t.Fatalf("with max_instances rooms listed: %d processes, %d warm; want 3 and none", st.Live, st.Warm)
+	}
 }
 
 func TestDeadWarmInstanceIsReplaced(t *testing.T) {
