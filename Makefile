@@ -3,6 +3,11 @@
 
 GO          ?= go
 BIN         := bin/foyer
+# foyer serve runs its rooms from foyer-room beside it (cmd/foyer-room:
+# the instance subcommand alone), built without gRPC's request tracing,
+# which a room never serves (tests/main_test.go builds it alike).
+ROOM_BIN    := bin/foyer-room
+ROOM_TAGS   := grpcnotrace
 CONFIG      ?= config.toml
 # Debian packages the tests talk to: a real DDNet server, a real Teeworlds
 # info client, ip(8) for the LAN and cluster tests' network namespaces, and
@@ -22,23 +27,33 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
-# The binary is static (no cgo): every room is a process of this binary.
-# An idle reference room adds about 2.8 MB (its PSS among 100 rooms; with
-# its warden, where rooms run as users of their own, 5.1 MB); its resident
-# memory, about 20 MB, is mostly the binary's pages, which every room and
-# the lobby share (BenchmarkServeIdleRooms in tests/ measures both).
+# The binaries are static (no cgo): every room is a process of foyer-room,
+# which must stay beside foyer (without it, rooms run foyer's own instance
+# subcommand, and the start log says so). An idle reference room's
+# resident memory is about 13.6 MB (20.8 MB as a process of foyer), most
+# of it foyer-room's pages, which every room shares: it adds about 2.0 MB
+# (its PSS among 100 rooms; 2.9 MB of foyer). Where rooms run as users of
+# their own, each has a warden, a second foyer-room process (10.7 MB
+# resident, 1.5 MB PSS). A binary's pages just written by one large
+# write (a fresh copy) sit in large folios, each mapped whole: until they
+# are read back, a room maps nearly all of its binary, 15.5 MB (29.7 MB
+# of foyer). Idle rooms of foyer-room use about a third of the CPU of
+# rooms of foyer, which wake every second (the NATS server's pse package
+# samples /proc from its init on). BenchmarkServeIdleRooms in tests/
+# measures all of it side by side with rooms of foyer alone.
 # A first build compiles every dependency and says nothing for about a
 # minute: the lines around it say so.
 build:
-	@echo "== building $(BIN) (a first build compiles every dependency: about a minute; later ones take seconds)"
+	@echo "== building $(BIN) and $(ROOM_BIN) (a first build compiles every dependency: about a minute; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/foyer
-	@echo "== built $(BIN)"
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(ROOM_TAGS) -o $(ROOM_BIN) ./cmd/foyer-room
+	@echo "== built $(BIN) and $(ROOM_BIN)"
 
 run: build
 	@echo "== running $(BIN) serve with $(CONFIG) until Ctrl-C"
 	./$(BIN) serve --config $(CONFIG)
 
-# deb builds bin/foyer_VERSION_ARCH.deb with nfpm (packaging/): the binary,
+# deb builds bin/foyer_VERSION_ARCH.deb with nfpm (packaging/): the binaries,
 # config.toml as /etc/foyer/config.toml, docs/foyer.service, and the
 # scripts that make the foyer user. VERSION comes from git describe.
 deb: build

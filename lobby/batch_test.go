@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -89,5 +90,42 @@ func TestInlineJoinOnlyWhenRoomsNeverWaits(t *testing.T) {
 			t.Errorf("%s: inline %v, queue %v", c.name, l.inlineJoin, l.jobs != nil)
 		}
 		l.stop()
+	}
+}
+
+// A reply that cannot be sent (to port 0, which the kernel refuses) is
+// reported unsent, and the replies queued after it still go out, batched
+// or not.
+func TestFlushGoesOnPastAFailedReply(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		srv := udptest.Listen(t, "127.0.0.1")
+		c := dial(t, "127.0.0.1", srv.LocalAddr().(*net.UDPAddr).AddrPort())
+		to := c.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+		q := newBatch(srv, batched)
+		for _, r := range []struct {
+			b  string
+			to netip.AddrPort
+		}{{"one", to}, {"lost", netip.MustParseAddrPort("127.0.0.1:0")}, {"three", to}, {"four", to}} {
+			q.WriteFrom([]byte(r.b), r.to, netip.Addr{})
+		}
+		var sent, unsent []string
+		q.flush(func(b []byte, ok bool) {
+			if ok {
+				sent = append(sent, string(b))
+			} else {
+				unsent = append(unsent, string(b))
+			}
+		})
+		if !slices.Equal(sent, []string{"one", "three", "four"}) || !slices.Equal(unsent, []string{"lost"}) {
+			t.Errorf("batched %v: sent %q, unsent %q", batched, sent, unsent)
+		}
+		buf := make([]byte, 64)
+		for _, want := range []string{"one", "three", "four"} {
+			c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := c.conn.Read(buf)
+			if err != nil || string(buf[:n]) != want {
+				t.Errorf("batched %v: client got %q, %v; want %q", batched, buf[:n], err, want)
+			}
+		}
 	}
 }

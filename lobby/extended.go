@@ -203,7 +203,7 @@ func (l *Lobby) challenge(c sender, m *ext.Message, n int, from netip.AddrPort, 
 // join it: by id a public room only, by code any room; a room of the
 // lobby's own host or of its cluster, or a registered one at local.
 func extTarget(rl *roomList, m *ext.Message, local netip.Addr) (room.Room, error) {
-	var r room.Room
+	var r *room.Room
 	var ok bool
 	if m.Code != "" {
 		r, ok = rl.findCode(m.Code)
@@ -216,14 +216,14 @@ func extTarget(rl *roomList, m *ext.Message, local netip.Addr) (room.Room, error
 	case !extOffered(r, local):
 		return room.Room{}, room.ErrDenied
 	}
-	return r, nil
+	return *r, nil
 }
 
 // extOffered reports whether a client at local may join r by the
 // extension: what the native lobby reaches (reachable), and the rooms of
 // the other hosts of its cluster, at their own address (EXT_SEAT carries
 // it).
-func extOffered(r room.Room, local netip.Addr) bool {
+func extOffered(r *room.Room, local netip.Addr) bool {
 	return reachable(r, local) || !r.Unchecked && r.Node != "" && r.Source.Own()
 }
 
@@ -385,7 +385,7 @@ func (os *offers) appendPage(b []byte, rl *roomList, m *ext.Message, local netip
 	start := sort.Search(n, func(i int) bool { return room(i).ID > m.Cursor })
 	for i := start; i < n; i++ {
 		r := room(i)
-		if r.Private || r.Code == "" || !offered(*r, local) || !f.Match(r) {
+		if r.Private || r.Code == "" || !offered(r, local) || !f.Match(r) {
 			continue
 		}
 		e := entryOf(r)

@@ -43,8 +43,9 @@ func (rl *roomList) ofMode(mode string) []int {
 	return rl.modes[mode]
 }
 
-// findCode returns the room whose join code is code.
-func (rl *roomList) findCode(code string) (room.Room, bool) {
+// findCode returns the room whose join code is code (rl's own: it must
+// not be changed).
+func (rl *roomList) findCode(code string) (*room.Room, bool) {
 	rl.codesOnce.Do(func() {
 		rl.codes = make(map[string]int, len(rl.rooms))
 		for i, r := range rl.rooms {
@@ -55,19 +56,19 @@ func (rl *roomList) findCode(code string) (room.Room, bool) {
 	})
 	i, ok := rl.codes[code]
 	if !ok {
-		return room.Room{}, false
+		return nil, false
 	}
-	return rl.rooms[i], true
+	return &rl.rooms[i], true
 }
 
-// find returns the room with id, by binary search over the rooms in
-// place (a search comparing copies would copy a Room per step).
-func (rl *roomList) find(id uint32) (room.Room, bool) {
+// find returns the room with id (rl's own: it must not be changed), by
+// binary search over the rooms in place: a JOIN copies no room.
+func (rl *roomList) find(id uint32) (*room.Room, bool) {
 	i := sort.Search(len(rl.rooms), func(i int) bool { return rl.rooms[i].ID >= id })
 	if i == len(rl.rooms) || rl.rooms[i].ID != id {
-		return room.Room{}, false
+		return nil, false
 	}
-	return rl.rooms[i], true
+	return &rl.rooms[i], true
 }
 
 // lists keeps the current roomList.

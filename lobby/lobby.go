@@ -175,7 +175,7 @@ type request struct {
 	// JOIN only: the room id as sent (echoed in the answer), the room it
 	// names and what the JOIN proved.
 	asked uint32
-	room  room.Room
+	room  *room.Room // the lobby's list's own: never changed
 	proof room.Proof
 	conn  sender // where the answer goes
 }

@@ -21,13 +21,13 @@ import (
 // room whose address nothing proved (Unchecked) is never offered: a
 // datagram may carry any source, the lobby's own address included.
 // Private rooms are joined by code (package ext) and listed nowhere.
-func offered(r room.Room, local netip.Addr) bool {
+func offered(r *room.Room, local netip.Addr) bool {
 	return !r.Private && reachable(r, local)
 }
 
 // reachable reports whether a client at local plays in r at local's
 // address: offered, private or not.
-func reachable(r room.Room, local netip.Addr) bool {
+func reachable(r *room.Room, local netip.Addr) bool {
 	if r.Unchecked {
 		return false
 	}
@@ -126,9 +126,9 @@ func (os *offers) appendReply(b []byte, o *offer, h packet.Header, mask uint32) 
 // because those are the ones a client can do something with.
 func listed(rooms []room.Room, local netip.Addr) []packet.Room {
 	var here []room.Room
-	for _, r := range rooms {
-		if offered(r, local) {
-			here = append(here, r)
+	for i := range rooms {
+		if offered(&rooms[i], local) {
+			here = append(here, rooms[i])
 		}
 	}
 	if len(here) > packet.MaxLegacyListRooms {
@@ -199,13 +199,14 @@ func (c *cookies) mask(ip netip.Addr) uint32 {
 }
 
 // resolve finds the room a JOIN from src, sent to local, names by id: as
-// listed, proving nothing, or masked for src, proving src saw a list.
-func (c *cookies) resolve(rl *roomList, id uint32, src, local netip.Addr) (room.Room, room.Proof, bool) {
+// listed, proving nothing, or masked for src, proving src saw a list. The
+// room is rl's own: it must not be changed.
+func (c *cookies) resolve(rl *roomList, id uint32, src, local netip.Addr) (*room.Room, room.Proof, bool) {
 	if r, ok := rl.find(id); ok && offered(r, local) {
 		return r, room.Unproven, true
 	}
 	if r, ok := rl.find(id ^ c.mask(src)); ok && offered(r, local) {
 		return r, room.SawListing, true
 	}
-	return room.Room{}, room.Unproven, false
+	return nil, room.Unproven, false
 }

@@ -116,8 +116,8 @@ func TestUncheckedNeverOffered(t *testing.T) {
 	checked := room.Room{ID: 1, Port: 27015, Host: local, Source: room.GG2, MaxPlayers: 8}
 	unchecked := checked
 	unchecked.ID, unchecked.Unchecked = 2, true
-	if !offered(checked, local) || offered(unchecked, local) {
-		t.Errorf("offered: checked %v, unchecked %v", offered(checked, local), offered(unchecked, local))
+	if !offered(&checked, local) || offered(&unchecked, local) {
+		t.Errorf("offered: checked %v, unchecked %v", offered(&checked, local), offered(&unchecked, local))
 	}
 	rl := &roomList{rooms: []room.Room{checked, unchecked}}
 	c := newCookies()

@@ -1,5 +1,6 @@
 // Command packaging builds Foyer's Debian package, foyer_VERSION_ARCH.deb,
-// with nfpm as a library: the binary in /usr/bin, config.toml as the
+// with nfpm as a library: the binaries in /usr/bin (foyer, and the
+// rooms' foyer-room, which make build leaves beside it), config.toml as the
 // conffile /etc/foyer/config.toml (state kept in /var/lib/foyer), the
 // systemd unit of docs/foyer.service, and the maintainer scripts that
 // create the foyer user. `make deb` runs it from the repository's root:
@@ -18,6 +19,8 @@ import (
 
 	"github.com/goreleaser/nfpm/v2"
 	"github.com/goreleaser/nfpm/v2/deb"
+
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // The repository files the package is made of, relative to its root.
@@ -28,7 +31,7 @@ const (
 )
 
 func main() {
-	binary := flag.String("binary", "bin/foyer", "the foyer `binary` to package (static, as `make build` makes it)")
+	binary := flag.String("binary", "bin/foyer", "the foyer `binary` to package (static, as `make build` makes it, foyer-room beside it)")
 	out := flag.String("out", "bin", "the `directory` to write the .deb in")
 	flag.Parse()
 	path, err := build(*binary, *out)
@@ -61,7 +64,14 @@ func build(binary, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vars := map[string]string{"ARCH": arch, "VERSION": v.version, "BINARY": abs, "STAGE": stage}
+	room := filepath.Join(filepath.Dir(abs), supervisor.RoomProgram)
+	switch roomArch, err := debArch(room); {
+	case err != nil:
+		return "", fmt.Errorf("the rooms' program: %w (make build builds it beside %s)", err, binary)
+	case roomArch != arch:
+		return "", fmt.Errorf("%s is for %s, %s for %s", room, roomArch, binary, arch)
+	}
+	vars := map[string]string{"ARCH": arch, "VERSION": v.version, "BINARY": abs, "ROOM_BINARY": room, "STAGE": stage}
 	cfg, err := nfpm.ParseFileWithEnvMapping(nfpmConfig, func(k string) string { return vars[k] })
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", nfpmConfig, err)

@@ -27,22 +27,59 @@ func benchSupervisor(b *testing.B, rooms int, tune func(*Config)) *Supervisor {
 	return s
 }
 
+// created is where the time of one Create went.
+type created struct {
+	total  time.Duration // the whole Create
+	spawn  time.Duration // the spawn, if cold (zero if warm): the rest is the hand-out
+	phases spawnPhases   // the spawn's, if cold
+}
+
 // createAndDiscard creates a room, returning how long Create took, then
 // kills it and waits for the reap so the next iteration starts alike.
-func createAndDiscard(b *testing.B, s *Supervisor) time.Duration {
+func createAndDiscard(b *testing.B, s *Supervisor) created {
 	b.Helper()
-	reaped := s.Stats().Reaped["crashed"]
+	st := s.Stats()
+	reaped, warm := st.Reaped["crashed"], st.WarmHits
 	t0 := time.Now()
 	r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
-	d := time.Since(t0)
+	c := created{total: time.Since(t0)}
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.mu.Lock()
+	if rec := s.live[r.ID]; rec != nil && s.stats.WarmHits == warm {
+		c.spawn, c.phases = rec.spawnTime, rec.phases
+	}
+	s.mu.Unlock()
 	syscall.Kill(r.PID, syscall.SIGKILL)
 	for s.Stats().Reaped["crashed"] == reaped {
 		time.Sleep(100 * time.Microsecond)
 	}
-	return d
+	return c
+}
+
+// reportCreates reports the p50 and p99 of the creates cs and, for cold
+// ones, the p50 of each phase of their spawns, and of the hand-out after
+// it (the table, the creator's seat, the instance told so), in
+// milliseconds.
+func reportCreates(b *testing.B, cs []created) {
+	var total []time.Duration
+	var phases [7][]time.Duration
+	for _, c := range cs {
+		total = append(total, c.total)
+		l := c.phases.launch
+		for i, d := range []time.Duration{c.phases.prep, l.Fork, l.Boot, l.Dial, l.Watch, c.phases.ready, c.total - c.spawn} {
+			phases[i] = append(phases[i], d)
+		}
+	}
+	reportPercentiles(b, "create", total)
+	if cs[0].spawn == 0 {
+		return // warm
+	}
+	for i, name := range []string{"prep", "fork", "boot", "dial", "watch", "ready", "handout"} {
+		slices.Sort(phases[i])
+		b.ReportMetric(float64(phases[i][len(phases[i])/2].Microseconds())/1000, name+"-p50-ms")
+	}
 }
 
 // reportPercentiles reports the p50 and p99 of ds in milliseconds.
@@ -68,11 +105,11 @@ func BenchmarkColdCreate(b *testing.B) {
 					c.Limits = cgroup.Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
 				}
 			})
-			var ds []time.Duration
+			var cs []created
 			for b.Loop() {
-				ds = append(ds, createAndDiscard(b, s))
+				cs = append(cs, createAndDiscard(b, s))
 			}
-			reportPercentiles(b, "create", ds)
+			reportCreates(b, cs)
 		})
 	}
 }
@@ -112,17 +149,17 @@ func BenchmarkCPUMax(b *testing.B) {
 // refill happens between iterations, outside the measured call.
 func BenchmarkWarmCreate(b *testing.B) {
 	s := benchSupervisor(b, 8, func(c *Config) { c.Warm = 1 })
-	var ds []time.Duration
+	var cs []created
 	for b.Loop() {
 		for s.Stats().Warm == 0 {
 			time.Sleep(100 * time.Microsecond)
 		}
-		ds = append(ds, createAndDiscard(b, s))
+		cs = append(cs, createAndDiscard(b, s))
 	}
-	if s.Stats().WarmHits != uint64(len(ds)) {
-		b.Fatalf("%d of %d creates were warm", s.Stats().WarmHits, len(ds))
+	if s.Stats().WarmHits != uint64(len(cs)) {
+		b.Fatalf("%d of %d creates were warm", s.Stats().WarmHits, len(cs))
 	}
-	reportPercentiles(b, "create", ds)
+	reportCreates(b, cs)
 }
 
 // BenchmarkIdleRooms reports the supervisor's own CPU time, in percent of
@@ -175,9 +212,9 @@ func BenchmarkIdleProbedRooms(b *testing.B) {
 // answering its first info request on the room's port.
 func BenchmarkExecCreateDDNet(b *testing.B) {
 	s, _ := newExec(b, ddnetCommand(b), "teeworlds", func(c *Config) { c.PortCooldown = time.Millisecond })
-	var ds []time.Duration
+	var cs []created
 	for b.Loop() {
-		ds = append(ds, createAndDiscard(b, s))
+		cs = append(cs, createAndDiscard(b, s))
 	}
-	reportPercentiles(b, "create", ds)
+	reportCreates(b, cs)
 }

@@ -17,7 +17,8 @@ type Config struct {
 	MaxPlayers          int    // default 4
 	Warm                int    // started, Waiting instances kept ready; default 0
 	// Command runs one instance; empty means the built-in reference room
-	// (this executable with the hidden "instance" subcommand). For the
+	// (the "instance" subcommand of RoomProgram beside this executable,
+	// or of this executable where RoomProgram is not there). For the
 	// exec driver (Probe set) every argument has {port}, {room_id},
 	// {max_players} and {bind} (Bind, empty for every address) replaced
 	// with the room's values. Its program must exist and be executable.
@@ -41,7 +42,8 @@ type Config struct {
 	DataDir string
 	// Keeper is the command of the per-room keeper that runs a foreign
 	// server (Probe set), before its own arguments (keeper.Args); empty
-	// means this executable's hidden "instance" subcommand.
+	// means the "instance" subcommand of RoomProgram (or of this
+	// executable), as for Command.
 	Keeper         []string
 	SpawnTimeout   time.Duration // default 5s
 	HealthTimeout  time.Duration // default 6s
@@ -125,7 +127,8 @@ type Config struct {
 	RoomUsers roomuser.Range
 	// Warden is the command that starts a room as its user and then
 	// ends what the room leaves (RoomUsers), before its own arguments;
-	// empty means this executable's hidden "instance" subcommand.
+	// empty means the "instance" subcommand of RoomProgram (or of this
+	// executable), as for Command.
 	Warden []string
 	// PassEnv names the variables of this process's environment that
 	// rooms get too. A room's environment is otherwise only PATH (this

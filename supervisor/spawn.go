@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,20 +27,20 @@ const maxPortAttempts = 8
 // the server.
 const maxRunAttempts = 3
 
-// commandLine returns the argv of one instance: Config.Command, or this
-// executable's hidden "instance" subcommand; for the exec driver, the
-// keeper (Config.Keeper, or that subcommand) with Command as its server.
+// commandLine returns the argv of one instance: Config.Command, or the
+// instance subcommand of RoomProgram (or of this executable, see
+// roomProgram); for the exec driver, the keeper (Config.Keeper, or that
+// subcommand) with Command as its server.
 func commandLine(cfg Config) ([]string, error) {
 	if len(cfg.Command) > 0 && cfg.Probe == "" {
 		return cfg.Command, nil
 	}
 	prefix := cfg.Keeper
 	if len(prefix) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("supervisor: locating the reference room: %w", err)
+		var err error
+		if prefix, _, err = roomProgram(); err != nil {
+			return nil, err
 		}
-		prefix = []string{exe, "instance"}
 	}
 	if cfg.Probe == "" {
 		return prefix, nil
@@ -76,15 +75,29 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 
 	t0 := time.Now()
 	id := s.table.NewID()
+	// The room's cgroups are made while its directory is (and its user
+	// chosen, which reads every process's ids): neither waits for the
+	// other.
+	var cg *cgroup.Room
+	var cgErr error
+	made := make(chan struct{})
+	go func() {
+		defer close(made)
+		cg, cgErr = s.roomCgroup(id)
+	}()
 	dir, uid, err := s.dirs.make(id)
-	if err != nil {
+	<-made
+	switch {
+	case err != nil:
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: room directory: %v", room.ErrSpawn, err))
-	}
-	cg, err := s.roomCgroup(id)
-	if err != nil {
+	case cgErr != nil:
 		s.dirs.remove(id)
-		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
+		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, cgErr))
 	}
+	prepped := time.Now()
 	r, err := s.spawnInstance(ctx, id, dir, uid, cg, t0)
 	if err != nil {
 		s.end(id, cg) // the instance is gone; what it started may not be
@@ -92,6 +105,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 		return nil, err
 	}
 	r.cgroup = cg
+	r.phases.prep = prepped.Sub(t0)
 	// No room is announced under an id a crash could hand out again; a
 	// mark that cannot be written in time is logged and the room goes
 	// ahead.
@@ -130,6 +144,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, s.spawnError(ctx, err))
 	}
+	launched := time.Now()
 	// A fresh instance refusing a port it cannot bind (or whose server
 	// ended before it was ready) stays fresh, so the next port is tried
 	// on the same process.
@@ -145,7 +160,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 			SeatKeys: s.seatKeys(id), ReconnectGrace: s.cfg.ReconnectGrace}
 		err = p.Start(ctx, a)
 		if err == nil {
-			return s.started(ctx, p, a, t0)
+			return s.started(ctx, p, a, t0, launched)
 		}
 		inUse, again := errors.Is(err, instance.ErrPortInUse), errors.Is(err, host.ErrTryAgain)
 		if again && udpBound(port) {
@@ -175,10 +190,21 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	}
 }
 
-// started makes the record of a room whose instance p started on a. A
-// probed server's first answer is in the row before the room is handed
-// out: the creator sees the server's own maximum.
-func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0 time.Time) (*record, error) {
+// spawnPhases says where the time of a spawn went.
+type spawnPhases struct {
+	prep   time.Duration // the room's directory and cgroups
+	launch host.Phases   // the instance's start, until its first report
+	ready  time.Duration // from there until its game was ready on its port
+}
+
+// ms is d in milliseconds, for the log.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// started makes the record of a room whose instance p, launched at
+// launched, started on a. A probed server's first answer is in the row
+// before the room is handed out: the creator sees the server's own
+// maximum.
+func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0, launched time.Time) (*record, error) {
 	now := time.Now()
 	r := &record{
 		row: room.Room{
@@ -191,6 +217,7 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 		pooled:     true,
 		lastStatus: now,
 		spawnTime:  now.Sub(t0),
+		phases:     spawnPhases{launch: p.Phases(), ready: now.Sub(launched)},
 	}
 	if s.cfg.Probe != "" {
 		r.row.Source = room.Exec

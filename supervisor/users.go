@@ -159,11 +159,8 @@ func wardenCommand(cfg Config) ([]string, error) {
 	if len(cfg.Warden) > 0 {
 		return cfg.Warden, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("supervisor: locating the rooms' warden: %w", err)
-	}
-	return []string{exe, "instance"}, nil
+	argv, _, err := roomProgram()
+	return argv, err
 }
 
 // asRoomUser is argv run as the room's user uid, by the warden.

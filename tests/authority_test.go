@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // attackResult is what tests/testdata/roomattack did, as it writes it.
@@ -231,9 +232,9 @@ func statusUID(t *testing.T, pid int) int {
 func TestContainRoomsShareAnUnprivilegedLobbysUser(t *testing.T) {
 	requiretest.Root(t) // the lobby is run as nobody with setpriv
 	dir := roomsSee(t)
-	foyer := filepath.Join(dir, "foyer")
-	copyFile(t, bin, foyer)
+	foyer := copyBinaries(t, dir)
 	chmod(t, foyer, 0o755)
+	chmod(t, filepath.Join(dir, supervisor.RoomProgram), 0o755)
 	config := filepath.Join(dir, "config.toml")
 	os.WriteFile(config, []byte("[lobby]\nlisten = \"127.0.0.1:0\"\n[supervisor]\nports = \"6000-6019\"\n[admin]\nlisten = \"\"\n[log]\nformat = \"json\"\n"), 0o644)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", foyer, "serve", "--ready-json", "--config", config)

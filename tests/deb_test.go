@@ -24,6 +24,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // The package test installs Foyer's .deb with dpkg, as an admin would,
@@ -37,6 +38,7 @@ import (
 // What the package installs and what its scripts create.
 const (
 	debBinary   = "/usr/bin/foyer"
+	debRoomBin  = "/usr/bin/" + supervisor.RoomProgram // what foyer serve runs its rooms from
 	debConfig   = "/etc/foyer/config.toml"
 	debUnit     = "/lib/systemd/system/foyer.service"
 	debStateDir = "/var/lib/foyer"
@@ -529,6 +531,7 @@ func debCheckInstalled(t *testing.T, r *debRoot) (uid, gid int) {
 		mode     fs.FileMode
 	}{
 		{debBinary, 0, 0, 0o755},
+		{debRoomBin, 0, 0, 0o755},
 		{debConfig, 0, gid, 0o640}, // the foyer group reads it; others do not
 		{debUnit, 0, 0, 0o644},
 		{debStateDir, uid, gid, fs.ModeDir | 0o750},
@@ -545,8 +548,10 @@ func debCheckInstalled(t *testing.T, r *debRoot) (uid, gid int) {
 		}
 	}
 
-	if got, want := r.read(t, debBinary), debRead(t, bin); !slices.Equal(got, want) {
-		t.Errorf("%s is not the binary the package was built from", debBinary)
+	for installed, built := range map[string]string{debBinary: bin, debRoomBin: filepath.Join(filepath.Dir(bin), supervisor.RoomProgram)} {
+		if got, want := r.read(t, installed), debRead(t, built); !slices.Equal(got, want) {
+			t.Errorf("%s is not the binary the package was built from", installed)
+		}
 	}
 	if unit := r.read(t, debUnit); !regexp.MustCompile(`(?m)^ExecStart=` + debBinary + ` serve --config ` + debConfig + `$`).Match(unit) {
 		t.Errorf("%s does not run %s serve --config %s:\n%s", debUnit, debBinary, debConfig, unit)

@@ -93,12 +93,15 @@ func BenchmarkUpgradeListLatency(b *testing.B) {
 }
 
 // p99 is the 99th percentile of d, in microseconds.
-func p99(d []time.Duration) float64 {
+func p99(d []time.Duration) float64 { return percentile(d, 99) }
+
+// percentile is the pth percentile of d, in microseconds.
+func percentile(d []time.Duration, p int) float64 {
 	if len(d) == 0 {
 		return 0
 	}
 	slices.Sort(d)
-	return float64(d[len(d)*99/100].Microseconds())
+	return float64(d[len(d)*p/100].Microseconds())
 }
 
 func maxOf(d []time.Duration) time.Duration {

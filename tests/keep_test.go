@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // keepLimit bounds every wait of the tests of rooms that outlive their
@@ -67,8 +68,7 @@ func newKeptLobby(t testing.TB, s keptSettings) *keptLobby {
 	t.Helper()
 	l := &keptLobby{t: t, env: s.env, logs: &logBuffer{}, readies: make(chan readyJSON, 16),
 		readyOf: map[int]readyJSON{}, waits: map[int]chan error{}}
-	l.bin = filepath.Join(t.TempDir(), "foyer")
-	copyFile(t, bin, l.bin)
+	l.bin = copyBinaries(t, t.TempDir())
 	l.stateDir = s.stateDir
 	if l.stateDir == "" {
 		// Short: a room's socket path must fit a unix socket address.
@@ -128,6 +128,16 @@ format = "json"
 	if err := os.WriteFile(l.config, []byte(cfg), 0o600); err != nil {
 		l.t.Fatal(err)
 	}
+}
+
+// copyBinaries copies foyer, and foyer-room beside it, into dir, and
+// returns the copy of foyer.
+func copyBinaries(t testing.TB, dir string) string {
+	t.Helper()
+	copyFile(t, filepath.Join(filepath.Dir(bin), supervisor.RoomProgram), filepath.Join(dir, supervisor.RoomProgram))
+	foyer := filepath.Join(dir, "foyer")
+	copyFile(t, bin, foyer)
+	return foyer
 }
 
 func copyFile(t testing.TB, from, to string) {
@@ -345,10 +355,11 @@ func (l *keptLobby) cleanup() {
 	}
 }
 
-// rooms lists the live room processes of this lobby's binary.
+// rooms lists the live room processes of this lobby's binary: of
+// foyer-room beside it.
 func (l *keptLobby) rooms() []int {
 	entries, _ := os.ReadDir("/proc")
-	want := l.bin + "\x00instance\x00"
+	want := filepath.Join(filepath.Dir(l.bin), supervisor.RoomProgram) + "\x00instance\x00"
 	var pids []int
 	for _, e := range entries {
 		var pid int

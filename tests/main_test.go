@@ -28,13 +28,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/supervisor"
 
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
-// bin is the foyer binary TestMain builds once.
+// bin is the foyer binary TestMain builds once, foyer-room beside it.
 var bin string
+
+// roomTags are the build tags of foyer-room, as the Makefile's
+// ROOM_TAGS: grpcnotrace leaves out gRPC's request tracing (x/net/trace,
+// and the HTML templates it links), which a room never serves.
+const roomTags = "grpcnotrace"
 
 // TestMain builds the binary once, runs the tests, and checks that they
 // left no process and no cgroup behind.
@@ -51,14 +57,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// foyer serve runs its rooms from foyer-room beside it, as make
+	// build leaves them.
 	bin = filepath.Join(dir, "foyer")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/foyer")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the Makefile builds it
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building foyer:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	for _, b := range [][]string{
+		{"-o", bin, "../cmd/foyer"},
+		{"-tags", roomTags, "-o", filepath.Join(dir, supervisor.RoomProgram), "../cmd/foyer-room"},
+	} {
+		build := exec.Command("go", append([]string{"build"}, b...)...)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the Makefile builds them
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b[len(b)-1]+":", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	// Every lobby and room of this run inherits the mark, so that the end
 	// can tell them from other processes.
@@ -536,18 +549,24 @@ func (s *server) stop() {
 }
 
 // metrics returns the samples of the server's /metrics page by series.
-// The admin listener logs its address once it listens: poll the log.
 func (s *server) metrics(t testing.TB) map[string]float64 {
+	t.Helper()
+	return adminMetrics(t, s.adminBase(t))
+}
+
+// adminBase is the URL of the server's admin listener. The listener logs
+// its address once it listens: poll the log.
+func (s *server) adminBase(t testing.TB) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, m := range s.logs.lines("admin listening") {
 			if addr, ok := m["listen"].(string); ok {
-				return adminMetrics(t, "http://"+addr)
+				return "http://" + addr
 			}
 		}
 	}
 	t.Fatalf("the admin listener never said where it listens:\n%s", s.logs)
-	return nil
+	return ""
 }
 
 // instancePID returns the pid the supervisor logged for room id. The log

@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,22 +11,29 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
-// BenchmarkServeIdleRooms measures the rooms a real foyer serve runs: 100
-// reference rooms, created through its lobby and left idle, first as
-// users of their own (where foyer serve runs as root: each room then has
-// a warden beside it), then as the lobby's user (room_users = ""). Per
-// room, its processes together (the room's, and its warden's):
+// BenchmarkServeIdleRooms measures the rooms a real foyer serve runs, as
+// make build leaves it (foyer-room beside foyer, which runs every room
+// from it: the benchmark checks that each room's processes are
+// foyer-room's): 100 reference rooms, created through its lobby and left
+// idle, first as users of their own (where foyer serve runs as root: each
+// room then has a warden beside it), then as the lobby's user
+// (room_users = ""); and, to compare in the same run, as the lobby's user
+// from a foyer alone, without foyer-room beside it, which runs its rooms
+// from its own instance subcommand (rooms-of-foyer-alone). Per room, its
+// processes together (the room's, and its warden's):
 //
-//   - rss-MB: resident memory (VmRSS). Most of it is pages of the foyer
-//     binary, which every room and the lobby map, and which are in memory
-//     once however many map them.
+//   - rss-MB: resident memory (VmRSS). Most of it is pages of foyer-room,
+//     which every room maps, and which are in memory once however many
+//     map them. Where a room has a warden, this counts those pages twice.
 //   - pss-MB: the proportional share (Pss): what the room has alone, and
 //     its share of what it maps with others. This is what a room adds.
 //   - private-MB: what no other process maps (Private_Clean and
 //     Private_Dirty): the memory the host gets back when the room ends.
-//   - warden-pss-MB: the warden's part of pss-MB.
+//   - warden-rss-MB, warden-pss-MB: the warden's part of rss-MB and
+//     pss-MB.
 //
 // and the CPU idle rooms use, in percent of one core per 100 rooms
 // (rooms-cpu-%, their wardens' part of it wardens-cpu-%; the lobby's, for
@@ -35,15 +43,30 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 	for _, mode := range []struct {
 		name, keys string
 		root       bool
+		alone      bool // foyer without foyer-room beside it
 	}{
-		{"rooms-as-users", "", true},
-		{"rooms-as-lobby-user", `room_users = ""`, false},
+		{"rooms-as-users", "", true, false},
+		{"rooms-as-lobby-user", `room_users = ""`, false, false},
+		{"rooms-of-foyer-alone", `room_users = ""`, false, true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			if mode.root {
 				requiretest.Root(b) // rooms run as users of their own only under root
 			}
-			s := startServerOf(b, rooms, bin, "info",
+			foyer, program := bin, filepath.Join(filepath.Dir(bin), supervisor.RoomProgram)
+			if mode.alone {
+				// A link, not a copy: a binary's pages are resident as the
+				// page cache holds them, and a file just written in one
+				// go is held in large folios, each mapped whole (up to the
+				// whole binary), where bin's, as the linker wrote them or
+				// read back later, map in smaller pieces.
+				foyer = filepath.Join(b.TempDir(), "foyer")
+				if err := os.Link(bin, foyer); err != nil {
+					b.Fatal(err)
+				}
+				program = foyer
+			}
+			s := startServerOf(b, rooms, foyer, "info",
 				"create_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"+
 					"unverified_create_rate = 1000\nunverified_create_burst = 1000\n",
 				fmt.Sprintf("max_instances = %d\nseat_ttl = \"1h\"\nmax_waiting = \"1h\"\n%s\n[room]\nidle_timeout = \"1h\"\n", rooms, mode.keys))
@@ -54,6 +77,7 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 			if len(procs) != rooms {
 				b.Fatalf("%d room processes, want %d", len(procs), rooms)
 			}
+			checkRoomProgram(b, procs, program)
 			var all, wardens []int
 			for _, room := range procs {
 				all, wardens = append(all, room...), append(wardens, room[1:]...)
@@ -67,20 +91,21 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 				lobbyCPU += cpuOf(b, lobby) - l0
 				wall += time.Since(t0)
 			}
-			var rss, pss, private, warden float64
+			var rss, pss, private, wardenRSS, wardenPSS float64
 			for _, room := range procs {
 				for i, pid := range room {
 					m := memoryOf(b, pid)
 					rss, pss, private = rss+m.rss, pss+m.pss, private+m.private
 					if i > 0 {
-						warden += m.pss
+						wardenRSS, wardenPSS = wardenRSS+m.rss, wardenPSS+m.pss
 					}
 				}
 			}
 			b.ReportMetric(rss/rooms, "rss-MB")
 			b.ReportMetric(pss/rooms, "pss-MB")
 			b.ReportMetric(private/rooms, "private-MB")
-			b.ReportMetric(warden/rooms, "warden-pss-MB")
+			b.ReportMetric(wardenRSS/rooms, "warden-rss-MB")
+			b.ReportMetric(wardenPSS/rooms, "warden-pss-MB")
 			b.ReportMetric(100*cpu.Seconds()/wall.Seconds()*100/rooms, "rooms-cpu-%")
 			b.ReportMetric(100*wardenCPU.Seconds()/wall.Seconds()*100/rooms, "wardens-cpu-%")
 			b.ReportMetric(100*lobbyCPU.Seconds()/wall.Seconds(), "lobby-cpu-%")
@@ -89,7 +114,7 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 }
 
 // createRooms creates n rooms through s's lobby, from 8 clients at once.
-func createRooms(b *testing.B, s *server, n int) {
+func createRooms(b testing.TB, s *server, n int) {
 	var wg sync.WaitGroup
 	for w := range 8 {
 		c := newClient(b, "127.0.0.1", s.lobby)
@@ -111,7 +136,7 @@ func createRooms(b *testing.B, s *server, n int) {
 
 // roomProcesses lists, for each child of the lobby (a room's first
 // process), that process and its children (its warden, when it has one).
-func roomProcesses(b *testing.B, lobby int) [][]int {
+func roomProcesses(b testing.TB, lobby int) [][]int {
 	children := map[int][]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -132,6 +157,19 @@ func roomProcesses(b *testing.B, lobby int) [][]int {
 		out = append(out, append([]int{room}, children[room]...))
 	}
 	return out
+}
+
+// checkRoomProgram fails b unless every process of procs (rooms' first
+// processes and their wardens, as roomProcesses lists them) runs program.
+func checkRoomProgram(b testing.TB, procs [][]int, program string) {
+	b.Helper()
+	for _, room := range procs {
+		for _, pid := range room {
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != program {
+				b.Fatalf("room process %d runs %q (%v), want %s", pid, exe, err, program)
+			}
+		}
+	}
 }
 
 // statFields are the fields of /proc/PID/stat after the command name

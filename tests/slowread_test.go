@@ -16,20 +16,6 @@ import (
 	"github.com/foyerlobby/foyer/packet/gg2"
 )
 
-// adminBase is the base URL of s's admin listener, from its log.
-func (s *server) adminBase(t *testing.T) string {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range s.logs.lines("admin listening") {
-			if addr, ok := m["listen"].(string); ok {
-				return "http://" + addr
-			}
-		}
-	}
-	t.Fatalf("the admin listener never said where it listens:\n%s", s.logs)
-	return ""
-}
-
 // slowReader keeps conns connections from local to addr until ctx is
 // done, each sending req and reading the answer 16 bytes every 200 ms
 // through a small receive buffer: 80 bytes a second. A connection cut or

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/cmd/internal/cli"
 	"github.com/foyerlobby/foyer/internal/buildinfo"
 )
 

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 
 	"github.com/foyerlobby/foyer/cluster"
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/cmd/internal/cli"
 )
 
 var natsUserHelp = cli.Help{

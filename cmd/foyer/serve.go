@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/cmd/internal/cli"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/server"
 	"github.com/foyerlobby/foyer/server/config"

@@ -4,7 +4,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/cmd/internal/cli"
 	"io"
 	"runtime"
 )

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/foyerlobby/foyer/cmd/foyer/internal/cli"
+	"github.com/foyerlobby/foyer/cmd/internal/cli"
 )
 
 var tokenHelp = cli.Help{

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // Room is the cgroup of one room: a directory named by the room in each
@@ -23,6 +25,9 @@ type Room struct {
 	t    *Tree
 	name string
 	dirs []string // one per t.hs, in that order
+	// pids is the pids.max Create set: 0 for none, -1 when not known (a
+	// room found again with Room).
+	pids int64
 }
 
 // Name is the room's cgroup name, as given to Create or Room.
@@ -39,11 +44,21 @@ func (r *Room) Name() string { return r.name }
 // calling thread, locked to its goroutine meanwhile, joins the room's v1
 // cgroups, forks, and returns to the lobby's own cgroups, so there is no
 // window in which the child runs outside the room and no handshake with
-// it. Start therefore belongs exactly where cmd.Start would be, on the
+// it. The thread moves itself (it writes "0" to the tasks files), which
+// the kernel does without the system-wide lock that moving any other
+// task takes, and whose wait for an RCU grace period was most of a cold
+// start. Start therefore belongs exactly where cmd.Start would be, on the
 // thread that must fork (the supervisor's fork thread, for Pdeathsig);
 // while the thread is in the room, the room's pids.max is raised by one
-// for it. An error returned once the process started (the thread could not
-// leave the room's cgroups) leaves the process running: Kill it.
+// for it.
+//
+// A thread that cannot leave the room's cgroups must fork nothing more,
+// or its next child, of any room or of none, would be born in this room:
+// the fork thread is then mended before its next start, which is refused
+// until it is back (proc.MendForkThread); any other thread stays locked
+// to its goroutine, and ends with it. An error returned once the process
+// started (the thread could not leave) leaves the process running: Kill
+// it.
 func (r *Room) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -65,7 +80,6 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 		return cmd.Start()
 	}
 	runtime.LockOSThread()
-	tid := strconv.Itoa(unix.Gettid())
 	restore, err := r.pidsHeadroom()
 	if err != nil {
 		runtime.UnlockOSThread()
@@ -73,7 +87,7 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 	}
 	joined := 0
 	for _, i := range v1 {
-		if err = write(r.dirs[i]+"/tasks", tid); err != nil {
+		if err = moveThread(r.dirs[i]); err != nil {
 			break
 		}
 		joined++
@@ -81,14 +95,18 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 	if err == nil {
 		err = cmd.Start()
 	}
-	var back []error
-	for _, i := range v1[:joined] {
-		back = append(back, write(r.t.hs[i].base+"/tasks", tid))
-	}
-	if e := errors.Join(back...); e != nil {
-		// The thread stays locked, so that no other goroutine forks into
-		// the room from it, and ends with its goroutine if that one ends.
-		err = errors.Join(err, fmt.Errorf("the starting thread did not leave the room's cgroups: %w", e))
+	if joined > 0 {
+		if e := r.t.homeThread(); e != nil {
+			err = errors.Join(err, fmt.Errorf("the starting thread did not leave the room's cgroups: %w", e))
+			// The fork thread is put back before it forks again; any
+			// other stays locked, so that no other goroutine forks into
+			// the room from it, and ends with its goroutine.
+			if proc.MendForkThread(r.t.homeThread) {
+				runtime.UnlockOSThread()
+			}
+		} else {
+			runtime.UnlockOSThread()
+		}
 	} else {
 		runtime.UnlockOSThread()
 	}
@@ -101,18 +119,36 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 	return nil
 }
 
+// moveThread moves the calling thread into the v1 cgroup dir.
+func moveThread(dir string) error { return write(dir+"/tasks", "0") }
+
+// homeThread moves the calling thread back into the lobby's own cgroups
+// in every v1 hierarchy of the tree.
+func (t *Tree) homeThread() error {
+	var errs []error
+	for _, h := range t.hs {
+		if !h.v2 {
+			errs = append(errs, moveThread(h.base))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // pidsHeadroom raises the room's v1 pids.max by one, for the forking
 // thread that counts in it while it is there, and returns the function
 // that lowers it again.
 func (r *Room) pidsHeadroom() (func() error, error) {
 	i := r.t.at[rolePids]
-	if i < 0 || r.t.hs[i].v2 {
+	if i < 0 || r.t.hs[i].v2 || r.pids == 0 {
 		return func() error { return nil }, nil
 	}
 	p := r.dirs[i] + "/pids.max"
-	n, err := number(p)
-	if err != nil || n < 0 {
-		return func() error { return nil }, err
+	n := r.pids
+	if n < 0 {
+		var err error
+		if n, err = number(p); err != nil || n < 0 {
+			return func() error { return nil }, err
+		}
 	}
 	if err := write(p, strconv.FormatInt(n+1, 10)); err != nil {
 		return nil, err
@@ -195,15 +231,19 @@ func awaitFrozen(st string) {
 }
 
 // count returns the number of processes in the room, across its
-// hierarchies (they agree, but for a thread of the lobby forking into v1).
+// hierarchies (they agree, but for a thread of this process forking into
+// v1, which is not counted: it is not the room's, and is not killed).
 func (r *Room) count() (int, error) {
-	n := 0
+	n, self := 0, os.Getpid()
 	for _, d := range r.dirs {
 		pids, err := readProcs(d)
 		if err != nil {
 			return 0, err
 		}
 		n += len(pids)
+		if slices.Contains(pids, self) {
+			n--
+		}
 	}
 	return n, nil
 }

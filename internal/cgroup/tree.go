@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func open(name string, o options) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w: %v", ErrUnavailable, err)
 	}
-	pc, err := os.ReadFile("/proc/self/cgroup")
+	pc, err := threadCgroups()
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w: %v", ErrUnavailable, err)
 	}
@@ -154,6 +155,18 @@ func open(name string, o options) (*Tree, error) {
 	// leaves none behind. Create makes the tree again.
 	t.prune()
 	return t, nil
+}
+
+// threadCgroups reads the cgroups of the calling thread. On v1, which
+// moves single threads, /proc/self/cgroup names those of the process's
+// first thread, which may be the one forking a room from inside the
+// room's cgroups at that moment (Room.Start): a tree founded there would
+// be nested in that room, and so would the rooms of every tree opened
+// after it. A thread that is not starting a room is in the lobby's own.
+func threadCgroups() ([]byte, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return os.ReadFile("/proc/thread-self/cgroup")
 }
 
 // Name is the tree's name, as given to Open.
@@ -424,6 +437,7 @@ func (t *Tree) Create(name string, l Limits) (*Room, error) {
 		return nil, err
 	}
 	r := t.room(name)
+	r.pids = l.PidsMax
 	t.mu.Lock()
 	for i, d := range r.dirs {
 		err := os.Mkdir(d, 0o755)
@@ -490,7 +504,7 @@ func (t *Tree) Room(name string) (*Room, error) {
 }
 
 func (t *Tree) room(name string) *Room {
-	r := &Room{t: t, name: name}
+	r := &Room{t: t, name: name, pids: -1}
 	for _, h := range t.hs {
 		r.dirs = append(r.dirs, path.Join(h.dir, name))
 	}

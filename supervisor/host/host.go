@@ -75,10 +75,28 @@ type LaunchConfig struct {
 	Cgroup string
 }
 
+// Phases says where the time of a Launch went, each phase from the end
+// of the one before.
+type Phases struct {
+	// Fork is until StartProcess returned: go-plugin's set-up, then
+	// joining the room's cgroups, fork and exec.
+	Fork time.Duration
+	// Boot is the program's start until its handshake line is read: the
+	// runtime and the initialization of a Go instance, and its plugin
+	// server's set-up.
+	Boot time.Duration
+	// Dial is the connection to the instance, until its service is
+	// dispensed.
+	Dial time.Duration
+	// Watch is the opening of the status stream, until its first report.
+	Watch time.Duration
+}
+
 // Process is a running instance seen from the host: one it launched, or
 // one it attached to. Its methods are safe for concurrent use.
 type Process struct {
 	life   life
+	phases Phases // of its Launch; set before Launch returns
 	log    zerolog.Logger
 	rpc    instancepb.InstanceClient
 	status chan Status
@@ -139,7 +157,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		env = append(env, instancepb.EnvRoomCgroup+"="+cfg.Cgroup)
 	}
 
-	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead()}
+	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead(), begun: time.Now()}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  instancepb.Handshake,
 		Plugins:          plugin.PluginSet{instancepb.PluginName: &instancepb.Plugin{}},
@@ -203,7 +221,7 @@ func dialOptions() []grpc.DialOption {
 // ctx ends.
 func (p *Process) connect(ctx context.Context, client *plugin.Client, r *procRunner) error {
 	done := make(chan error, 1)
-	go func() { done <- p.dial(client) }()
+	go func() { done <- p.dial(client, r) }()
 	select {
 	case err := <-done:
 		return err
@@ -214,7 +232,7 @@ func (p *Process) connect(ctx context.Context, client *plugin.Client, r *procRun
 	}
 }
 
-func (p *Process) dial(client *plugin.Client) error {
+func (p *Process) dial(client *plugin.Client, r *procRunner) error {
 	cp, err := client.Client()
 	if err != nil {
 		return err
@@ -223,9 +241,21 @@ func (p *Process) dial(client *plugin.Client) error {
 	if err != nil {
 		return err
 	}
+	dialed := time.Now()
 	p.rpc = raw.(instancepb.InstanceClient)
-	return p.watch(false)
+	if err := p.watch(false); err != nil {
+		return err
+	}
+	p.phases = Phases{
+		Fork: r.forked.Sub(r.begun), Boot: r.handshook.Sub(r.forked),
+		Dial: dialed.Sub(r.handshook), Watch: time.Since(dialed),
+	}
+	return nil
 }
+
+// Phases says where the time of the Launch that started the process
+// went; zero for a process attached to.
+func (p *Process) Phases() Phases { return p.phases }
 
 // abandon kills what a failed launch started and waits, up to
 // abandonWait, until the process has been reaped, so that a failed Launch

@@ -573,6 +573,27 @@ func TestLaunchFailuresKillTheProcess(t *testing.T) {
 	}
 }
 
+// TestStartedThenFailedIsKilled: a StartProcess that started the process
+// and then failed (a thread that could not leave the room's cgroups after
+// forking into them) leaves nothing running behind the failed Launch.
+func TestStartedThenFailedIsKilled(t *testing.T) {
+	t.Parallel()
+	var pid int
+	_, err := host.Launch(context.Background(), host.LaunchConfig{
+		Cmd: selfCommand("silent", ""), StartTimeout: patience,
+		StartProcess: func(cmd *exec.Cmd) error {
+			if err := startRecordingPID(&pid)(cmd); err != nil {
+				return err
+			}
+			return errors.New("failed once started")
+		},
+	})
+	if err == nil {
+		t.Fatal("Launch succeeded")
+	}
+	assertReaped(t, pid)
+}
+
 func TestLaunchCancelled(t *testing.T) {
 	t.Parallel()
 	file := pidFile(t)

@@ -47,6 +47,10 @@ type procRunner struct {
 	stdout, stderr *os.File // read ends
 	stdoutHead     io.Reader
 
+	// When the launch began, the process was started, and its handshake
+	// line read (see Phases); written before go-plugin reads them.
+	begun, forked, handshook time.Time
+
 	mu        sync.Mutex
 	id        int  // the pid; 0 until started
 	cancelled bool // killed at once if it starts after all
@@ -72,9 +76,16 @@ func (r *procRunner) Start(context.Context) error {
 	}
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	err = r.start(r.cmd)
+	r.forked = time.Now()
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		if r.cmd.Process != nil {
+			// Started, and then failed (the thread that forked it could
+			// not leave the room's cgroups): it goes.
+			proc.KillGroup(r.cmd.Process.Pid)
+			_ = r.cmd.Wait()
+		}
 		outR.Close()
 		errR.Close()
 		if r.ownDir {
@@ -210,6 +221,7 @@ func (r *procRunner) ID() string {
 // for this instance: the host dials what the instance names, and an
 // instance must not point it anywhere else.
 func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+	r.handshook = time.Now()
 	if network != "unix" || filepath.Dir(addr) != filepath.Clean(r.socketDir) {
 		return "", "", fmt.Errorf("instance: handshake names %s %q, not a socket in %s", network, addr, r.socketDir)
 	}
