@@ -31,16 +31,22 @@ import (
 
 // entry is a bucket entry, as a watch delivers it.
 type entry struct {
-	key   string
-	value []byte
-	op    jetstream.KeyValueOp
+	key     string
+	value   []byte
+	op      jetstream.KeyValueOp
+	created time.Time // when it was written; the zero time: now
 }
 
-func (e entry) Bucket() string                  { return clusterBucket }
-func (e entry) Key() string                     { return e.key }
-func (e entry) Value() []byte                   { return e.value }
-func (e entry) Revision() uint64                { return 1 }
-func (e entry) Created() time.Time              { return time.Now() }
+func (e entry) Bucket() string   { return clusterBucket }
+func (e entry) Key() string      { return e.key }
+func (e entry) Value() []byte    { return e.value }
+func (e entry) Revision() uint64 { return 1 }
+func (e entry) Created() time.Time {
+	if e.created.IsZero() {
+		return time.Now()
+	}
+	return e.created
+}
 func (e entry) Delta() uint64                   { return 0 }
 func (e entry) Operation() jetstream.KeyValueOp { return e.op }
 
@@ -98,6 +104,105 @@ func TestViewTakesNoRoomOfAnotherHost(t *testing.T) {
 	v.apply(entry{key: hostKey("a"), op: jetstream.KeyValueDelete}, now, false)
 	if apply(put(hostKey("c"), hostRecord{Addr: public, Free: 1, Range: 1})) {
 		t.Error("c's heartbeat refused after a left")
+	}
+}
+
+// A heartbeat that changes nothing makes no event; a host that moves has
+// its rooms changed to its new address; a host that takes another range
+// has the rooms of its old one reaped, and leaves that range to others.
+func TestViewHeartbeats(t *testing.T) {
+	v := newView("me", public, time.Minute, 0)
+	now := time.Now()
+	apply := func(e entry) []room.Event {
+		t.Helper()
+		evs, refused := v.apply(e, now, false)
+		if refused {
+			t.Fatalf("%s refused", e.key)
+		}
+		return evs
+	}
+	id := idIn(1, 1)
+	apply(put(hostKey("a"), hostRecord{Addr: public, Free: 1, Range: 1}))
+	apply(put(roomKey("a", id), roomOf(id)))
+	if evs := apply(put(hostKey("a"), hostRecord{Addr: public, Free: 1, Range: 1})); len(evs) != 0 {
+		t.Errorf("a heartbeat that changes nothing made events %+v", evs)
+	}
+	evs := apply(put(hostKey("a"), hostRecord{Addr: other, Free: 1, Range: 1}))
+	if len(evs) != 1 || evs[0].Kind != room.Changed || evs[0].Room.Host != other {
+		t.Errorf("a moved to %v: events %+v; want its room changed to there", other, evs)
+	}
+	evs = apply(put(hostKey("a"), hostRecord{Addr: other, Free: 1, Range: 2}))
+	if len(evs) != 1 || evs[0].Kind != room.Reaped || evs[0].Room.ID != id {
+		t.Errorf("a took range 2: events %+v; want room %d of range 1 reaped", evs, id)
+	}
+	if hosts, rooms := v.counts(); hosts != 1 || rooms != 0 {
+		t.Errorf("%d live hosts with %d rooms; want a alone, with none", hosts, rooms)
+	}
+	apply(put(hostKey("b"), hostRecord{Addr: public, Free: 1, Range: 1})) // range 1 is free
+}
+
+// A room placed on another host is answered at that host's address (none
+// when it shares this host's), and the placing host waits for it to
+// arrive in its view only until it is there.
+func TestViewPlacedRooms(t *testing.T) {
+	v := newView("me", public, time.Minute, 0)
+	now := time.Now()
+	v.apply(put(hostKey("near"), hostRecord{Addr: public, Free: 1, Range: 1}), now, false)
+	v.apply(put(hostKey("far"), hostRecord{Addr: other, Free: 1, Range: 2}), now, false)
+	if r := v.row("far", roomOf(idIn(2, 1))); r.Host != other || r.Node != "far" {
+		t.Errorf("a room of far answered at %v on %q; want %v on far", r.Host, r.Node, other)
+	}
+	if r := v.row("near", roomOf(idIn(1, 1))); r.Host.IsValid() {
+		t.Errorf("a room of near answered at %v; want no address", r.Host)
+	}
+	id := idIn(2, 1)
+	arrived := v.arrival(id)
+	select {
+	case <-arrived:
+		t.Fatal("room arrived before far wrote it")
+	default:
+	}
+	v.apply(put(roomKey("far", id), roomOf(id)), now, false)
+	select {
+	case <-arrived:
+	default:
+		t.Fatal("room not arrived once far wrote it")
+	}
+	select {
+	case <-v.arrival(id):
+	default:
+		t.Error("a room in the view is not arrived at once")
+	}
+}
+
+// A replay takes a heartbeat as being as old as its entry, so a host
+// silent for long does not come back for a moment; and what a replay does
+// not repeat is gone from the bucket: a room deleted while the watch was
+// down leaves the view when the watch is back.
+func TestViewReplay(t *testing.T) {
+	v := newView("me", public, time.Minute, 0)
+	now := time.Now()
+	replay := func(es ...entry) []room.Event {
+		v.begin()
+		for _, e := range es {
+			v.apply(e, now, true)
+		}
+		return v.replayed()
+	}
+	a := put(hostKey("a"), hostRecord{Addr: public, Free: 1, Range: 1})
+	silent := put(hostKey("silent"), hostRecord{Addr: public, Free: 1, Range: 2})
+	silent.created = now.Add(-10 * time.Minute)
+	r1, r2 := idIn(1, 1), idIn(1, 2)
+	replay(a, silent, put(roomKey("a", r1), roomOf(r1)), put(roomKey("a", r2), roomOf(r2)))
+	if hosts, rooms := v.counts(); hosts != 1 || rooms != 2 {
+		t.Errorf("after the first replay: %d live hosts with %d rooms; want a alone, with 2 (a heartbeat 10 minutes old is no sign of life)", hosts, rooms)
+	}
+	evs := replay(a, put(roomKey("a", r1), roomOf(r1)))
+	if len(evs) != 1 || evs[0].Kind != room.Reaped || evs[0].Room.ID != r2 {
+		t.Errorf("the replay without room %d made events %+v; want it reaped", r2, evs)
+	}
+	if _, rooms := v.visible(); len(rooms) != 1 || rooms[0].ID != r1 {
+		t.Errorf("visible rooms %+v, want room %d alone", rooms, r1)
 	}
 }
 

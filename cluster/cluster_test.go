@@ -27,12 +27,13 @@ var (
 // TestViewsAndPlacement: rooms of every host in every view, at "" for
 // hosts that share the public address and at the address of those that
 // do not; CREATEs placed on the freest host, local on ties; JOIN of
-// another host's room forwarded to it.
+// another host's room forwarded to it, and of a host's own room held
+// there.
 func TestViewsAndPlacement(t *testing.T) {
 	_, _, url := natsServer(t)
 	a, _ := join(t, testConfig(url, "a", public), 2)
 	b, _ := join(t, testConfig(url, "b", public), 3)
-	_, lc := join(t, testConfig(url, "c", other), 3)
+	c, lc := join(t, testConfig(url, "c", other), 3)
 	eventually(t, "a sees b and c", func() bool { return a.Stats().Hosts == 3 })
 
 	// b and c are freer than a: b first (by name), then c, then a (local
@@ -72,10 +73,14 @@ func TestViewsAndPlacement(t *testing.T) {
 	if n := lc.List().Rooms[0].Seats; n != 2 {
 		t.Errorf("c holds %d seats, want 2", n)
 	}
+	// A JOIN at c of its own room is held there, and says so.
+	if r, err := c.Join(context.Background(), onC, netip.MustParseAddrPort("203.0.113.7:1"), room.SawListing); err != nil || r.Node != "c" || r.Seats != 3 {
+		t.Fatalf("JOIN of c's room at c: %+v, %v; want c's room with 3 seats", r, err)
+	}
 	eventually(t, "the seat in every view", func() bool {
 		for _, cl := range []*Cluster{a, b} {
 			for _, r := range cl.List().Rooms {
-				if r.ID == onC && r.Seats != 2 {
+				if r.ID == onC && r.Seats != 3 {
 					return false
 				}
 			}
@@ -129,6 +134,11 @@ func TestJoinsExact(t *testing.T) {
 	wg.Wait()
 	if granted.Load() != 3 || full.Load() != 47 {
 		t.Errorf("50 JOINs of a room of 4 with one seat held: %d granted, %d refused as full; want 3 and 47", granted.Load(), full.Load())
+	}
+	// Each host counts the JOINs it forwarded, and those refused.
+	sa, sb := a.Stats(), b.Stats()
+	if fw, ref := sa.JoinsForwarded+sb.JoinsForwarded, sa.JoinsRefused+sb.JoinsRefused; fw != 50 || ref != uint64(full.Load()) {
+		t.Errorf("a and b counted %d JOINs forwarded and %d refused; want 50 and %d", fw, ref, full.Load())
 	}
 	if _, err := a.Join(context.Background(), r.ID+1000, player, room.Unproven); err != room.ErrNoRoom {
 		t.Errorf("JOIN of no room: %v, want room.ErrNoRoom", err)
@@ -282,6 +292,53 @@ func TestTableContract(t *testing.T) {
 			lb.Report(id, roomtable.Report{State: state})
 		}}
 	})
+}
+
+// TestQuickJoinGoesOnPastASilentHost: a quick join tries the fullest
+// room first and, when its host does not answer, takes a seat in the
+// next; with none to join, it places a new room if its caller allows.
+func TestQuickJoinGoesOnPastASilentHost(t *testing.T) {
+	_, _, url := natsServer(t)
+	a, la := join(t, testConfig(url, "a", public), 2)
+	b, lb := join(t, testConfig(url, "b", public), 2)
+	eventually(t, "a sees b", func() bool { return a.Stats().Hosts == 2 })
+	ctx := context.Background()
+	dm := room.CreateOptions{Meta: room.Meta{Mode: "dm"}}
+	mine, err := la.CreateWith(ctx, player, dm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuller, err := lb.CreateWith(ctx, player, dm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.Join(ctx, fuller.Room.ID, netip.MustParseAddrPort("198.51.100.8:8"), room.SawListing); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's room at a, fuller than a's", func() bool {
+		for _, r := range a.List().Rooms {
+			if r.ID == fuller.Room.ID {
+				return r.Occupied() == 2
+			}
+		}
+		return false
+	})
+	for _, s := range b.subs { // b stops answering, but its heartbeat goes on
+		s.Unsubscribe()
+	}
+	friend := netip.MustParseAddrPort("198.51.100.9:9")
+	q, err := a.QuickJoin(ctx, room.Filter{Mode: "dm"}, friend, [8]byte{3}, func() error { return room.ErrRateLimited })
+	if err != nil || q.Room.ID != mine.Room.ID {
+		t.Fatalf("quick join with b silent: %+v, %v; want a seat in a's room %d", q, err, mine.Room.ID)
+	}
+	// With no room to join, it places one, if the caller allows.
+	ctf := room.Filter{Mode: "ctf"}
+	if _, err := a.QuickJoin(ctx, ctf, friend, [8]byte{3}, func() error { return room.ErrRateLimited }); err != room.ErrRateLimited {
+		t.Errorf("quick join of no room, the caller refusing a CREATE: %v; want room.ErrRateLimited", err)
+	}
+	if g, err := a.QuickJoin(ctx, ctf, friend, [8]byte{3}, func() error { return nil }); err != nil || g.Room.Mode != "ctf" {
+		t.Errorf("quick join of no room: %+v, %v; want a new ctf room", g, err)
+	}
 }
 
 // TestCodesJoinAcrossHosts: a room created with the extension on one host

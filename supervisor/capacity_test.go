@@ -33,7 +33,8 @@ func TestIDsInRange(t *testing.T) {
 	}
 }
 
-// TestCapacityCountsFreeSlots: free instance slots with a ready port, plus warm rooms.
+// TestCapacityCountsFreeSlots: free instance slots with a ready port;
+// registered rooms take none.
 func TestCapacityCountsFreeSlots(t *testing.T) {
 	s, _ := newTest(t, "game", 3, func(c *Config) { c.MaxInstances = 2 })
 	if c := s.Capacity(); c != 2 {
@@ -50,5 +51,15 @@ func TestCapacityCountsFreeSlots(t *testing.T) {
 	}
 	if c := s.Capacity(); c != 1 {
 		t.Fatalf("Capacity %d after a registration, want 1: registered rooms run elsewhere", c)
+	}
+}
+
+// TestCapacityCountsWarmRooms: a warm room ready counts as one room, and
+// as one instance running.
+func TestCapacityCountsWarmRooms(t *testing.T) {
+	s, _ := newTest(t, "game", 3, func(c *Config) { c.MaxInstances, c.Warm = 2, 1 })
+	eventually(t, "a warm room", func() bool { return s.Stats().Warm == 1 })
+	if c := s.Capacity(); c != 2 {
+		t.Fatalf("Capacity %d with one warm room, want 2 (max_instances)", c)
 	}
 }

@@ -88,17 +88,45 @@ func TestRoomEndsAtItsLifetime(t *testing.T) {
 	}
 }
 
+// TestNothingEndsBeforeItsTime: through the sweeps, a room empty for
+// less than empty_timeout plays on, max_lifetime 0 sets no limit, and a
+// warm instance younger than warm_max_age stays ready.
+func TestNothingEndsBeforeItsTime(t *testing.T) {
+	s, _ := newTest(t, "game", 3, func(c *Config) {
+		c.EmptyTimeout, c.MaxLifetime, c.Warm = time.Minute, 0, 1
+	})
+	_, r := watchAndCreate(t, s)
+	send(t, loopback, r.Port, "hello") // the creator comes...
+	send(t, loopback, r.Port, "bye")   // ...and goes
+	eventually(t, "the room empty and a warm instance", func() bool {
+		got, _ := listed(s, r.ID)
+		return got.Occupied() == 0 && s.Stats().Warm == 1
+	})
+	time.Sleep(3 * time.Second) // two sweeps at least
+	if got, ok := listed(s, r.ID); !ok || !got.Joinable() {
+		t.Errorf("the room is %+v (listed %v) after two sweeps; want it playing on", got, ok)
+	}
+	if st := s.Stats(); st.Warm != 1 || len(st.Reaped) != 0 {
+		t.Errorf("after two sweeps: %d warm, reaped %v; want the one warm instance, nothing reaped", st.Warm, st.Reaped)
+	}
+}
+
 // TestStopRoom: an operator's stop ends a room gracefully, reaped as
-// "operator"; a room with no process here cannot be stopped.
+// "operator", and leaves the warm pool as it is; a room with no process
+// here cannot be stopped.
 func TestStopRoom(t *testing.T) {
-	s, sink := newTest(t, "game", 2, nil)
+	s, sink := newTest(t, "game", 3, func(c *Config) { c.Warm = 1 })
 	events, r := watchAndCreate(t, s)
 	send(t, loopback, r.Port, "hello")
+	eventually(t, "a warm room", func() bool { return s.Stats().Warm == 1 })
 	if err := s.StopRoom(r.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.StopRoom(r.ID); err != nil { // on its way out already
 		t.Fatalf("a second stop: %v", err)
+	}
+	if n := s.Stats().Warm; n != 1 {
+		t.Errorf("%d warm rooms after a room was stopped, want 1", n)
 	}
 	if ev := reapedEvent(t, events, r.ID); ev.Cause != room.Operator || ev.ExitCode != 0 {
 		t.Fatalf("reaped %+v, want cause operator, exit 0", ev)
@@ -118,6 +146,7 @@ func TestDrain(t *testing.T) {
 	s, _ := newTest(t, "game", 4, func(c *Config) { c.Warm = 1 })
 	eventually(t, "a warm room", func() bool { return s.Stats().Warm == 1 })
 	events, r := watchAndCreate(t, s)
+	eventually(t, "the warm room taken, and another", func() bool { return s.Stats().Warm == 1 })
 	s.Drain(true)
 	if _, err := s.Table().Create(context.Background(), ep("127.0.0.2:5000")); !errors.Is(err, room.ErrDraining) {
 		t.Fatalf("create while draining: %v, want draining", err)

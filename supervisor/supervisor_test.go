@@ -239,6 +239,8 @@ func TestNotJoinableAndFinished(t *testing.T) {
 	sink.await(t, "room reaped", `"cause":"finished"`)
 }
 
+// TestExitAndCrashAreReaped: a room that exits 0 of itself is reaped as
+// exited; one that exits otherwise, or is killed, as crashed.
 func TestExitAndCrashAreReaped(t *testing.T) {
 	s, sink := newTest(t, "game", 3, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,19 +254,27 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := s.Table().Create(ctx, ep("127.0.0.1:6002"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	send(t, loopback, a.Port, "exit 3")
 	if err := syscall.Kill(b.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	send(t, loopback, c.Port, "exit 0")
 	got := map[uint32]room.Event{}
 	for {
 		ev := nextEvent(t, events)
 		if ev.Kind == room.Reaped {
 			got[ev.Room.ID] = ev
-			if len(got) == 2 {
+			if len(got) == 3 {
 				break
 			}
 		}
+	}
+	if ev := got[c.ID]; ev.Cause != "exited" || ev.ExitCode != 0 || ev.Signal != "" {
+		t.Fatalf("exit 0 reaped as %+v", ev)
 	}
 	if ev := got[a.ID]; ev.Cause != "crashed" || ev.ExitCode != 3 {
 		t.Fatalf("exit 3 reaped as %+v", ev)
@@ -278,14 +288,29 @@ func TestExitAndCrashAreReaped(t *testing.T) {
 	}
 }
 
+// TestCapacity: max_instances counts the rooms still starting too: of
+// CREATEs at once, exactly max_instances get a room, the others are
+// refused for capacity.
 func TestCapacity(t *testing.T) {
-	s, _ := newTest(t, "game", 2, func(c *Config) { c.MaxInstances = 1 })
-	ctx := context.Background()
-	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6000")); err != nil {
-		t.Fatal(err)
+	s, _ := newTest(t, "game", 6, func(c *Config) { c.MaxInstances = 2 })
+	var granted, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			_, err := s.Table().Create(context.Background(), ep("127.0.0.1:"+strconv.Itoa(6000+i)))
+			switch {
+			case err == nil:
+				granted.Add(1)
+			case errors.Is(err, room.ErrCapacity):
+				refused.Add(1)
+			default:
+				t.Errorf("create: %v", err)
+			}
+		})
 	}
-	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6001")); !errors.Is(err, room.ErrCapacity) {
-		t.Fatalf("create over max_instances: %v", err)
+	wg.Wait()
+	if granted.Load() != 2 || refused.Load() != 4 {
+		t.Fatalf("6 CREATEs at once with max_instances 2: %d rooms, %d refused for capacity; want 2 and 4", granted.Load(), refused.Load())
 	}
 }
 
@@ -375,6 +400,10 @@ func TestWarmPool(t *testing.T) {
 	}
 	if _, err := s.Table().Create(ctx, ep("127.0.0.1:6003")); !errors.Is(err, room.ErrCapacity) {
 		t.Fatalf("create over max_instances with warm instances counted: %v", err)
+	}
+	time.Sleep(time.Second) // time for a refill, which max_instances does not allow
+	if st := s.Stats(); st.Live != 3 || st.Warm != 0 {
+		t.Fatalf("with max_instances rooms listed: %d processes, %d warm; want 3 and none", st.Live, st.Warm)
 	}
 }
 

@@ -27,6 +27,39 @@ bugs() {
 		'req, _ := json.Marshal(jr) // plain values: cannot fail' \
 		'jr.Proof = room.Unproven; req, _ := json.Marshal(jr)' \
 		./cluster '^TestTableContract$'
+	# A quick join gives up at the first room whose host does not answer.
+	bug cluster/place.go \
+		'if err == nil || err == room.ErrQuota || ctx.Err() != nil {' \
+		'if err == nil || err == room.ErrQuota || ctx.Err() == nil {' \
+		./cluster '^TestQuickJoinGoesOnPastASilentHost$'
+	# A room placed on a host at another address is answered without it:
+	# its creator is sent to this host's address.
+	bug cluster/view.go \
+		'if h := v.hosts[host]; h != nil {' \
+		'if h := v.hosts[host]; h == nil {' \
+		./cluster '^TestViewPlacedRooms$'
+	# A host that takes another range of ids keeps its old one from
+	# every other host.
+	bug cluster/view.go \
+		'if v.ranges[h.rec.Range] == name {' \
+		'if v.ranges[h.rec.Range] != name {' \
+		./cluster '^TestViewHeartbeats$'
+	# Rooms deleted while the watch was down stay listed once it is back.
+	bug cluster/view.go \
+		'v.gen++' \
+		'v.gen--' \
+		./cluster '^TestViewReplay$'
+	# Rooms still starting are not counted against max_instances:
+	# CREATEs at once start more rooms than it allows.
+	bug supervisor/supervisor.go \
+		'if n := s.processes() + s.spawning; n >= s.cfg.MaxInstances {' \
+		'if n := s.processes() - s.spawning; n >= s.cfg.MaxInstances {' \
+		./supervisor '^TestCapacity$'
+	# max_lifetime 0, no limit, ends every room at the first sweep.
+	bug supervisor/supervisor.go \
+		'case s.cfg.MaxLifetime > 0 && !r.handedOut.IsZero()' \
+		'case s.cfg.MaxLifetime >= 0 && !r.handedOut.IsZero()' \
+		./supervisor '^TestNothingEndsBeforeItsTime$'
 	# The handover's freeze does nothing: CREATE and JOIN reach the
 	# table the handover holds, and are refused.
 	bug lobby/lobby.go \
