@@ -111,6 +111,24 @@ bugs() {
 		'if _, ok := held[k.from.Addr()]; ok && now.Sub(k.at) < knockTTL {' \
 		'if _, ok := held[k.from.Addr()]; ok {' \
 		./instance '^TestDoorHandsOnAKnockItsSeatCaughtUpWith$'
+	# With the socket filter on, any move of the kernel's drop count is
+	# taken for a flood, the filter's own drops too.
+	bug lobby/filter.go \
+		'func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter || n == batchSize }' \
+		'func (l *Lobby) flooded(n int) bool { return true }' \
+		./lobby '^TestKernelFilterDropsBeforeTheLoop$'
+	# With the socket filter on, a receive buffer that ran over is never
+	# taken for a flood.
+	bug lobby/filter.go \
+		'func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter || n == batchSize }' \
+		'func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter }' \
+		./lobby '^TestOverflowIsAFloodWithTheFilter$'
+	# The harness forks a lobby from whatever thread it runs on: a test
+	# thread that ends stops the lobby (its parent-death signal).
+	bug foyertest/proc_linux.go \
+		'return proc.StartOnForkThread(cmd)' \
+		'_ = proc.StartOnForkThread; return cmd.Start()' \
+		./foyertest '^TestLobbyOutlivesTheThreadThatStartedIt$'
 }
 
 # gotest runs the tests $2 of the packages $1 in the copy.
