@@ -334,15 +334,7 @@ func TestSeatsPerAddress(t *testing.T) {
 // proven JOIN takes the place of a JOIN's seat, never the creator's.
 func TestCreatorSeatNeverDisplaced(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
-	r, err := rooms.Create(ctx, ep("192.0.2.9:9"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < r.MaxPlayers; i++ {
-		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 1), room.Unproven); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := fullOfUnproven(t, rooms)
 	for i := range r.MaxPlayers {
 		_, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i + 1)}), 1), room.SawListing)
 		if wantFull := i == r.MaxPlayers-1; errors.Is(err, room.ErrFull) != wantFull {
@@ -417,15 +409,7 @@ func TestRoomNobodyCameTo(t *testing.T) {
 // registered, and rooms removed by cause.
 func TestStatsCountWhatHappened(t *testing.T) {
 	rooms := roomtabletest.New(t, roomtable.Config{})
-	r, err := rooms.Create(ctx, ep("192.0.2.9:9"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i < r.MaxPlayers; i++ {
-		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 1), room.Unproven); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := fullOfUnproven(t, rooms)
 	if _, err := rooms.Join(ctx, r.ID, ep("203.0.113.1:1"), room.SawListing); err != nil {
 		t.Fatal(err)
 	}
@@ -487,4 +471,20 @@ func TestReportTellsWhatChanged(t *testing.T) {
 	if got := rooms.Stats().Version; got != v+1 || told.Load() != n+1 {
 		t.Fatalf("the same report again: version %d, want %d; SeatsChanged told %d times, want 1", got, v+1, told.Load()-n)
 	}
+}
+
+// fullOfUnproven creates a room at 192.0.2.9:9 and fills its other seats
+// with unproven JOINs from 198.51.100.1, .2, ...
+func fullOfUnproven(t *testing.T, rooms room.Table) room.Room {
+	t.Helper()
+	r, err := rooms.Create(ctx, ep("192.0.2.9:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < r.MaxPlayers; i++ {
+		if _, err := rooms.Join(ctx, r.ID, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 1), room.Unproven); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }
