@@ -41,23 +41,34 @@ func TestProcessesOfFindsTheRooms(t *testing.T) {
 // the lobby must still take a CREATE. Its parent-death signal follows
 // the thread that forks.
 func TestLobbyOutlivesTheThreadThatStartedIt(t *testing.T) {
-	started := make(chan *Lobby)
+	type start struct {
+		l          *Lobby
+		mainThread bool
+	}
+	started := make(chan start)
 	for {
 		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var s start
+			defer func() { started <- s }() // also when StartBinary fails the test
+			runtime.LockOSThread()          // never unlocked: the thread ends with the goroutine
 			if unix.Gettid() == os.Getpid() {
 				runtime.UnlockOSThread()
-				started <- nil
+				s.mainThread = true
 				return
 			}
-			started <- StartBinary(t)
+			s.l = StartBinary(t)
 		}()
-		if l := <-started; l != nil {
-			time.Sleep(100 * time.Millisecond) // the thread is gone, and a signal would have come
-			if _, err := l.Client().Create(context.Background()); err != nil || strings.Contains(l.Log(), "shutting down") {
-				t.Fatalf("the lobby stopped with the thread that started it: %v\n%s", err, l.Log())
-			}
-			return
+		s := <-started
+		switch {
+		case s.mainThread:
+			continue
+		case s.l == nil:
+			t.FailNow() // StartBinary said why
 		}
+		time.Sleep(100 * time.Millisecond) // the thread is gone, and a signal would have come
+		if _, err := s.l.Client().Create(context.Background()); err != nil || strings.Contains(s.l.Log(), "shutting down") {
+			t.Fatalf("the lobby stopped with the thread that started it: %v\n%s", err, s.l.Log())
+		}
+		return
 	}
 }
