@@ -189,6 +189,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		return nil, err
 	}
 	l := newLobby(cfg, rooms, guard, log)
+	filter := l.filter()
 	for _, ap := range cfg.Listen {
 		// udp4 or udp6 as the address says: Go would make "0.0.0.0" a
 		// dual-stack socket, answering IPv6 the operator did not ask for.
@@ -206,7 +207,7 @@ func New(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logger) (
 		l.conns = append(l.conns, group...)
 		for _, c := range group {
 			_ = c.SetReadBuffer(readBuffer) // best effort; the OS may cap it
-			if err := sockfilter.Set(c, l.filter()); err != nil {
+			if err := sockfilter.Set(c, filter); err != nil {
 				l.closeConns()
 				l.stop()
 				return nil, fmt.Errorf("lobby: socket filter on %v: %w", ap, err)

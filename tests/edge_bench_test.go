@@ -443,6 +443,10 @@ func BenchmarkReaders(b *testing.B) {
 	}
 }
 
+// floodRamp is how long a flood runs before the load it is measured
+// against starts.
+const floodRamp = 100 * time.Millisecond
+
 // startFlood runs `loadbench flood` against t with datagram, one thread
 // sending as fast as it can (a core's worth), until stop, which returns
 // how many datagrams it sent.
@@ -460,7 +464,7 @@ func startFlood(b *testing.B, t target, datagram []byte) (stop func() int) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // at full speed before the load starts
+	time.Sleep(floodRamp) // at full speed before the load starts
 	return func() int {
 		stdin.Close()
 		if err := cmd.Wait(); err != nil {
@@ -502,7 +506,7 @@ func BenchmarkFilterUnderMalformedFlood(b *testing.B) {
 			start := time.Now()
 			totals[k].add(load(b, targets[k], sh))
 			flooded += stop()
-			flooding += time.Since(start) + 100*time.Millisecond
+			flooding += time.Since(start) + floodRamp
 		}
 	}
 	share := func(t loadTotal) float64 { return float64(t.answered) / float64(max(t.answered+t.lost, 1)) }
