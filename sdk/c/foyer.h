@@ -798,6 +798,24 @@ static int64_t foyer__now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* foyer__wait waits until fd has a datagram to read or deadline (in
+ * foyer__now_ms time) passes: 1 when it has, 0 when the time is up, -1 on
+ * an error (errno says which). */
+static int foyer__wait(int fd, int64_t deadline) {
+    for (;;) {
+        struct pollfd pfd;
+        int64_t left = deadline - foyer__now_ms();
+        int ready;
+        if (left <= 0) return 0;
+        pfd.fd = fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        ready = poll(&pfd, 1, (int)left);
+        if (ready < 0 && errno == EINTR) continue;
+        return ready < 0 ? -1 : ready > 0;
+    }
+}
+
 /* foyer__answers reports whether m answers request t (for room). */
 static int foyer__answers(int t, uint32_t room, const foyer_message *m) {
     switch (t) {
@@ -836,16 +854,8 @@ static int foyer__exchange(foyer_client *c, const uint8_t *pkt, size_t n, uint16
         }
         deadline = foyer__now_ms() + timeout_ms;
         for (;;) {
-            struct pollfd pfd;
-            int64_t left = deadline - foyer__now_ms();
             ssize_t got;
-            int ready;
-            if (left <= 0) break;
-            pfd.fd = c->fd;
-            pfd.events = POLLIN;
-            pfd.revents = 0;
-            ready = poll(&pfd, 1, (int)left);
-            if (ready < 0 && errno == EINTR) continue;
+            int ready = foyer__wait(c->fd, deadline);
             if (ready < 0) return FOYER_ESYS;
             if (ready == 0) break;
             got = recv(c->fd, c->buf, sizeof c->buf, 0);
@@ -884,16 +894,8 @@ int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts) 
         /* A refusal of an earlier datagram: this one may still reach the room. */
         if (send(fd, pkt, n, 0) < 0 && errno != ECONNREFUSED) return FOYER_ESYS;
         for (;;) {
-            struct pollfd pfd;
-            int64_t left = deadline - foyer__now_ms();
             ssize_t got;
-            int ready;
-            if (left <= 0) break;
-            pfd.fd = fd;
-            pfd.events = POLLIN;
-            pfd.revents = 0;
-            ready = poll(&pfd, 1, (int)left);
-            if (ready < 0 && errno == EINTR) continue;
+            int ready = foyer__wait(fd, deadline);
             if (ready < 0) return FOYER_ESYS;
             if (ready == 0) break; /* the attempt's time is up */
             got = recv(fd, buf, sizeof buf, 0);
