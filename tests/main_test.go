@@ -133,9 +133,16 @@ func leftovers(before map[string]bool) []string {
 // lobbyTree matches the name of a lobby's cgroup subtree.
 var lobbyTree = regexp.MustCompile(`^foyer-(?:(\d+)-\d+|s[0-9a-f]{16})$`)
 
-// foyerCgroups returns the lobbies' cgroup subtrees on this host.
+// foyerCgroups returns the lobbies' cgroup subtrees of this machine. A
+// lobby makes its subtree beside its own cgroup, which is this process's
+// (or below it): a subtree found elsewhere in any hierarchy is another
+// machine's, whose cgroup filesystem is shared with this one (containers
+// of one host, whose roots of some hierarchies are the same), and so
+// are the subtrees of the same name in the other hierarchies.
 func foyerCgroups() map[string]bool {
+	own := ownCgroups()
 	out := map[string]bool{}
+	foreign := map[string]bool{}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(mi), "\n") {
 		f := strings.Fields(line)
@@ -143,15 +150,72 @@ func foyerCgroups() map[string]bool {
 		if sep < 6 || len(f) < sep+2 || (f[sep+1] != "cgroup" && f[sep+1] != "cgroup2") {
 			continue
 		}
+		mine, known := own[f[4]]
 		filepath.WalkDir(f[4], func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() && lobbyTree.MatchString(d.Name()) {
+				if known && !strings.HasPrefix(p, mine+"/") {
+					foreign[d.Name()] = true
+				}
 				out[p] = true
 				return filepath.SkipDir
 			}
 			return nil
 		})
 	}
+	for p := range out {
+		if foreign[filepath.Base(p)] {
+			delete(out, p)
+		}
+	}
 	return out
+}
+
+// ownCgroups maps the mount point of each cgroup hierarchy to the
+// directory of this process's cgroup in it.
+func ownCgroups() map[string]string {
+	paths := map[string]string{} // by the controllers of the hierarchy ("" for the unified one)
+	pc, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(strings.TrimSpace(string(pc)), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
+			paths[f[1]] = f[2]
+		}
+	}
+	controllers := map[string]bool{}
+	pcs, _ := os.ReadFile("/proc/cgroups")
+	for _, line := range strings.Split(string(pcs), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			controllers[f[0]] = true
+		}
+	}
+	own := map[string]string{}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+4 {
+			continue
+		}
+		key := ""
+		switch f[sep+1] {
+		case "cgroup":
+			var cs []string
+			for _, o := range strings.Split(f[sep+3], ",") {
+				if controllers[o] || strings.HasPrefix(o, "name=") {
+					cs = append(cs, o)
+				}
+			}
+			key = strings.Join(cs, ",")
+		case "cgroup2":
+		default:
+			continue
+		}
+		if p, ok := paths[key]; ok {
+			if rel, ok := strings.CutPrefix(p, f[3]); ok {
+				own[f[4]] = filepath.Join(f[4], rel)
+			}
+		}
+	}
+	return own
 }
 
 // inUse reports whether the lobby of the cgroup subtree dir may still
