@@ -299,11 +299,23 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 }
 
 // keepListed gives the instance of a room just handed out its creator's
-// seat, and tells it that it is listed, before the creator hears of the
-// room: the room's door then admits the creator at once, and a lobby that
-// adopts the room after a crash lists it too (it treats a room whose
-// instance never heard so as warm).
-func (s *Supervisor) keepListed(r *record) { s.keep(r) }
+// seat, and tells it that it is listed, so that a lobby that adopts the
+// room after a crash lists it too (it treats a room whose instance never
+// heard so as warm). An exec room's door is this host's firewall, which
+// keeps nothing it turns away: the creator's seat is there before the
+// creator hears of the room. A room of the SDK is not waited for: its
+// door keeps the first datagrams of a player whose seat is on its way
+// (knocks), as for a JOIN's, so the creator hears of the room a round
+// trip to an idle process sooner and its HELLO is taken the moment the
+// seat arrives. The room's tracker holds the supervisor's wait group, so
+// Shutdown waits for the send too.
+func (s *Supervisor) keepListed(r *record) {
+	if r.row.Source == room.Exec {
+		s.keep(r)
+		return
+	}
+	s.wg.Go(func() { s.keep(r) })
+}
 
 // processes is how many rooms have a process. s.mu is held.
 func (s *Supervisor) processes() int { return len(s.live) }

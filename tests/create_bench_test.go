@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 // ahead). Each room is stopped once created, and the next create waits
 // until it is gone and the warm pool is full again, so that every create
 // finds the lobby alike. It reports the p50 and p99 in milliseconds, the
-// p50 of a LIST's round trip beside it, and for cold creates the p50 of
-// each phase of their spawns.
+// p50 of a LIST's round trip beside it, the p50 and p99 until the creator
+// plays (its CLIENT_HELLO to the room's port, sent as soon as it hears of
+// the room, answered), and for cold creates the p50 of each phase of
+// their spawns.
 func BenchmarkCreateFromClient(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -29,7 +32,7 @@ func BenchmarkCreateFromClient(b *testing.B) {
 			base := s.adminBase(b)
 			c := newClient(b, "127.0.0.1", s.lobby)
 			c.list(1) // a player lists first: its CREATEs are a verified source's
-			var took, listed []time.Duration
+			var took, played, listed []time.Duration
 			seq := uint16(1)
 			for b.Loop() {
 				settle(b, base, float64(mode.warm))
@@ -41,13 +44,19 @@ func BenchmarkCreateFromClient(b *testing.B) {
 				t0 = time.Now()
 				r := c.request(compact, createRoom, seq, nil)
 				took = append(took, time.Since(t0))
-				id, _ := r.roomPort(b)
+				id, port := r.roomPort(b)
+				if _, ok := dialGame(b, "127.0.0.1", netip.AddrPortFrom(s.lobby.Addr(), port)).hello(); !ok {
+					b.Fatalf("room %d never said hello", id)
+				}
+				played = append(played, time.Since(t0))
 				if resp, body := webtest.Fetch(b, nil, http.MethodPost, fmt.Sprintf("%s/rooms/%d/stop", base, id)); resp.StatusCode != http.StatusAccepted {
 					b.Fatalf("stopping room %d: %s %s", id, resp.Status, body)
 				}
 			}
 			b.ReportMetric(percentile(took, 50)/1000, "p50-ms")
 			b.ReportMetric(percentile(took, 99)/1000, "p99-ms")
+			b.ReportMetric(percentile(played, 50)/1000, "play-p50-ms")
+			b.ReportMetric(percentile(played, 99)/1000, "play-p99-ms")
 			// The floor of any request: a LIST's round trip, just before.
 			b.ReportMetric(percentile(listed, 50)/1000, "list-p50-ms")
 			if mode.warm == 0 {
@@ -67,9 +76,9 @@ func BenchmarkCreateFromClient(b *testing.B) {
 	}
 }
 
-// createsUnlimited lets a benchmark's one client create as fast as it
-// likes.
-const createsUnlimited = "create_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"
+// createsUnlimited lets a benchmark's one client create (and list) as
+// fast as it likes.
+const createsUnlimited = "rate = 1000\nburst = 2000\ncreate_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"
 
 // settle waits until the lobby at the admin URL base runs warm rooms and
 // nothing else: the rooms stopped are gone, the warm pool is full.

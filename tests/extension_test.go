@@ -124,12 +124,12 @@ func gameAddr(lobby netip.AddrPort, s ext.Message) netip.AddrPort {
 
 // gameSocket is a player's socket to a room, bound to ip.
 type gameSocket struct {
-	t    *testing.T
+	t    testing.TB
 	conn *net.UDPConn
 	seq  uint16
 }
 
-func dialGame(t *testing.T, ip string, room netip.AddrPort) *gameSocket {
+func dialGame(t testing.TB, ip string, room netip.AddrPort) *gameSocket {
 	t.Helper()
 	conn, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)), net.UDPAddrFromAddrPort(room))
 	if err != nil {
