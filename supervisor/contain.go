@@ -85,6 +85,12 @@ func openTree(cfg Config, log zerolog.Logger) (*cgroup.Tree, error) {
 			}
 			log.Info().Str("cgroups", tree.String()).Int64("memory_max", cfg.Limits.MemoryMax).
 				Float64("cpu_max", cfg.Limits.CPUMax).Int64("pids_max", cfg.Limits.PidsMax).Msg("rooms contained in cgroups")
+			// A lobby without a state directory that died (kill -9) while it
+			// made a room left that room's cgroups, empty: nothing else
+			// removes them.
+			if gone := tree.Sweep(deadLobby); len(gone) > 0 {
+				log.Info().Strs("trees", gone).Msg("cgroups of lobbies that died removed")
+			}
 			return tree, nil
 		}
 		why = err

@@ -338,3 +338,40 @@ func leftovers() string {
 	}
 	return strings.Join(left, ", ")
 }
+
+// TestCgroupsOfDeadLobbiesRemoved: a lobby without a state directory that
+// was killed while it made a room left that room's cgroups, empty; the
+// next lobby removes them, and leaves those of a lobby that runs.
+func TestCgroupsOfDeadLobbiesRemoved(t *testing.T) {
+	requiretest.Cgroups(t)
+	dead := fmt.Sprintf("foyer-%d-1", os.Getpid()+1<<22) // above pid_max: no process has it
+	alive := fmt.Sprintf("foyer-%d-%d", os.Getpid(), 1<<20)
+	trees := map[string]*cgroup.Tree{}
+	for _, name := range []string{dead, alive} {
+		tr, err := cgroup.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Create("room-5", cgroup.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		trees[name] = tr
+	}
+	t.Cleanup(func() {
+		for _, tr := range trees {
+			if r, err := tr.Room("room-5"); err == nil {
+				r.Remove()
+			}
+		}
+	})
+	_, sink := newTest(t, "game", 1, nil)
+	if !sink.has("cgroups of lobbies that died removed", dead) {
+		t.Errorf("no line says %s was removed", dead)
+	}
+	if _, err := trees[dead].Room("room-5"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead lobby's room: %v, want gone", err)
+	}
+	if _, err := trees[alive].Room("room-5"); err != nil {
+		t.Errorf("the running lobby's room: %v, want kept", err)
+	}
+}

@@ -41,7 +41,7 @@ func (s *Supervisor) openDoor() {
 	// A lobby without a state directory that died (kill -9) left its
 	// table: its rooms are gone, and so must be their doors, which would
 	// judge their ports for the next lobby that uses them.
-	if gone, err := nftdoor.Sweep(staleDoor); err != nil {
+	if gone, err := nftdoor.Sweep(deadLobby); err != nil {
 		s.log.Debug().Err(err).Msg("doors of lobbies that died not swept")
 	} else if len(gone) > 0 {
 		s.log.Info().Strs("tables", gone).Msg("doors of lobbies that died removed")
@@ -60,13 +60,13 @@ func (s *Supervisor) openDoor() {
 // doorShut is what the start log says of a door that guards exec rooms.
 const doorShut = "the door of exec rooms is shut: a room's port answers only the addresses holding its seats, and its keeper's probes from loopback"
 
-// perProcess matches the name of a door a lobby without a state directory
-// makes (treeName): foyer-PID-N.
+// perProcess matches the name a lobby without a state directory gives its
+// door and its cgroup tree (treeName): foyer-PID-N.
 var perProcess = regexp.MustCompile(`^foyer-([0-9]+)-[0-9]+$`)
 
-// staleDoor reports whether the table name is the door of a lobby without
-// a state directory that no longer runs.
-func staleDoor(name string) bool {
+// deadLobby reports whether name is that of the door or the cgroup tree of
+// a lobby without a state directory that no longer runs.
+func deadLobby(name string) bool {
 	m := perProcess.FindStringSubmatch(name)
 	if m == nil {
 		return false

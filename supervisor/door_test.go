@@ -82,9 +82,9 @@ func TestExecRoomsDoorFollowsTheirSeats(t *testing.T) {
 	})
 }
 
-// Only the tables of lobbies without a state directory that no longer run
-// are stale.
-func TestStaleDoors(t *testing.T) {
+// Only the tables and trees of lobbies without a state directory that no
+// longer run are those of dead lobbies.
+func TestDeadLobbies(t *testing.T) {
 	dead := os.Getpid() + 1<<22 // above pid_max
 	for name, stale := range map[string]bool{
 		fmt.Sprintf("foyer-%d-3", dead):        true,
@@ -93,7 +93,7 @@ func TestStaleDoors(t *testing.T) {
 		"filter":                               false,
 		fmt.Sprintf("foyer-%d", dead):          false,
 	} {
-		if staleDoor(name) != stale {
+		if deadLobby(name) != stale {
 			t.Errorf("%s: stale %v, want %v", name, !stale, stale)
 		}
 	}
@@ -101,7 +101,7 @@ func TestStaleDoors(t *testing.T) {
 
 // sweepDoors removes the tables of lobbies killed without a Shutdown.
 func sweepDoors(t testing.TB) {
-	if _, err := nftdoor.Sweep(staleDoor); err != nil {
+	if _, err := nftdoor.Sweep(deadLobby); err != nil {
 		t.Logf("doors of dead lobbies not swept: %v", err)
 	}
 }

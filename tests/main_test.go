@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,7 +78,9 @@ func TestMain(m *testing.M) {
 	// can tell them from other processes.
 	os.Setenv(runEnv, strconv.Itoa(os.Getpid()))
 	cgroupsBefore := foyerCgroups()
+	stopWatch := watchLobbyTrees()
 	code := m.Run()
+	stopWatch()
 	os.RemoveAll(dir)
 	if left := leftovers(cgroupsBefore); len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: the tests left behind:", strings.Join(left, ", "))
@@ -118,7 +121,7 @@ func leftovers(before map[string]bool) []string {
 		}
 		for dir := range foyerCgroups() {
 			if !before[dir] && !inUse(dir) {
-				left = append(left, "cgroup "+dir)
+				left = append(left, "cgroup "+dir+treeMaker(filepath.Base(dir)))
 			}
 		}
 		if len(left) == 0 || time.Now().After(deadline) {
@@ -130,15 +133,57 @@ func leftovers(before map[string]bool) []string {
 	}
 }
 
+// lobbyTrees are the command lines of the lobbies foyer-PID-N subtrees
+// were seen with, so that a subtree left behind names the test whose
+// lobby made it (its config lies in the test's directory).
+var lobbyTrees sync.Map
+
+// watchLobbyTrees notes the command line of the lobby of every subtree
+// that appears, until the returned function is called.
+func watchLobbyTrees() (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			for dir := range foyerCgroups() {
+				name := filepath.Base(dir)
+				if _, seen := lobbyTrees.Load(name); seen {
+					continue
+				}
+				if m := lobbyTree.FindStringSubmatch(name); m != nil && m[1] != "" {
+					if cmdline, err := os.ReadFile("/proc/" + m[1] + "/cmdline"); err == nil {
+						lobbyTrees.Store(name, strings.Join(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), " "))
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// treeMaker says which lobby made the subtree name, if it was seen.
+func treeMaker(name string) string {
+	if cmdline, ok := lobbyTrees.Load(name); ok {
+		return " (made by " + cmdline.(string) + ")"
+	}
+	return ""
+}
+
 // lobbyTree matches the name of a lobby's cgroup subtree.
 var lobbyTree = regexp.MustCompile(`^foyer-(?:(\d+)-\d+|s[0-9a-f]{16})$`)
 
-// foyerCgroups returns the lobbies' cgroup subtrees of this machine. A
-// lobby makes its subtree beside its own cgroup, which is this process's
-// (or below it): a subtree found elsewhere in any hierarchy is another
-// machine's, whose cgroup filesystem is shared with this one (containers
-// of one host, whose roots of some hierarchies are the same), and so
-// are the subtrees of the same name in the other hierarchies.
+// foyerCgroups returns the lobbies' cgroup subtrees of this run. A lobby
+// makes its subtree beside its own cgroup, which is this process's (or
+// below it): a subtree found elsewhere in any hierarchy is that of a
+// lobby of another run on this machine, in a cgroup of its own (another
+// job whose processes the machine's cgroups keep apart, in some
+// hierarchies only), and so are the subtrees of the same name in the
+// other hierarchies.
 func foyerCgroups() map[string]bool {
 	own := ownCgroups()
 	out := map[string]bool{}

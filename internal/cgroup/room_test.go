@@ -266,6 +266,45 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+// TestSweep: the trees of dead lobbies go, empty rooms and half-made ones
+// with them; a room that still runs keeps its dead tree, and the trees of
+// live lobbies and the sweeper's own stay.
+func TestSweep(t *testing.T) {
+	requiretest.Cgroups(t)
+	dead, busy, live, own := openTree(t, options{}), openTree(t, options{}), openTree(t, options{}), openTree(t, options{})
+	for _, tr := range []*Tree{dead, busy, live, own} {
+		if _, err := tr.Create("room-1", Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dead.hs[len(dead.hs)-1].dir, "room-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	running := startRoom(t, busy, "room-2", Limits{}, "sleep", marker())
+	gone := own.Sweep(func(name string) bool { return name == dead.name || name == busy.name || name == own.name })
+	if !reflect.DeepEqual(gone, []string{dead.name}) {
+		t.Errorf("Sweep removed %v, want %v", gone, []string{dead.name})
+	}
+	for _, h := range dead.hs {
+		if exists(h.dir) {
+			t.Errorf("%s is still there", h.dir)
+		}
+	}
+	for tr, room := range map[*Tree]string{busy: "room-2", live: "room-1", own: "room-1"} {
+		if names, err := tr.List(); err != nil || !slices.Contains(names, room) {
+			t.Errorf("%s after the sweep holds %v (%v), want %s among them", tr.name, names, err, room)
+		}
+	}
+	if procs, err := running.Procs(); err != nil || len(procs) != 1 {
+		t.Errorf("the running room's processes after the sweep: %v, %v", procs, err)
+	}
+	for _, tr := range []*Tree{live, own} {
+		if r, err := tr.Room("room-1"); err != nil || r.Remove() != nil {
+			t.Errorf("%s's room-1: %v", tr.name, err)
+		}
+	}
+}
+
 // TestStartInRemovedRoomFails: a room whose cgroup is gone starts nothing.
 func TestStartInRemovedRoomFails(t *testing.T) {
 	requiretest.Cgroups(t)

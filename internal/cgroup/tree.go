@@ -489,6 +489,42 @@ func (t *Tree) prune() {
 	}
 }
 
+// Sweep removes the other trees beside this one (in the lobby's own
+// cgroups) that dead reports as those of lobbies that no longer run, with
+// their rooms' cgroups: what a lobby killed while it made a room, before
+// that room could end itself, leaves behind. Only cgroups that hold no
+// process go (the kernel refuses the others), so a room still running
+// is left alone, and nothing is killed. It returns the names of the
+// trees it removed from every hierarchy.
+func (t *Tree) Sweep(dead func(name string) bool) []string {
+	left := map[string]bool{}
+	for _, h := range t.hs {
+		ents, _ := os.ReadDir(h.base)
+		for _, e := range ents {
+			name := e.Name()
+			if !e.IsDir() || name == t.name || !dead(name) {
+				continue
+			}
+			dir := path.Join(h.base, name)
+			rooms, _ := os.ReadDir(dir)
+			for _, r := range rooms {
+				if r.IsDir() {
+					_ = os.Remove(path.Join(dir, r.Name()))
+				}
+			}
+			left[name] = left[name] || os.Remove(dir) != nil
+		}
+	}
+	var gone []string
+	for name, l := range left {
+		if !l {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	return gone
+}
+
 // Room returns the existing cgroup of the room name, as a lobby adopting
 // the rooms of an earlier run finds them. The error satisfies
 // errors.Is(err, fs.ErrNotExist) when there is none.
