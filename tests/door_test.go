@@ -11,6 +11,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/floodtest"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/packet/game"
 )
 
 // The room door and the quotas, tried against the real binary as an
@@ -142,6 +143,33 @@ func TestDoorKeepsSeatlessHellosOut(t *testing.T) {
 	})
 	if n := s.metrics(t)["foyer_room_door_refused_total"]; n == 0 {
 		t.Fatal("no datagram counted as refused by a room's door")
+	}
+}
+
+// The creator of a room, warm or cold, may hear of it before the room
+// hears of the creator's seat: its first HELLO, sent at once, is kept at
+// the room's door until the seat comes, and answered, never turned away
+// to wait for a resend.
+func TestCreatorsFirstHelloAnswered(t *testing.T) {
+	for _, warm := range []int{0, 1} {
+		t.Run(fmt.Sprintf("warm=%d", warm), func(t *testing.T) {
+			s := startServer(t, createsUnlimited, fmt.Sprintf("warm = %d\n", warm))
+			c := newClient(t, "127.0.0.1", s.lobby)
+			c.list(1) // a player lists first
+			for i := range 3 {
+				for deadline := time.Now().Add(20 * time.Second); s.metrics(t)["foyer_supervisor_warm_instances"] < float64(warm); time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the warm pool never filled")
+					}
+				}
+				id, port := c.request(compact, createRoom, uint16(2+i), nil).roomPort(t)
+				g := dialGame(t, "127.0.0.1", netip.AddrPortFrom(s.lobby.Addr(), port))
+				g.send(game.ClientHello)
+				if _, ok := g.await(game.ServerHello, 2*time.Second); !ok {
+					t.Fatalf("room %d did not answer its creator's first HELLO", id)
+				}
+			}
+		})
 	}
 }
 
