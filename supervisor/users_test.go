@@ -1,8 +1,15 @@
 package supervisor
 
 import (
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"syscall"
 	"testing"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 )
 
 // A room's environment is PATH, its directory as HOME and the variables
@@ -25,5 +32,47 @@ func TestRoomEnv(t *testing.T) {
 		if got := roomEnv(c.cfg, "/r"); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The ids a process runs as read the same through its pidfd as from
+// /proc/pid/status, for every process on the host; and a process that
+// runs as a user of the rooms' range puts that user in use.
+func TestUsersInUse(t *testing.T) {
+	requiretest.Root(t) // to start a process as another user
+	// A range of its own: the rooms of lobbies tested meanwhile run as
+	// users of the default one.
+	r := roomuser.Range{First: 4_000_000_000, Last: 4_000_000_999}
+	uid := int(r.First) + 42
+	sleeper := exec.Command("sleep", "60")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), NoSetGroups: true}}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	procs, _ := os.ReadDir("/proc")
+	compared := 0
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		fast, ok := pidfdUIDs(p.Name())
+		if !ok {
+			t.Log("the kernel does not say a process's ids through its pidfd (Linux 6.13 does): only /proc is read")
+			break
+		}
+		if slow := statusUIDs(p.Name()); fast != nil && slow != nil {
+			if !slices.Equal(fast, slow) {
+				t.Errorf("process %s: ids %v through its pidfd, %v in its status", p.Name(), fast, slow)
+			}
+			compared++
+		}
+	}
+	if compared == 0 && !pidfdCredsMissing.Load() {
+		t.Fatal("no process compared")
+	}
+	u := &roomUsers{r: r}
+	if in := u.usersInUse(t.TempDir()); !in[uid] || len(in) != 1 {
+		t.Errorf("users in use %v, want %d alone", in, uid)
 	}
 }
