@@ -13,7 +13,7 @@ import (
 // one killed with SIGKILL (ms/op; the target is under 1 s).
 func BenchmarkStartWith200AdoptedRooms(b *testing.B) {
 	const rooms = 200
-	l := newKeptLobby(b, keptSettings{grace: 5 * time.Minute, match: time.Hour, ports: rooms})
+	l := newKeptLobby(b, keptSettings{grace: 5 * time.Minute, match: time.Hour, ports: rooms, lobbyKeys: keptCreatesUnlimited})
 	var wg sync.WaitGroup
 	for w := range 8 { // rooms are created from 8 clients at once
 		c := newClient(b, "127.0.0.1", l.lobby)
@@ -54,7 +54,7 @@ func BenchmarkStartWith200AdoptedRooms(b *testing.B) {
 // SIGHUP to the old process's exit), the longest answer during it, and the
 // requests never answered (the target is none).
 func BenchmarkUpgradeListLatency(b *testing.B) {
-	l := newKeptLobby(b, keptSettings{grace: 5 * time.Minute, match: time.Hour, ports: 20})
+	l := newKeptLobby(b, keptSettings{grace: 5 * time.Minute, match: time.Hour, ports: 20, lobbyKeys: keptCreatesUnlimited})
 	c := newClient(b, "127.0.0.1", l.lobby)
 	for i := range 20 {
 		c.request(compact, createRoom, uint16(i+1), nil)

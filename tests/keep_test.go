@@ -51,6 +51,11 @@ type keptLobby struct {
 	waits   map[int]chan error
 }
 
+// keptCreatesUnlimited are the [lobby] keys (keptSettings.lobbyKeys) that
+// let a kept lobby's one network of test clients create as many rooms as
+// it asks, at once, a CREATE its first request or not.
+const keptCreatesUnlimited = "create_network_rate = 1000\ncreate_network_burst = 1000\nunverified_create_rate = 1000\nunverified_create_burst = 1000\n"
+
 // keptSettings are a keptLobby's config values.
 type keptSettings struct {
 	grace     time.Duration

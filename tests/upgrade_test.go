@@ -528,7 +528,7 @@ func (ld *changeLoad) finish() {
 // and a source's first request there is a CREATE.)
 func TestUpgradeUnderCreateAndJoinLoad(t *testing.T) {
 	l := newKeptLobby(t, keptSettings{grace: 20 * time.Second, match: 600 * time.Second, ports: 80,
-		lobbyKeys: "create_network_rate = 100\ncreate_network_burst = 100\nunverified_create_rate = 100\nunverified_create_burst = 100"})
+		lobbyKeys: keptCreatesUnlimited})
 	id, _ := newClient(t, "127.0.0.1", l.lobby).request(compact, createRoom, 1, nil).roomPort(t)
 
 	ld := newChangeLoad()
