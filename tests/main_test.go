@@ -32,6 +32,7 @@ import (
 	"github.com/foyerlobby/foyer/supervisor"
 
 	"github.com/foyerlobby/foyer/internal/logtest"
+	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
@@ -185,7 +186,7 @@ var lobbyTree = regexp.MustCompile(`^foyer-(?:(\d+)-\d+|s[0-9a-f]{16})$`)
 // hierarchies only), and so are the subtrees of the same name in the
 // other hierarchies.
 func foyerCgroups() map[string]bool {
-	own := ownCgroups()
+	own, _ := requiretest.CgroupDirs()
 	out := map[string]bool{}
 	foreign := map[string]bool{}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
@@ -195,10 +196,9 @@ func foyerCgroups() map[string]bool {
 		if sep < 6 || len(f) < sep+2 || (f[sep+1] != "cgroup" && f[sep+1] != "cgroup2") {
 			continue
 		}
-		mine, known := own[f[4]]
 		filepath.WalkDir(f[4], func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() && lobbyTree.MatchString(d.Name()) {
-				if known && !strings.HasPrefix(p, mine+"/") {
+				if !slices.ContainsFunc(own, func(dir string) bool { return strings.HasPrefix(p, dir+"/") }) {
 					foreign[d.Name()] = true
 				}
 				out[p] = true
@@ -213,54 +213,6 @@ func foyerCgroups() map[string]bool {
 		}
 	}
 	return out
-}
-
-// ownCgroups maps the mount point of each cgroup hierarchy to the
-// directory of this process's cgroup in it.
-func ownCgroups() map[string]string {
-	paths := map[string]string{} // by the controllers of the hierarchy ("" for the unified one)
-	pc, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(strings.TrimSpace(string(pc)), "\n") {
-		if f := strings.SplitN(line, ":", 3); len(f) == 3 {
-			paths[f[1]] = f[2]
-		}
-	}
-	controllers := map[string]bool{}
-	pcs, _ := os.ReadFile("/proc/cgroups")
-	for _, line := range strings.Split(string(pcs), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
-			controllers[f[0]] = true
-		}
-	}
-	own := map[string]string{}
-	mi, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(mi), "\n") {
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if sep < 6 || len(f) < sep+4 {
-			continue
-		}
-		key := ""
-		switch f[sep+1] {
-		case "cgroup":
-			var cs []string
-			for _, o := range strings.Split(f[sep+3], ",") {
-				if controllers[o] || strings.HasPrefix(o, "name=") {
-					cs = append(cs, o)
-				}
-			}
-			key = strings.Join(cs, ",")
-		case "cgroup2":
-		default:
-			continue
-		}
-		if p, ok := paths[key]; ok {
-			if rel, ok := strings.CutPrefix(p, f[3]); ok {
-				own[f[4]] = filepath.Join(f[4], rel)
-			}
-		}
-	}
-	return own
 }
 
 // inUse reports whether the lobby of the cgroup subtree dir may still

@@ -38,7 +38,7 @@ func rawSocket() error {
 // writableCgroups returns why this process may not write its cgroup in
 // some hierarchy it is in, or nil.
 func writableCgroups() error {
-	dirs, err := cgroupDirs()
+	dirs, err := CgroupDirs()
 	if err != nil {
 		return err
 	}
@@ -53,9 +53,9 @@ func writableCgroups() error {
 	return nil
 }
 
-// cgroupDirs returns the directory of this process's cgroup in each
+// CgroupDirs returns the directory of this process's cgroup in each
 // hierarchy that /proc/self/cgroup names and that is mounted here.
-func cgroupDirs() ([]string, error) {
+func CgroupDirs() ([]string, error) {
 	pc, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err

@@ -10,3 +10,6 @@ var errLinux = errors.New("Linux")
 func newNetns(string) error  { return errLinux }
 func rawSocket() error       { return errLinux }
 func writableCgroups() error { return errLinux }
+
+// CgroupDirs has no cgroups to name off Linux.
+func CgroupDirs() ([]string, error) { return nil, errLinux }
