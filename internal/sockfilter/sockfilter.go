@@ -23,9 +23,6 @@ import (
 // sees the datagram start.
 const udpHeader = 8
 
-// maxLen is more than any datagram's length.
-const maxLen = 1 << 17
-
 // Check is one test of a Shape.
 type Check struct {
 	off, size int    // the field: payload offset and 1, 2 or 4 bytes, big-endian
@@ -82,6 +79,10 @@ func Bytes(off int, want []byte) []Check {
 // Length checks that the payload is min to max bytes long.
 func Length(min, max int) Check { return Check{kind: isLength, min: min, max: max} }
 
+// AtLeast checks that the payload is at least min bytes long: a message
+// whose longest form is the longest datagram.
+func AtLeast(min int) Check { return Check{kind: isLength, min: min, max: -1} }
+
 // SizeField checks that the 16-bit big-endian field at off, plus plus, is
 // the payload's length, and that the field is at most max.
 func SizeField(off, plus, max int) Check {
@@ -134,8 +135,10 @@ func compile(s Shape) ([]bpf.Instruction, error) {
 			}
 		case isLength:
 			b = append(b, bpf.LoadExtension{Num: bpf.ExtLen},
-				bpf.JumpIf{Cond: bpf.JumpLessThan, Val: uint32(udpHeader + c.min), SkipTrue: fail},
-				bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(udpHeader + c.max), SkipTrue: fail})
+				bpf.JumpIf{Cond: bpf.JumpLessThan, Val: uint32(udpHeader + c.min), SkipTrue: fail})
+			if c.max >= 0 {
+				b = append(b, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(udpHeader + c.max), SkipTrue: fail})
+			}
 		case isSizeOf:
 			b = append(b, bpf.LoadAbsolute{Off: uint32(udpHeader + c.off), Size: 2},
 				bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(c.max), SkipTrue: fail},

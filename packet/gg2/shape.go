@@ -2,16 +2,12 @@ package gg2
 
 import "github.com/foyerlobby/foyer/internal/sockfilter"
 
-// maxDatagram is the largest UDP payload over IPv6 jumbo-less paths and
-// IPv4 alike.
-const maxDatagram = 65507
-
 // DatagramShapes are the shapes, for a kernel socket filter, of the
 // datagrams a lobby's new-style port takes: a registration (its UUID and
 // at least its fixed part) and an unregister (its UUID and exact size).
 func DatagramShapes() []sockfilter.Shape {
 	return []sockfilter.Shape{
-		append(sockfilter.Bytes(0, RegisterUUID[:]), sockfilter.Length(regFixedLen, maxDatagram)),
+		append(sockfilter.Bytes(0, RegisterUUID[:]), sockfilter.AtLeast(regFixedLen)),
 		append(sockfilter.Bytes(0, UnregisterUUID[:]), sockfilter.Length(UnregisterLen, UnregisterLen)),
 	}
 }
@@ -21,6 +17,6 @@ func DatagramShapes() []sockfilter.Shape {
 // version, a port and an info length.
 func LegacyShapes() []sockfilter.Shape {
 	return []sockfilter.Shape{
-		append(sockfilter.Bytes(0, LegacyMagic[:]), sockfilter.Length(len(LegacyMagic)+1+3, maxDatagram)),
+		append(sockfilter.Bytes(0, LegacyMagic[:]), sockfilter.AtLeast(len(LegacyMagic)+1+3)),
 	}
 }
