@@ -298,25 +298,21 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 	return r, nil
 }
 
-// keepListed gives the instance of a room just handed out its creator's
-// seat, and tells it that it is listed. Where rooms outlive the lobby
-// (a state directory), that is done before the creator hears of the room:
-// a lobby that adopts the room after a crash lists it, with the creator's
-// seat, only if its instance heard so (it treats one that never did as
-// warm). So it is for an exec room, whose door is this host's firewall,
-// which keeps nothing it turns away. Otherwise the creator is not kept
-// waiting: a room of the SDK ends with its lobby, and its door keeps the
-// first datagrams of a player whose seat is on its way (knocks), as for a
-// JOIN's, so the creator hears of the room a round trip to an idle process
-// sooner and its HELLO is taken the moment the seat arrives. The room's
-// tracker holds the supervisor's wait group, so Shutdown waits for the
-// send too.
+// keepListed makes a room just handed out wait, where it must, until its
+// instance holds its creator's seat and knows it is listed. Table.Hand
+// has the seat sent in any case (SeatsChanged: keepSeats sends it at
+// once), so a room of the SDK does not wait: its door keeps the first
+// datagrams of a player whose seat is on its way (knocks), as for a
+// JOIN's, and the creator hears of the room a round trip to an idle
+// process sooner. Two must wait. Where rooms outlive the lobby (a state
+// directory), a lobby that adopts the room after a crash lists it, with
+// the creator's seat, only if its instance heard so (it treats one that
+// never did as warm). An exec room's door is this host's firewall, which
+// keeps nothing it turns away.
 func (s *Supervisor) keepListed(r *record) {
 	if r.row.Source == room.Exec || s.cfg.StateDir != "" {
 		s.keep(r)
-		return
 	}
-	s.wg.Go(func() { s.keep(r) })
 }
 
 // processes is how many rooms have a process. s.mu is held.
