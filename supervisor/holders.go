@@ -104,7 +104,7 @@ func (s *Supervisor) portHolders(ports []uint16) []HeldPort {
 			if port, ok := inodes[inode]; ok {
 				if _, seen := found[port]; !seen {
 					uid := -1
-					if ids := processUIDs(p.Name()); len(ids) > 1 {
+					if ids := processUIDs(pid); len(ids) > 1 {
 						uid = ids[1]
 					}
 					found[port] = HeldPort{Port: port, Room: s.roomOf(pid), PID: pid, UID: uid}

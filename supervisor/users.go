@@ -92,10 +92,11 @@ func (u *roomUsers) usersInUse(rooms string) map[int]bool {
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
 			continue
 		}
-		for _, id := range processUIDs(p.Name()) {
+		for _, id := range processUIDs(pid) {
 			if u.r.Contains(id) {
 				out[id] = true
 			}
@@ -109,7 +110,7 @@ func (u *roomUsers) usersInUse(rooms string) map[int]bool {
 // 6.13 and later), which costs it a few words, else from
 // /proc/pid/status, which costs it a page of text. A process gone
 // meanwhile has none.
-func processUIDs(pid string) []int {
+func processUIDs(pid int) []int {
 	if !pidfdCredsMissing.Load() {
 		if ids, ok := pidfdUIDs(pid); ok {
 			return ids
@@ -119,21 +120,21 @@ func processUIDs(pid string) []int {
 }
 
 // pidfdCredsMissing is set once the kernel has said it does not tell a
-// process's credentials through its pidfd.
+// process's credentials through its pidfd: no pidfds (or none allowed),
+// or no PIDFD_GET_INFO.
 var pidfdCredsMissing atomic.Bool
 
 // pidfdUIDs returns the user ids of process pid through a pidfd, and
-// false when the kernel cannot say them so.
-func pidfdUIDs(pid string) ([]int, bool) {
-	n, err := strconv.Atoi(pid)
-	if err != nil {
-		return nil, true
-	}
-	fd, err := unix.PidfdOpen(n, 0)
-	if errors.Is(err, unix.ESRCH) {
+// false when it cannot have them so.
+func pidfdUIDs(pid int) ([]int, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case errors.Is(err, unix.ESRCH):
 		return nil, true // gone
-	}
-	if err != nil {
+	case errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE):
+		return nil, false // this once
+	case err != nil:
+		pidfdCredsMissing.Store(true)
 		return nil, false
 	}
 	defer unix.Close(fd)
@@ -149,8 +150,8 @@ func pidfdUIDs(pid string) ([]int, bool) {
 }
 
 // statusUIDs returns the user ids of process pid, from /proc.
-func statusUIDs(pid string) []int {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+func statusUIDs(pid int) []int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return nil
 	}
