@@ -85,11 +85,15 @@ func TestOverflowIsAFloodWithTheFilter(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-sent }()
+	deadline := time.Now().Add(10 * time.Second)
 	for l.Stats().KernelDrops == 0 { // the buffer is full
+		if time.Now().After(deadline) {
+			t.Fatal("the kernel counted no drop while the buffer was flooded")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	edgetest.Serve(t, l.Serve)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for !l.guard.UnderPressure(time.Now()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a buffer that ran over (%d drops) was not taken for a flood", l.Stats().KernelDrops)

@@ -62,7 +62,9 @@ func (rl *roomList) findCode(code string) (*room.Room, bool) {
 }
 
 // find returns the room with id (rl's own: it must not be changed), by
-// binary search over the rooms in place: a JOIN copies no room.
+// binary search over the rooms in place: a JOIN copies no room, where
+// slices.BinarySearchFunc would hand each room it compares to its
+// function by value.
 func (rl *roomList) find(id uint32) (*room.Room, bool) {
 	i := sort.Search(len(rl.rooms), func(i int) bool { return rl.rooms[i].ID >= id })
 	if i == len(rl.rooms) || rl.rooms[i].ID != id {

@@ -192,7 +192,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 
 // spawnPhases says where the time of a spawn went.
 type spawnPhases struct {
-	prep   time.Duration // the room's directory and cgroups
+	prep   time.Duration // the room's directory, its user and its cgroups
 	launch host.Phases   // the instance's start, until its first report
 	ready  time.Duration // from there until its game was ready on its port
 }
