@@ -116,7 +116,7 @@ func ListenUDPGroup(network string, laddr *net.UDPAddr, n int) ([]*net.UDPConn, 
 		}
 		return nil, err
 	}
-	if err := control(first, reusePort); err != nil {
+	if err := Control(first, reusePort); err != nil {
 		return fail(fmt.Errorf("sockets: SO_REUSEPORT: %w", err))
 	}
 	at := first.LocalAddr().(*net.UDPAddr)
@@ -139,8 +139,8 @@ func ListenUDPGroup(network string, laddr *net.UDPAddr, n int) ([]*net.UDPConn, 
 
 func reusePort(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) }
 
-// control runs f on c's descriptor.
-func control(c syscall.Conn, f func(fd int) error) error {
+// Control runs f on c's descriptor.
+func Control(c syscall.Conn, f func(fd int) error) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err

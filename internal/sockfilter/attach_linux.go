@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/sockets"
 )
 
 // Attach sets prog as c's socket filter, in place of any it had.
@@ -16,7 +18,7 @@ func Attach(c *net.UDPConn, prog []bpf.Instruction) error {
 		return err
 	}
 	fprog := unix.SockFprog{Len: uint16(len(raw)), Filter: (*unix.SockFilter)(unsafe.Pointer(&raw[0]))}
-	return control(c, func(fd int) error {
+	return sockets.Control(c, func(fd int) error {
 		return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog)
 	})
 }
@@ -26,7 +28,7 @@ func Attach(c *net.UDPConn, prog []bpf.Instruction) error {
 // buffer. The kernel keeps it in 32 bits; see Counter.
 func Drops(c *net.UDPConn) (uint32, error) {
 	var mem [meminfoVars]uint32
-	err := control(c, func(fd int) error {
+	err := sockets.Control(c, func(fd int) error {
 		n := uint32(unsafe.Sizeof(mem))
 		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
 			uintptr(unsafe.Pointer(&mem[0])), uintptr(unsafe.Pointer(&n)), 0)
@@ -48,21 +50,9 @@ const (
 // Supported reports whether this system can filter sockets.
 const Supported = true
 
-func control(c *net.UDPConn, f func(fd int) error) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
 // Detach removes c's socket filter, if it has one.
 func Detach(c *net.UDPConn) error {
-	err := control(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0) })
+	err := sockets.Control(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0) })
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
