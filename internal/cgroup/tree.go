@@ -497,32 +497,38 @@ func (t *Tree) prune() {
 // is left alone, and nothing is killed. It returns the names of the
 // trees it removed from every hierarchy.
 func (t *Tree) Sweep(dead func(name string) bool) []string {
-	left := map[string]bool{}
+	var gone []string
+	seen := map[string]bool{t.name: true}
 	for _, h := range t.hs {
 		ents, _ := os.ReadDir(h.base)
 		for _, e := range ents {
 			name := e.Name()
-			if !e.IsDir() || name == t.name || !dead(name) {
+			if !e.IsDir() || seen[name] || !dead(name) {
 				continue
 			}
-			dir := path.Join(h.base, name)
-			rooms, _ := os.ReadDir(dir)
+			seen[name] = true
+			other := t.beside(name)
+			rooms, _ := other.List()
 			for _, r := range rooms {
-				if r.IsDir() {
-					_ = os.Remove(path.Join(dir, r.Name()))
-				}
+				_ = other.room(r).removeDirs(len(other.hs))
 			}
-			left[name] = left[name] || os.Remove(dir) != nil
-		}
-	}
-	var gone []string
-	for name, l := range left {
-		if !l {
-			gone = append(gone, name)
+			other.prune()
+			if !slices.ContainsFunc(other.hs, func(h hierarchy) bool { return exists(h.dir) }) {
+				gone = append(gone, name)
+			}
 		}
 	}
 	slices.Sort(gone)
 	return gone
+}
+
+// beside is the tree called name beside t, in t's hierarchies.
+func (t *Tree) beside(name string) *Tree {
+	o := &Tree{name: name, hs: slices.Clone(t.hs)}
+	for i := range o.hs {
+		o.hs[i].dir = path.Join(o.hs[i].base, name)
+	}
+	return o
 }
 
 // Room returns the existing cgroup of the room name, as a lobby adopting
