@@ -44,7 +44,9 @@ func words(p string) []string {
 }
 
 // readProcs returns the process ids listed in cgroup.procs of the cgroup
-// dir. A cgroup that does not exist is empty.
+// dir, but this process's own: on v1 one of its threads is there while it
+// forks into a room (Room.Start), and it is never the room's, to count or
+// to kill. A cgroup that does not exist is empty.
 func readProcs(dir string) ([]int, error) {
 	b, err := os.ReadFile(dir + "/cgroup.procs")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -54,12 +56,15 @@ func readProcs(dir string) ([]int, error) {
 		return nil, err
 	}
 	var pids []int
+	self := os.Getpid()
 	for _, f := range bytes.Fields(b) {
 		pid, err := strconv.Atoi(string(f))
 		if err != nil {
 			return nil, fmt.Errorf("%s/cgroup.procs: %q is not a process id", dir, f)
 		}
-		pids = append(pids, pid)
+		if pid != self {
+			pids = append(pids, pid)
+		}
 	}
 	return pids, nil
 }

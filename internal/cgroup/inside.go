@@ -41,7 +41,7 @@ func End(ctx context.Context, tree, room string) error {
 		// A room that runs as a user of its own cannot signal its
 		// warden, which runs as the lobby's (and ends what this leaves):
 		// it is beyond reach, and not waited for.
-		dir, self := ps[0].dir, os.Getpid()
+		dir := ps[0].dir
 		beyond := map[int]bool{}
 		var b backoff
 		for {
@@ -51,7 +51,7 @@ func End(ctx context.Context, tree, room string) error {
 			}
 			others := 0
 			for _, pid := range pids {
-				if pid != self && !beyond[pid] {
+				if !beyond[pid] {
 					others++
 				}
 			}

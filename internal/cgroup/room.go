@@ -231,19 +231,15 @@ func awaitFrozen(st string) {
 }
 
 // count returns the number of processes in the room, across its
-// hierarchies (they agree, but for a thread of this process forking into
-// v1, which is not counted: it is not the room's, and is not killed).
+// hierarchies (they agree).
 func (r *Room) count() (int, error) {
-	n, self := 0, os.Getpid()
+	n := 0
 	for _, d := range r.dirs {
 		pids, err := readProcs(d)
 		if err != nil {
 			return 0, err
 		}
 		n += len(pids)
-		if slices.Contains(pids, self) {
-			n--
-		}
 	}
 	return n, nil
 }
@@ -366,7 +362,6 @@ func signalCgroupBut(dir string, sig unix.Signal, skip map[int]bool) ([]int, err
 	if err != nil || len(pids) == 0 {
 		return nil, err
 	}
-	self := os.Getpid()
 	var held []pinned
 	defer func() {
 		for _, p := range held {
@@ -374,7 +369,7 @@ func signalCgroupBut(dir string, sig unix.Signal, skip map[int]bool) ([]int, err
 		}
 	}()
 	for _, pid := range pids {
-		if pid == self || skip[pid] {
+		if skip[pid] {
 			continue
 		}
 		if p, ok := pin(pid); ok {
