@@ -142,6 +142,17 @@ bugs() {
 		'if r.row.Source == room.Exec || s.cfg.StateDir != "" {' \
 		'if r.row.Source == room.Exec {' \
 		./tests '^TestKillRestartChurn$'
+	# A lobby leaves the empty cgroups of lobbies that died where they are.
+	bug supervisor/contain.go \
+		'if gone := tree.Sweep(deadLobby); len(gone) > 0 {' \
+		'if gone := []string(nil); len(gone) > 0 {' \
+		./supervisor '^TestCgroupsOfDeadLobbiesRemoved$'
+	# A process's user ids are read from its group ids: a room's user in
+	# use looks free.
+	bug supervisor/users.go \
+		'return []int{int(info.Ruid), int(info.Euid), int(info.Suid), int(info.Fsuid)}, true' \
+		'return []int{int(info.Rgid), int(info.Egid), int(info.Sgid), int(info.Fsgid)}, true' \
+		./supervisor '^TestUsersInUse$'
 }
 
 # gotest runs the tests $2 of the packages $1 in the copy.
