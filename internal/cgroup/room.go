@@ -95,19 +95,17 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 	if err == nil {
 		err = cmd.Start()
 	}
+	stuck := false
 	if joined > 0 {
 		if e := r.t.homeThread(); e != nil {
 			err = errors.Join(err, fmt.Errorf("the starting thread did not leave the room's cgroups: %w", e))
 			// The fork thread is put back before it forks again; any
 			// other stays locked, so that no other goroutine forks into
 			// the room from it, and ends with its goroutine.
-			if proc.MendForkThread(r.t.homeThread) {
-				runtime.UnlockOSThread()
-			}
-		} else {
-			runtime.UnlockOSThread()
+			stuck = !proc.MendForkThread(r.t.homeThread)
 		}
-	} else {
+	}
+	if !stuck {
 		runtime.UnlockOSThread()
 	}
 	if e := restore(); e != nil {
