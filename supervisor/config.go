@@ -125,10 +125,10 @@ type Config struct {
 	// lobby that is not root, runs rooms as the lobby's user (which the
 	// start log says).
 	RoomUsers roomuser.Range
-	// Warden is the command that starts a room as its user and then
-	// ends what the room leaves (RoomUsers), before its own arguments;
-	// empty means the "instance" subcommand of RoomProgram (or of this
-	// executable), as for Command.
+	// Warden is the command of the rooms' wardens (RoomUsers; see
+	// package roomuser), which end what a room leaves, before its own
+	// arguments; empty means the "instance" subcommand of RoomProgram
+	// (or of this executable), as for Command.
 	Warden []string
 	// PassEnv names the variables of this process's environment that
 	// rooms get too. A room's environment is otherwise only PATH (this

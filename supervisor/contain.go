@@ -9,17 +9,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 )
 
 // Every room runs in cgroups of its own (package cgroup) where the host
@@ -122,6 +126,61 @@ func startIn(cg *cgroup.Room) func(*exec.Cmd) error {
 		return proc.StartOnForkThread
 	}
 	return func(cmd *exec.Cmd) error { return proc.OnForkThread(func() error { return cg.Start(cmd) }) }
+}
+
+// warden is the start of a room's warden (see package roomuser) beside
+// the first process of a room that runs as its user in cgroups cg: in the
+// same cgroups, with a pidfd of that process. The warden is forked while
+// the room's program starts, and a room is handed out only once its
+// warden runs.
+type warden struct {
+	s       *Supervisor
+	cg      *cgroup.Room
+	forking sync.WaitGroup // the warden's start, once the room's process is forked
+	err     error          // of that start
+}
+
+// start is the room's StartProcess: it starts cmd as startIn does and
+// then, beside it, the warden.
+func (w *warden) start(cmd *exec.Cmd) error {
+	if err := startIn(w.cg)(cmd); err != nil {
+		return err
+	}
+	// The process is not reaped before this returns: its pid is its own.
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		return fmt.Errorf("the room's warden: pidfd of %d: %w", cmd.Process.Pid, err)
+	}
+	pidfd := os.NewFile(uintptr(fd), "pidfd")
+	w.forking.Go(func() {
+		defer pidfd.Close()
+		w.err = proc.OnForkThread(func() error { return w.fork(pidfd) })
+	})
+	return nil
+}
+
+// started waits for the warden's start, if the room's process started,
+// and returns its error.
+func (w *warden) started() error {
+	w.forking.Wait()
+	return w.err
+}
+
+// fork starts the warden. It runs as this process's user, in a process
+// group of its own and with no parent-death signal: it outlives this
+// process, which is what it is for.
+func (w *warden) fork(pidfd *os.File) error {
+	argv := w.s.dirs.users.warden
+	cmd := exec.Command(argv[0], slices.Concat(argv[1:], []string{roomuser.WardenArg + "=" + w.s.tree.Name() + "/" + w.cg.Name()})...)
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{pidfd} // descriptor 3, as roomuser.Warden wants it
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := w.cg.Start(cmd); err != nil {
+		return fmt.Errorf("the room's warden: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // ended with the room, or after it
+	return nil
 }
 
 // roomCgroup makes room id's cgroups, or returns nil without cgroups.

@@ -120,12 +120,8 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 // keeper of a foreign server) in dir and the cgroups cg (if any), as the
 // room's user uid (-1: this process's), with the room's environment, as
 // spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (*record, error) {
-	argv := s.argv
-	if uid >= 0 {
-		argv = asRoomUser(s.dirs.users.warden, uid, argv)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (rec *record, err error) {
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = roomEnv(s.cfg, dir)
 	lc := host.LaunchConfig{
 		Cmd:          cmd,
@@ -133,6 +129,28 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 		Log:          s.log,
 		StartProcess: startIn(cg),
 		Dir:          dir,
+	}
+	if uid >= 0 {
+		program, err := asRoomUser(cmd, uid)
+		if err != nil {
+			return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
+		}
+		defer program.Close() // the child has its own once started
+		if cg != nil {
+			w := &warden{s: s, cg: cg}
+			lc.StartProcess = w.start
+			defer func() {
+				if werr := w.started(); werr != nil && err == nil {
+					// As a start that failed: the room goes, and the
+					// caller ends what is left in its cgroups.
+					rec.proc.Kill()
+					<-rec.proc.Exited()
+					s.releasePort(rec.row.Port)
+					err = s.spawnFailed(id, rec.row.Port, 1, fmt.Errorf("%w: %v", room.ErrSpawn, werr))
+					rec = nil
+				}
+			}()
+		}
 	}
 	if s.cfg.StateDir != "" {
 		lc.Grace = s.cfg.ReattachGrace

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +21,8 @@ import (
 )
 
 // A room runs game code Foyer did not write. Where the lobby is root, each
-// room runs as a user of its own from Config.RoomUsers (package roomuser
-// starts it so): it cannot signal the lobby or another room, nor read the
+// room runs as a user of its own from Config.RoomUsers (see package
+// roomuser): it cannot signal the lobby or another room, nor read the
 // config, the token files or the state directory beyond its own room's
 // directory, which it owns. Its environment is built afresh (roomEnv).
 // Where the lobby is not root, rooms share its user, and the start log
@@ -32,7 +31,7 @@ import (
 // roomUsers hands out the rooms' users.
 type roomUsers struct {
 	r      roomuser.Range
-	warden []string // starts a room as its user: see wardenCommand
+	warden []string // the command of the rooms' wardens: see wardenCommand
 	// mu is held from the choice of a room's user until its directory
 	// is theirs: the directories' owners are how users in use are told.
 	mu sync.Mutex
@@ -200,7 +199,8 @@ func roomEnv(cfg Config, dir string) []string {
 	return env
 }
 
-// wardenCommand is the command that starts a room as its user.
+// wardenCommand is the command of the rooms' wardens, before its own
+// arguments.
 func wardenCommand(cfg Config) ([]string, error) {
 	if len(cfg.Warden) > 0 {
 		return cfg.Warden, nil
@@ -209,9 +209,25 @@ func wardenCommand(cfg Config) ([]string, error) {
 	return argv, err
 }
 
-// asRoomUser is argv run as the room's user uid, by the warden.
-func asRoomUser(warden []string, uid int, argv []string) []string {
-	return slices.Concat(warden, []string{"--user", strconv.Itoa(uid), "--"}, argv)
+// asRoomUser makes cmd start as the room's user uid (see package
+// roomuser), its program run through a descriptor this process opens,
+// which the caller closes once cmd has started.
+func asRoomUser(cmd *exec.Cmd, uid int) (*os.File, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	cred, err := roomuser.Credential(uid)
+	if err != nil {
+		return nil, err
+	}
+	program, err := roomuser.OpenProgram(cmd.Path)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Path = roomuser.ProgramPath
+	cmd.ExtraFiles = []*os.File{program} // its first: roomuser.ProgramFD
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	return program, nil
 }
 
 // runnableByRooms says why a room's user could not run program, or nil.

@@ -24,6 +24,9 @@ type attackResult struct {
 	UID, GID int
 	Groups   []int
 	Env      []string
+	Fds      map[int]string
+	Caps     map[string]string
+	Root     string
 	Signal   map[int]string
 	Write    map[string]string
 	Read     map[string]string
@@ -32,7 +35,8 @@ type attackResult struct {
 
 // A room's game server, Foyer's lobby run as root: every room runs as a
 // user of its own (neither root nor another room's), with no group, and
-// an environment of PATH, HOME and Foyer's room variables only. The
+// an environment of PATH, HOME and Foyer's room variables only, no
+// capability and no descriptor but its standard streams. The
 // hostile server of one room (tests/testdata/roomattack) cannot signal
 // the lobby or the other room, write into state_dir, read the token
 // file, the config or the other room's directory; the three free ports of
@@ -147,6 +151,31 @@ format = "json"
 	if res.UID < 1879048192 || res.UID == victimUID || victimUID < 1879048192 || res.GID != res.UID || len(res.Groups) != 0 {
 		t.Errorf("the rooms run as uid %d and %d (gid %d, groups %v); want users of room_users, each its own, no group",
 			res.UID, victimUID, res.GID, res.Groups)
+	}
+	// Nothing of root's: no capability, no way back to uid 0; and no
+	// descriptor of the lobby's (the room's first process was executed
+	// through one: see roomuser.ProgramFD).
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		if res.Caps[set] != "0000000000000000" {
+			t.Errorf("the room's server has %s %q, want none", set, res.Caps[set])
+		}
+	}
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", victimPID)); err != nil {
+		t.Fatal(err)
+	} else if uid := strconv.Itoa(victimUID); !strings.Contains(string(status), fmt.Sprintf("\nUid:\t%s\t%s\t%s\t%s\n", uid, uid, uid, uid)) ||
+		!strings.Contains(string(status), fmt.Sprintf("\nGid:\t%s\t%s\t%s\t%s\n", uid, uid, uid, uid)) ||
+		!strings.Contains(string(status), "\nCapPrm:\t0000000000000000\n") {
+		t.Errorf("the victim room's first process is not its user alone, without capabilities:\n%s", status)
+	}
+	if !strings.Contains(res.Root, "operation not permitted") {
+		t.Errorf("the room's setuid(0): %q, want operation not permitted", res.Root)
+	}
+	for fd, what := range res.Fds {
+		// Go's runtime opens its poller's, and its cgroup's CPU limit
+		// files, before main.
+		if what != "anon_inode:[eventpoll]" && what != "anon_inode:[eventfd]" && !strings.HasPrefix(what, "/sys/fs/cgroup/") {
+			t.Errorf("the room's server started with descriptor %d (%s)", fd, what)
+		}
 	}
 	for _, kv := range res.Env {
 		name, _, _ := strings.Cut(kv, "=")

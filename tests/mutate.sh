@@ -49,6 +49,17 @@ bugs() {
 		'v.gen++' \
 		'v.gen--' \
 		./cluster '^TestViewReplay$'
+	# A room run as its user keeps the lobby's group.
+	bug internal/roomuser/roomuser.go \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, nil' \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: 0, Groups: []uint32{}}, nil' \
+		./tests '^TestContainRoomHasNoAuthority$'
+	# The descriptor a room's first process was executed through reaches
+	# the foreign server its keeper starts.
+	bug cmd/internal/roomcmd/roomcmd.go \
+		'if err := proc.CloseOnExecFrom(roomuser.ProgramFD); err != nil {' \
+		'if err := proc.CloseOnExecFrom(roomuser.ProgramFD + 1); err != nil {' \
+		./tests '^TestContainRoomHasNoAuthority$'
 	# Rooms still starting are not counted against max_instances:
 	# CREATEs at once start more rooms than it allows.
 	bug supervisor/supervisor.go \

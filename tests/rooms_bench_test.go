@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -80,6 +82,9 @@ func BenchmarkServeIdleRooms(b *testing.B) {
 			checkRoomProgram(b, procs, program)
 			var all, wardens []int
 			for _, room := range procs {
+				if mode.root && len(room) != 2 {
+					b.Fatalf("room process %d has no warden", room[0])
+				}
 				all, wardens = append(all, room...), append(wardens, room[1:]...)
 			}
 			var cpu, wardenCPU, lobbyCPU, wall time.Duration
@@ -134,29 +139,45 @@ func createRooms(b testing.TB, s *server, n int) {
 	}
 }
 
-// roomProcesses lists, for each child of the lobby (a room's first
-// process), that process and its children (its warden, when it has one).
+// roomProcesses lists, for each room of the lobby, its first process and
+// its warden, if it has one: both children of the lobby, the warden
+// named by the room's cgroups on its command line.
 func roomProcesses(b testing.TB, lobby int) [][]int {
-	children := map[int][]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
+	var rooms [][]int
+	wardens := map[string]int{} // by the room's cgroups, TREE/ROOM
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if f := statFields(pid); len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], pid)
+		if f := statFields(pid); len(f) < 2 || f[1] != strconv.Itoa(lobby) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if _, cg, ok := bytes.Cut(cmdline, []byte("\x00"+roomuser.WardenArg+"=")); ok {
+			wardens[string(bytes.TrimRight(cg, "\x00"))] = pid
+			continue
+		}
+		rooms = append(rooms, []int{pid})
+	}
+	for i, room := range rooms {
+		cgroups, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", room[0]))
+		for cg, warden := range wardens {
+			if bytes.Contains(cgroups, []byte("/"+cg+"\n")) {
+				rooms[i] = append(room, warden)
+				delete(wardens, cg)
+				break
+			}
 		}
 	}
-	var out [][]int
-	for _, room := range children[lobby] {
-		out = append(out, append([]int{room}, children[room]...))
+	if len(wardens) > 0 {
+		b.Fatalf("wardens of no room of the lobby: %v", wardens)
 	}
-	return out
+	return rooms
 }
 
 // checkRoomProgram fails b unless every process of procs (rooms' first

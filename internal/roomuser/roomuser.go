@@ -1,38 +1,34 @@
 // Package roomuser runs a room as a user of its own. A lobby run as root
-// starts each room's first process as root, in the room's cgroups, with
-// the room's environment; that process (Become) starts the room's warden,
-// drops every privilege for the room's user, and executes the room's
-// program in its place, keeping its pid. So the room's game server, which
-// Foyer did not write, never runs a single instruction as root, and runs
-// as a user no other room and not the lobby has: it cannot signal the
-// lobby or another room, nor read or write what they own.
+// forks each room's first process in the room's cgroups, with the room's
+// environment, and the child takes the room's user (Credential) before it
+// executes the room's program, through a descriptor the lobby opened
+// (OpenProgram). So the room's game server, which Foyer did not write,
+// never runs a single instruction as root, and runs as a user no other
+// room and not the lobby has: it cannot signal the lobby or another room,
+// nor read or write what they own.
 //
-// The warden is the one process of the room that keeps the lobby's
-// identity, and does one thing: when the room's first process has exited
-// and no lobby ended the room (its lobby died, or the room outlived it
-// and ended by itself), it ends what is left of the room and removes the
-// room's cgroups, which a process of the room's user may not. It reads
-// nothing the room writes.
+// Beside it, in its cgroups, the lobby starts the room's warden, the one
+// process of the room that keeps the lobby's identity. It does one
+// thing: when the room's first process has exited and no lobby ended the
+// room (its lobby died, or the room outlived it and ended by itself), it
+// ends what is left of the room and removes the room's cgroups, which a
+// process of the room's user may not. It reads nothing the room writes.
 package roomuser
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
-	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // Range is a range of user ids for rooms, inclusive: each room runs as
@@ -116,151 +112,80 @@ func (r Range) Clashes(passwd, group []byte) error {
 // own: only root can.
 func Active() bool { return os.Geteuid() == 0 }
 
-// Become is the room's first process: run as root by the lobby with the
-// room's environment, it starts the room's warden when the room has
-// cgroups (cgroups, "TREE/ROOM", as the lobby names them to the room),
-// drops to uid (gid uid, no supplementary groups), keeps the
-// parent-death signal the lobby gave it, and executes argv in its own
-// place. It returns only on failure, before argv runs.
-//
-// The program is opened here, as root, and executed through its
-// descriptor: the room's user needs the permission to execute the file,
-// not to reach it, so a lobby's binary in a directory of root's alone
-// still runs.
-func Become(uid int, cgroups string, argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("roomuser: no program")
-	}
+// Credential is what a room's first process runs as: uid, gid uid, no
+// supplementary groups. The lobby (root) forks it so, and the child takes
+// it before it executes the room's program: a change of user id from
+// root sets the real, effective and saved ids and drops every
+// capability, so the room's program never runs an instruction as root and
+// cannot become root again.
+func Credential(uid int) (*syscall.Credential, error) {
 	if uid <= 0 {
-		return fmt.Errorf("roomuser: uid %d is not a room's", uid)
+		return nil, fmt.Errorf("roomuser: uid %d is not a room's", uid)
 	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return fmt.Errorf("roomuser: %w", err)
-	}
-	// Nothing this process was given but its standard streams reaches
-	// the room: the plugin protocol needs no more.
-	if err := proc.CloseOnExecFrom(3); err != nil {
-		return fmt.Errorf("roomuser: %w", err)
-	}
-	if cgroups != "" {
-		if err := startWarden(cgroups); err != nil {
-			return fmt.Errorf("roomuser: warden: %w", err)
-		}
-	}
-	fd, err := openProgram(path)
-	if err != nil {
-		return fmt.Errorf("roomuser: %w", err)
-	}
-	// One thread drops the last privileges it needs to keep (the
-	// parent-death signal is per thread, and cleared by a change of
-	// credentials) and executes; Go changes the credentials of every
-	// thread.
-	runtime.LockOSThread()
-	var deathSig int32
-	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&deathSig)), 0, 0, 0); err != nil {
-		deathSig = 0
-	}
-	parent := os.Getppid()
-	if err := drop(uid); err != nil {
-		return err
-	}
-	if deathSig != 0 {
-		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(deathSig), 0, 0, 0); err != nil {
-			return fmt.Errorf("roomuser: parent-death signal: %w", err)
-		}
-		if os.Getppid() != parent {
-			return errors.New("roomuser: the lobby is gone")
-		}
-	}
-	err = syscall.Exec("/proc/self/fd/"+strconv.Itoa(fd), argv, os.Environ())
-	return fmt.Errorf("roomuser: executing %s as uid %d: %w", path, uid, err)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, nil
 }
 
-// openProgram opens the program at path for execution through its
-// descriptor. A script keeps the descriptor open across the exec, as its
-// interpreter opens it by that name; a binary does not.
-func openProgram(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return -1, err
-	}
-	head := make([]byte, 2)
-	n, _ := io.ReadFull(f, head)
-	script := n == 2 && string(head) == "#!"
-	fd, err := unix.Dup(int(f.Fd()))
-	f.Close()
-	if err != nil {
-		return -1, err
-	}
-	if !script {
-		unix.CloseOnExec(fd)
-	}
-	return fd, nil
-}
+// ProgramFD is the descriptor a room's first process is executed
+// through (ProgramPath): the lobby opens the room's program (OpenProgram)
+// and passes it at this number, so the room's user needs the permission
+// to execute the file, not to reach it, and a lobby's binary in a
+// directory of root's alone still runs. The program finds it open, a
+// descriptor that can be neither read nor written; foyer-room closes it
+// when it executes anything.
+const ProgramFD = 3
 
-// drop makes uid this process's every user and group id, with no
-// supplementary groups, and checks that root cannot be taken back.
-func drop(uid int) error {
-	if err := syscall.Setgroups(nil); err != nil {
-		return fmt.Errorf("roomuser: setgroups: %w", err)
+// ProgramPath is the path that executes the program open at ProgramFD.
+var ProgramPath = "/proc/self/fd/" + strconv.Itoa(ProgramFD)
+
+// OpenProgram opens the program at path for execution through its
+// descriptor (see ProgramFD), a descriptor that cannot read the file.
+func OpenProgram(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("roomuser: %w", &fs.PathError{Op: "open", Path: path, Err: err})
 	}
-	if err := syscall.Setresgid(uid, uid, uid); err != nil {
-		return fmt.Errorf("roomuser: setresgid %d: %w", uid, err)
-	}
-	if err := syscall.Setresuid(uid, uid, uid); err != nil {
-		return fmt.Errorf("roomuser: setresuid %d: %w", uid, err)
-	}
-	if os.Getuid() != uid || os.Geteuid() != uid || os.Getgid() != uid || syscall.Setuid(0) == nil {
-		return fmt.Errorf("roomuser: uid %d not taken for good", uid)
-	}
-	return nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // WardenArg is the flag of the instance subcommand that runs a room's
-// warden (Warden), with the room's cgroups as its value.
+// warden (Warden), with the room's cgroups as its value. The warden is
+// started by the lobby, as the lobby's user, in the room's cgroups,
+// with a pidfd of the room's first process at descriptor 3.
 const WardenArg = "--room-warden"
 
-// startWarden starts this binary as the warden of the room whose cgroups
-// are cgroups: a child, in them and with this process's identity, that
-// keeps no descriptor of the room's.
-func startWarden(cgroups string) error {
-	cmd := exec.Command("/proc/self/exe", "instance", WardenArg+"="+cgroups)
-	cmd.Env = os.Environ()
-	cmd.Dir = "/"
-	return cmd.Start() // reaped by whoever the room's program is: a zombie until it exits, if it never waits
-}
+// wardenFD is the descriptor of the warden's pidfd.
+const wardenFD = 3
 
 // wardenWait is how long the warden leaves a lobby to end the room, once
 // the room's first process has exited: a lobby that watches the room
 // ends it (and the warden with it) within milliseconds.
 const wardenWait = 2 * time.Second
 
-// Warden waits until its parent, the room's first process, has exited,
-// gives a lobby wardenWait to end the room, and then ends it itself: it
-// kills whatever is left in the room's cgroups (cgroups, "TREE/ROOM")
-// and removes them. It returns when there is nothing left to do.
+// Warden waits until the room's first process, whose pidfd it was given
+// at descriptor 3, has exited, gives a lobby wardenWait to end the room,
+// and then ends it itself: it kills whatever is left in the room's
+// cgroups (cgroups, "TREE/ROOM") and removes them. It returns when there
+// is nothing left to do.
 func Warden(cgroups string) error {
 	tree, room, ok := strings.Cut(cgroups, "/")
 	if !ok {
 		return fmt.Errorf("roomuser: warden: %q names no room's cgroups", cgroups)
 	}
-	parent := os.Getppid()
-	if fd, err := unix.PidfdOpen(parent, 0); err == nil {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for os.Getppid() == parent {
-			if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
-				break
-			}
-			if fds[0].Revents != 0 {
-				break
-			}
+	// A pidfd of a process that has exited says so too (ESRCH).
+	if err := unix.PidfdSendSignal(wardenFD, 0, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("roomuser: warden: descriptor %d is no pidfd of the room's first process: %w", wardenFD, err)
+	}
+	fds := []unix.PollFd{{Fd: wardenFD, Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("roomuser: warden: waiting for the room's first process: %w", err)
 		}
-		unix.Close(fd)
+		if fds[0].Revents != 0 {
+			break
+		}
 	}
-	for os.Getppid() == parent { // no pidfds, or reparenting not yet seen
-		time.Sleep(50 * time.Millisecond)
-	}
+	unix.Close(wardenFD)
 	time.Sleep(wardenWait)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -2,8 +2,8 @@
 
 // Package roomcmd is the instance command, which serves one room to the
 // supervisor of 'foyer serve': the reference room, the keeper of a
-// foreign server, or a room's first process and its warden where rooms
-// run as users of their own. Both executables have it: foyer-room, which
+// foreign server, or a room's warden where rooms run as users of their
+// own. Both executables have it: foyer-room, which
 // links nothing else and is what 'foyer serve' runs when it finds it
 // beside itself, and foyer, as its hidden subcommand.
 package roomcmd
@@ -11,16 +11,15 @@ package roomcmd
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cmd/internal/cli"
 	"github.com/foyerlobby/foyer/instance"
-	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/instance/refroom"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/internal/roomuser"
 )
 
@@ -52,21 +51,21 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	probe := c.Flags.String("probe", "", "keep COMMAND as the room's server, its status learnt by `PROBE` (teeworlds or none)")
 	data := c.Flags.String("data", "", "the kept server's HOME, a `DIR` kept from one room to the next")
 	// Set by the supervisor of a lobby run as root: see package roomuser.
-	user := c.Flags.Int("user", 0, "run COMMAND [ARGS...] as the room's user `UID`, its warden beside it")
 	warden := c.Flags.String(strings.TrimPrefix(roomuser.WardenArg, "--"), "", "be the warden of the room whose cgroups are `TREE/ROOM`")
 	pos, code, ok := c.Parse(args)
 	if !ok {
 		return code
 	}
-	switch {
-	case *warden != "":
+	if *warden != "" {
 		if err := roomuser.Warden(*warden); err != nil {
 			fmt.Fprintf(stderr, "foyer instance: %v\n", err)
 			return cli.ExitFail
 		}
 		return cli.ExitOK
-	case *user != 0:
-		err := roomuser.Become(*user, os.Getenv(instancepb.EnvRoomCgroup), pos) // returns only on failure
+	}
+	// The descriptor a room run as its user was executed through
+	// (roomuser.ProgramFD) reaches nothing this room starts.
+	if err := proc.CloseOnExecFrom(roomuser.ProgramFD); err != nil {
 		fmt.Fprintf(stderr, "foyer instance: %v\n", err)
 		return cli.ExitFail
 	}

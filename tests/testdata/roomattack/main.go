@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // orders are what the test wants tried.
@@ -30,6 +33,9 @@ type result struct {
 	UID, GID int
 	Groups   []int
 	Env      []string
+	Fds      map[int]string    // descriptors open past the standard streams, with what they are
+	Caps     map[string]string // its capability sets, as /proc/self/status gives them
+	Root     string            // what setuid(0) did
 	Signal   map[int]string
 	Write    map[string]string
 	Read     map[string]string
@@ -37,6 +43,12 @@ type result struct {
 }
 
 func main() {
+	fds := map[int]string{}
+	for fd := 3; fd < 64; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+			fds[fd], _ = os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		}
+	}
 	// Its own port first, on every address, as a game server binds it:
 	// one it cannot bind, it exits for.
 	port, _ := strconv.Atoi(os.Args[1])
@@ -55,8 +67,8 @@ func main() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	groups, _ := os.Getgroups()
-	r := result{UID: os.Getuid(), GID: os.Getgid(), Groups: groups, Env: os.Environ(),
-		Signal: map[int]string{}, Write: map[string]string{}, Read: map[string]string{}, Squat: map[int]string{}}
+	r := result{UID: os.Getuid(), GID: os.Getgid(), Groups: groups, Env: os.Environ(), Fds: fds, Caps: capabilities(),
+		Root: errString(syscall.Setuid(0)), Signal: map[int]string{}, Write: map[string]string{}, Read: map[string]string{}, Squat: map[int]string{}}
 	for _, pid := range o.Signal {
 		r.Signal[pid] = errString(syscall.Kill(pid, 0))
 	}
@@ -90,6 +102,18 @@ func main() {
 		time.Sleep(time.Hour)
 		runtime.KeepAlive(held)
 	}
+}
+
+// capabilities are the Cap* lines of /proc/self/status, by name.
+func capabilities() map[string]string {
+	caps := map[string]string{}
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, v, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(name, "Cap") {
+			caps[name] = strings.TrimSpace(v)
+		}
+	}
+	return caps
 }
 
 func errString(err error) string {
