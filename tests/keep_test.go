@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/supervisor"
 )
 
@@ -338,12 +339,12 @@ func (l *keptLobby) stop() {
 	l.mu.Unlock()
 }
 
-// cleanup stops the lobby, checks that no room process is left, and
-// removes the state directory.
+// cleanup stops the lobby, checks that no room process (nor warden) is
+// left, and removes the state directory.
 func (l *keptLobby) cleanup() {
 	l.stop()
 	deadline := time.Now().Add(keepLimit)
-	for left := l.rooms(); len(left) > 0; left = l.rooms() {
+	for left := l.roomProcesses(true); len(left) > 0; left = l.roomProcesses(true) {
 		if time.Now().After(deadline) {
 			for _, pid := range left {
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -361,8 +362,12 @@ func (l *keptLobby) cleanup() {
 }
 
 // rooms lists the live room processes of this lobby's binary: of
-// foyer-room beside it.
-func (l *keptLobby) rooms() []int {
+// foyer-room beside it, but the rooms' wardens.
+func (l *keptLobby) rooms() []int { return l.roomProcesses(false) }
+
+// roomProcesses lists the live processes of foyer-room beside this
+// lobby's binary: the rooms', and their wardens' too if wardens.
+func (l *keptLobby) roomProcesses(wardens bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	want := filepath.Join(filepath.Dir(l.bin), supervisor.RoomProgram) + "\x00instance\x00"
 	var pids []int
@@ -372,7 +377,10 @@ func (l *keptLobby) rooms() []int {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.HasPrefix(string(cmdline), want) && proc.Alive(pid) {
+		if err != nil || !strings.HasPrefix(string(cmdline), want) || !proc.Alive(pid) {
+			continue
+		}
+		if wardens || !strings.HasPrefix(string(cmdline), want+roomuser.WardenArg+"=") {
 			pids = append(pids, pid)
 		}
 	}
