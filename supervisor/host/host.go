@@ -194,12 +194,22 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 			err = fmt.Errorf("%w (process %d still running %v after SIGKILL)", err, p.PID(), abandonWait)
 		}
 		err = r.explain(err)
-		cfg.Log.Debug().Err(err).Str("cmd", cmd.Path).Msg("instance launch failed")
-		return nil, fmt.Errorf("instance: launch %s: %w", cmd.Path, err)
+		cfg.Log.Debug().Err(err).Str("cmd", programOf(cmd)).Msg("instance launch failed")
+		return nil, fmt.Errorf("instance: launch %s: %w", programOf(cmd), err)
 	}
 	go p.release()
 	cfg.Log.Debug().Int("pid", p.PID()).Msg("instance launched")
 	return p, nil
+}
+
+// programOf is the program cmd runs, as its caller named it: its first
+// argument, where it has one (its Path may be a descriptor's, as for a
+// room run as its user).
+func programOf(cmd *exec.Cmd) string {
+	if len(cmd.Args) > 0 {
+		return cmd.Args[0]
+	}
+	return cmd.Path
 }
 
 // dialOptions are the host's side of every instance connection. go-plugin

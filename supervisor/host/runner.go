@@ -189,7 +189,7 @@ func (r *procRunner) logLine(line []byte) {
 func (r *procRunner) Diagnose(context.Context) string { return "" }
 func (r *procRunner) Stdout() io.ReadCloser           { return readCloser{r.stdoutHead, r.stdout} }
 func (r *procRunner) Stderr() io.ReadCloser           { return io.NopCloser(strings.NewReader("")) }
-func (r *procRunner) Name() string                    { return r.cmd.Path }
+func (r *procRunner) Name() string                    { return programOf(r.cmd) }
 
 func (r *procRunner) Wait(ctx context.Context) error {
 	select {
