@@ -1,13 +1,22 @@
 package tests
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/webtest"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // BenchmarkCreateFromClient measures CREATE → ROOM_CREATED as a client
@@ -74,6 +83,69 @@ func BenchmarkCreateFromClient(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRoomBoot measures what a cold create cannot go below: the time
+// from the start of a room's program to its plugin handshake line (the
+// boot phase of a spawn), for foyer-room's reference room, as foyer
+// serve runs it, and, alternating with it in the same run, for a bare
+// go-plugin gRPC server that serves nothing (testdata/bareplugin), the
+// floor of any room written with the instance SDK. It reports the p50
+// of each and their ratio.
+func BenchmarkRoomBoot(b *testing.B) {
+	bare := filepath.Join(b.TempDir(), "bareplugin")
+	build := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bare, "./testdata/bareplugin")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building bareplugin: %v\n%s", err, out)
+	}
+	room := filepath.Join(filepath.Dir(bin), supervisor.RoomProgram)
+	programs := [][]string{{room, "instance"}, {bare}}
+	took := make([][]time.Duration, len(programs))
+	for b.Loop() {
+		for i, argv := range programs {
+			took[i] = append(took[i], boot(b, argv))
+		}
+	}
+	room50, bare50 := percentile(took[0], 50), percentile(took[1], 50)
+	b.ReportMetric(room50/1000, "foyer-room-p50-ms")
+	b.ReportMetric(bare50/1000, "bare-plugin-p50-ms")
+	b.ReportMetric(room50/bare50, "ratio")
+}
+
+// boot starts argv as a host starts a room's program (the plugin
+// handshake's variables, one processor), returns the time until its
+// handshake line, and kills it.
+func boot(b *testing.B, argv []string) time.Duration {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "fyboot")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{
+		instancepb.Handshake.MagicCookieKey + "=" + instancepb.Handshake.MagicCookieValue,
+		fmt.Sprintf("PLUGIN_PROTOCOL_VERSIONS=%d", instancepb.Handshake.ProtocolVersion),
+		plugin.EnvUnixSocketDir + "=" + dir,
+		"GOMAXPROCS=1",
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	took := time.Since(t0)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(line), "|grpc|") {
+		b.Fatalf("%s said %q (%v), not a handshake", argv[0], line, err)
+	}
+	return took
 }
 
 // createsUnlimited lets a benchmark's one client create (and list) as
