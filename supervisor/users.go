@@ -54,6 +54,13 @@ func openRoomUsers(cfg Config, log zerolog.Logger) (*roomUsers, error) {
 	if err := cfg.RoomUsers.Clashes(passwd, group); err != nil {
 		return nil, fmt.Errorf("supervisor: room_users: %w", err)
 	}
+	// A room's warden watches the room's first process through a pidfd.
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil && !cfg.NoCgroups {
+		return nil, fmt.Errorf("supervisor: room_users: the rooms' wardens need pidfds (Linux 5.3 or later), which this kernel refuses (%v): "+
+			`set room_users = "" to run rooms as this process's user`, err)
+	} else if err == nil {
+		unix.Close(fd)
+	}
 	warden, err := wardenCommand(cfg)
 	if err != nil {
 		return nil, err
