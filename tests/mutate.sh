@@ -64,7 +64,7 @@ bugs() {
 	# killed stay behind.
 	bug internal/roomuser/roomuser.go \
 		'return cgroup.End(ctx, tree, room)' \
-		'return cgroup.End(ctx, "", room)' \
+		'return cgroup.End(ctx, tree+"x", room)' \
 		./tests '^TestEscapeeDiesWithItsRoom$'
 	# Rooms still starting are not counted against max_instances:
 	# CREATEs at once start more rooms than it allows.
