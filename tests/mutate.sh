@@ -49,10 +49,10 @@ bugs() {
 		'v.gen++' \
 		'v.gen--' \
 		./cluster '^TestViewReplay$'
-	# A room run as its user keeps the lobby's group.
+	# Rooms run as their users share a group.
 	bug internal/roomuser/roomuser.go \
 		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, nil' \
-		'return &syscall.Credential{Uid: uint32(uid), Gid: 0, Groups: []uint32{}}, nil' \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: 65534, Groups: []uint32{}}, nil' \
 		./tests '^TestContainRoomHasNoAuthority$'
 	# The descriptor a room's first process was executed through reaches
 	# the foreign server its keeper starts.
