@@ -130,12 +130,12 @@ func Credential(uid int) (*syscall.Credential, error) {
 // and passes it at this number, so the room's user needs the permission
 // to execute the file, not to reach it, and a lobby's binary in a
 // directory of root's alone still runs. The program finds it open, a
-// descriptor that can be neither read nor written; foyer-room closes it
-// when it executes anything.
+// descriptor that can be neither read nor written; foyer-room marks it
+// close-on-exec first thing, so nothing it executes inherits it.
 const ProgramFD = 3
 
 // ProgramPath is the path that executes the program open at ProgramFD.
-var ProgramPath = "/proc/self/fd/" + strconv.Itoa(ProgramFD)
+const ProgramPath = "/proc/self/fd/3"
 
 // OpenProgram opens the program at path for execution through its
 // descriptor (see ProgramFD), a descriptor that cannot read the file.
