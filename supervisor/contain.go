@@ -160,8 +160,11 @@ func (w *warden) start(cmd *exec.Cmd) error {
 }
 
 // started waits for the warden's start, if the room's process started,
-// and returns its error.
+// and returns its error; nil for no warden (a nil w).
 func (w *warden) started() error {
+	if w == nil {
+		return nil
+	}
 	w.forking.Wait()
 	return w.err
 }

@@ -120,7 +120,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 // keeper of a foreign server) in dir and the cgroups cg (if any), as the
 // room's user uid (-1: this process's), with the room's environment, as
 // spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (rec *record, err error) {
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (*record, error) {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = roomEnv(s.cfg, dir)
 	lc := host.LaunchConfig{
@@ -130,6 +130,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 		StartProcess: startIn(cg),
 		Dir:          dir,
 	}
+	var w *warden // beside a room run as its user, in cgroups
 	if uid >= 0 {
 		program, err := asRoomUser(cmd, uid)
 		if err != nil {
@@ -137,19 +138,8 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 		}
 		defer program.Close() // the child has its own once started
 		if cg != nil {
-			w := &warden{s: s, cg: cg}
+			w = &warden{s: s, cg: cg}
 			lc.StartProcess = w.start
-			defer func() {
-				if werr := w.started(); werr != nil && err == nil {
-					// As a start that failed: the room goes, and the
-					// caller ends what is left in its cgroups.
-					rec.proc.Kill()
-					<-rec.proc.Exited()
-					s.releasePort(rec.row.Port)
-					err = s.spawnFailed(id, rec.row.Port, 1, fmt.Errorf("%w: %v", room.ErrSpawn, werr))
-					rec = nil
-				}
-			}()
 		}
 	}
 	if s.cfg.StateDir != "" {
@@ -159,6 +149,14 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 		lc.Cgroup = s.tree.Name() + "/" + cg.Name()
 	}
 	p, err := host.Launch(ctx, lc)
+	// The warden was forked while the room booted: it has started by
+	// now, and a room goes no further without it (a launch that failed
+	// leaves it to the caller's end, with the room's cgroups).
+	if werr := w.started(); werr != nil && err == nil {
+		p.Kill()
+		<-p.Exited()
+		err = werr
+	}
 	if err != nil {
 		return nil, s.spawnFailed(id, 0, 1, s.spawnError(ctx, err))
 	}

@@ -1,15 +1,21 @@
 package supervisor
 
 import (
+	"context"
+	"errors"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/roomuser"
+	"github.com/foyerlobby/foyer/room"
 )
 
 // A room's environment is PATH, its directory as HOME and the variables
@@ -76,5 +82,21 @@ func TestUsersInUse(t *testing.T) {
 	u := &roomUsers{r: r}
 	if in := u.usersInUse(t.TempDir()); !in[uid] || len(in) != 1 {
 		t.Errorf("users in use %v, want %d alone", in, uid)
+	}
+}
+
+// A room run as its user, in cgroups, starts only beside its warden: a
+// warden that cannot start fails the create, and no process of the room
+// is left (newTest's end checks that).
+func TestNoRoomWithoutItsWarden(t *testing.T) {
+	requiretest.Root(t) // rooms have users of their own only under root
+	requiretest.Cgroups(t)
+	s, _ := newTest(t, "game", 1, func(c *Config) {
+		c.RoomUsers = roomuser.Range{First: 4_000_001_000, Last: 4_000_001_099}
+		c.Warden = []string{filepath.Join(t.TempDir(), "no-warden")}
+	})
+	r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	if !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(), "warden") {
+		t.Fatalf("create without a warden: room %+v, %v; want a spawn error naming the warden", r, err)
 	}
 }

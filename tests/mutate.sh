@@ -66,6 +66,11 @@ bugs() {
 		'return cgroup.End(ctx, tree, room)' \
 		'return cgroup.End(ctx, tree+"x", room)' \
 		./tests '^TestEscapeeDiesWithItsRoom$'
+	# A room whose warden could not start is handed out all the same.
+	bug supervisor/spawn.go \
+		'if werr := w.started(); werr != nil && err == nil {' \
+		'if werr := w.started(); werr != nil && err != nil {' \
+		./supervisor '^TestNoRoomWithoutItsWarden$'
 	# Rooms still starting are not counted against max_instances:
 	# CREATEs at once start more rooms than it allows.
 	bug supervisor/supervisor.go \
