@@ -14,6 +14,7 @@ import (
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -132,7 +133,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	}
 	var w *warden // beside a room run as its user, in cgroups
 	if uid >= 0 {
-		program, err := asRoomUser(cmd, uid)
+		program, err := roomuser.Run(cmd, uid)
 		if err != nil {
 			return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
 		}

@@ -216,27 +216,6 @@ func wardenCommand(cfg Config) ([]string, error) {
 	return argv, err
 }
 
-// asRoomUser makes cmd start as the room's user uid (see package
-// roomuser), its program run through a descriptor this process opens,
-// which the caller closes once cmd has started.
-func asRoomUser(cmd *exec.Cmd, uid int) (*os.File, error) {
-	if cmd.Err != nil {
-		return nil, cmd.Err
-	}
-	cred, err := roomuser.Credential(uid)
-	if err != nil {
-		return nil, err
-	}
-	program, err := roomuser.OpenProgram(cmd.Path)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Path = roomuser.ProgramPath
-	cmd.ExtraFiles = []*os.File{program} // its first: roomuser.ProgramFD
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	return program, nil
-}
-
 // runnableByRooms says why a room's user could not run program, or nil.
 // The room's first program (the built-in room, a go-plugin game, the
 // keeper) is opened by the lobby and run through its descriptor, so only

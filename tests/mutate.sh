@@ -51,8 +51,8 @@ bugs() {
 		./cluster '^TestViewReplay$'
 	# Rooms run as their users share a group.
 	bug internal/roomuser/roomuser.go \
-		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, nil' \
-		'return &syscall.Credential{Uid: uint32(uid), Gid: 65534, Groups: []uint32{}}, nil' \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}' \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: 65534, Groups: []uint32{}}' \
 		./tests '^TestContainRoomHasNoAuthority$'
 	# The descriptor a room's first process was executed through reaches
 	# the foreign server its keeper starts.

@@ -1,8 +1,7 @@
 // Package roomuser runs a room as a user of its own. A lobby run as root
 // forks each room's first process in the room's cgroups, with the room's
-// environment, and the child takes the room's user (Credential) before it
-// executes the room's program, through a descriptor the lobby opened
-// (OpenProgram). So the room's game server, which Foyer did not write,
+// environment, and the child takes the room's user before it executes
+// the room's program, through a descriptor the lobby opened (Run). So the room's game server, which Foyer did not write,
 // never runs a single instruction as root, and runs as a user no other
 // room and not the lobby has: it cannot signal the lobby or another room,
 // nor read or write what they own.
@@ -21,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,39 +112,45 @@ func (r Range) Clashes(passwd, group []byte) error {
 // own: only root can.
 func Active() bool { return os.Geteuid() == 0 }
 
-// Credential is what a room's first process runs as: uid, gid uid, no
-// supplementary groups. The lobby (root) forks it so, and the child takes
-// it before it executes the room's program: a change of user id from
-// root sets the real, effective and saved ids and drops every
-// capability, so the room's program never runs an instruction as root and
-// cannot become root again.
-func Credential(uid int) (*syscall.Credential, error) {
+// ProgramFD is the descriptor a room's first process is executed
+// through (see Run). The program finds it open, a descriptor that can be
+// neither read nor written; foyer-room marks it close-on-exec first
+// thing, so nothing it executes inherits it.
+const ProgramFD = 3
+
+// Run makes cmd, not yet started, a room's first process as the room's
+// user uid: forked by the lobby (root), the child takes uid, gid uid and
+// no supplementary groups before it executes the room's program. A
+// change of user id from root sets the real, effective and saved ids and
+// drops every capability, so the room's program never runs an
+// instruction as root and cannot become root again.
+//
+// The program is opened here, as root, and the child executes it through
+// that descriptor, at ProgramFD: the room's user needs the permission to
+// execute the file, not to reach it, so a lobby's binary in a directory
+// of root's alone still runs. The caller closes the returned descriptor
+// once cmd has started.
+func Run(cmd *exec.Cmd, uid int) (*os.File, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
 	if uid <= 0 {
 		return nil, fmt.Errorf("roomuser: uid %d is not a room's", uid)
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}, nil
+	fd, err := unix.Open(cmd.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("roomuser: %w", &fs.PathError{Op: "open", Path: cmd.Path, Err: err})
+	}
+	program := os.NewFile(uintptr(fd), cmd.Path)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(ProgramFD)
+	cmd.ExtraFiles = []*os.File{program} // the first: ProgramFD
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(uid)}
+	return program, nil
 }
 
-// ProgramFD is the descriptor a room's first process is executed
-// through (ProgramPath): the lobby opens the room's program (OpenProgram)
-// and passes it at this number, so the room's user needs the permission
-// to execute the file, not to reach it, and a lobby's binary in a
-// directory of root's alone still runs. The program finds it open, a
-// descriptor that can be neither read nor written; foyer-room marks it
-// close-on-exec first thing, so nothing it executes inherits it.
-const ProgramFD = 3
-
-// ProgramPath is the path that executes the program open at ProgramFD.
-const ProgramPath = "/proc/self/fd/3"
-
-// OpenProgram opens the program at path for execution through its
-// descriptor (see ProgramFD), a descriptor that cannot read the file.
-func OpenProgram(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("roomuser: %w", &fs.PathError{Op: "open", Path: path, Err: err})
-	}
-	return os.NewFile(uintptr(fd), path), nil
+// credential is the room's user uid: gid uid, no supplementary groups.
+func credential(uid int) *syscall.Credential {
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
 }
 
 // WardenArg is the flag of the instance subcommand that runs a room's
