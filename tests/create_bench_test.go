@@ -148,9 +148,10 @@ func boot(b *testing.B, argv []string) time.Duration {
 	return took
 }
 
-// createsUnlimited lets a benchmark's one client create (and list) as
-// fast as it likes.
-const createsUnlimited = "rate = 1000\nburst = 2000\ncreate_rate = 1000\ncreate_burst = 1000\ncreate_network_rate = 1000\ncreate_network_burst = 1000\n"
+// createsUnlimited lets a test's one client create (and list) as fast as
+// it likes: keptCreatesUnlimited, and the per-source buckets that a kept
+// lobby's config lifts itself.
+const createsUnlimited = "rate = 1000\nburst = 2000\ncreate_rate = 1000\ncreate_burst = 1000\n" + keptCreatesUnlimited
 
 // settle waits until the lobby at the admin URL base runs warm rooms and
 // nothing else: the rooms stopped are gone, the warm pool is full.
