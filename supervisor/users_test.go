@@ -100,3 +100,17 @@ func TestNoRoomWithoutItsWarden(t *testing.T) {
 		t.Fatalf("create without a warden: room %+v, %v; want a spawn error naming the warden", r, err)
 	}
 }
+
+// A room run as its user is executed through a descriptor, yet a launch
+// that fails names its program as the config does.
+func TestRoomUsersLaunchNamesItsProgram(t *testing.T) {
+	requiretest.Root(t) // rooms have users of their own only under root
+	s, _ := newTest(t, "garbage-handshake", 1, func(c *Config) {
+		c.RoomUsers = roomuser.Range{First: 4_000_001_000, Last: 4_000_001_099}
+		c.NoCgroups = true // no warden: this is the room's own start
+	})
+	_, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	if err == nil || !strings.Contains(err.Error(), testroomBin) || strings.Contains(err.Error(), "/proc/self/fd") {
+		t.Fatalf("a launch that failed: %v; want it to name %s", err, testroomBin)
+	}
+}

@@ -71,6 +71,22 @@ bugs() {
 		'if werr := w.started(); werr != nil && err == nil {' \
 		'if werr := w.started(); werr != nil && err != nil {' \
 		./supervisor '^TestNoRoomWithoutItsWarden$'
+	# A room's first process keeps root's identity.
+	bug internal/roomuser/roomuser.go \
+		'cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(uid)}' \
+		'cmd.SysProcAttr = &syscall.SysProcAttr{}' \
+		./tests '^TestContainRoomHasNoAuthority$'
+	# A room's program is executed by its path, which the room's user may
+	# not reach (the tests' binaries are in a directory of root's alone).
+	bug internal/roomuser/roomuser.go \
+		'cmd.Path = "/proc/self/fd/" + strconv.Itoa(ProgramFD)' \
+		'_ = strconv.Itoa(ProgramFD)' \
+		./tests '^TestContainRoomHasNoAuthority$'
+	# A launch that failed names the descriptor its program ran through.
+	bug supervisor/host/host.go \
+		'return cmd.Args[0]' \
+		'return cmd.Path' \
+		./supervisor '^TestRoomUsersLaunchNamesItsProgram$'
 	# Rooms still starting are not counted against max_instances:
 	# CREATEs at once start more rooms than it allows.
 	bug supervisor/supervisor.go \
