@@ -519,7 +519,6 @@ func startServerBinary(t testing.TB, binary, level, lobbyExtra, supervisorExtra 
 // startServerOf is startServerBinary with a pool of n room ports.
 func startServerOf(t testing.TB, n int, binary, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
 	t.Helper()
-	port := freeUDPPort(t)
 	// A pool of n ports in 6000-10999: below the kernel's ephemeral range
 	// (client sockets) and away from the other packages' test pools.
 	first := 6000 + rand.IntN(5000/n)*n
@@ -528,8 +527,10 @@ func startServerOf(t testing.TB, n int, binary, level, lobbyExtra, supervisorExt
 		// 127.0.0.1: one network. The door tests set the quota.
 		supervisorExtra = "rooms_per_network = 1000\n" + supervisorExtra
 	}
+	// The lobby's port is the kernel's choice, which the log says: a port
+	// picked free and bound later may be taken in between.
 	cfg := fmt.Sprintf(`[lobby]
-listen = "127.0.0.1:%d"
+listen = "127.0.0.1:0"
 %s
 [supervisor]
 ports = "%d-%d"
@@ -540,13 +541,12 @@ listen = "127.0.0.1:0"
 [log]
 level = %q
 format = "json"
-`, port, lobbyExtra, first, first+n-1, supervisorExtra, level)
+`, lobbyExtra, first, first+n-1, supervisorExtra, level)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1),
-		lobby: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), ports: [2]int{first, first + n - 1}}
+	s := &server{t: t, logs: &logBuffer{}, exit: make(chan error, 1), ports: [2]int{first, first + n - 1}}
 	argv := append(wrap, binary, "serve", "--config", path)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.logs
@@ -559,11 +559,31 @@ format = "json"
 	return s
 }
 
-// waitReady polls LIST until the lobby answers.
+// waitReady learns the lobby's address from its log, then polls LIST
+// until the lobby answers.
 func (s *server) waitReady() {
 	s.t.Helper()
-	c := newClient(s.t, "127.0.0.1", s.lobby)
 	deadline := time.Now().Add(20 * time.Second)
+	for !s.lobby.IsValid() {
+		if lines := s.logs.lines("lobby listening"); len(lines) > 0 {
+			if addrs, ok := lines[0]["listen"].([]any); ok && len(addrs) > 0 {
+				s.lobby, _ = netip.ParseAddrPort(fmt.Sprint(addrs[0]))
+			}
+			if !s.lobby.IsValid() {
+				s.t.Fatalf("the lobby says it listens on %v", lines[0]["listen"])
+			}
+			break
+		}
+		select {
+		case err := <-s.exit:
+			s.t.Fatalf("foyer serve exited early (%v):\n%s", err, s.logs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the lobby never said where it listens:\n%s", s.logs)
+		}
+	}
+	c := newClient(s.t, "127.0.0.1", s.lobby)
 	for seq := uint16(0); time.Now().Before(deadline); seq++ {
 		c.send(encode(compact, listRooms, seq, 0, nil))
 		if _, ok := c.recv(100 * time.Millisecond); ok {
