@@ -14,7 +14,7 @@ import (
 
 // A batch reads what is queued on its socket, hands each datagram to the
 // handler with reply space, and sends the replies it queued in one go;
-// with golang.org/x/net's batch I/O and with the standard library's, over
+// with the batched I/O (package mmsg) and with the standard library's, over
 // IPv4 and IPv6. A reply the handler does not queue is not sent.
 func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 	for _, batched := range []bool{true, false} {

@@ -26,10 +26,10 @@ import (
 // generator of its own process (lobby/internal/loadtest/loadbench), and
 // the same generator against two echo servers, each a process of its own
 // too: one that reads and writes a datagram per system call, and one that
-// batches with recvmmsg/sendmmsg as the lobby does, the limit of the
-// lobby's I/O pattern whatever its work per datagram. The runs of one
-// benchmark are interleaved, the order rotating, so that a load that comes
-// and goes on the machine weighs on every server alike.
+// batches with recvmmsg/sendmmsg through the lobby's own code (package
+// mmsg), the limit of the lobby's I/O whatever its work per datagram. The
+// runs of one benchmark are interleaved, the order rotating, so that a
+// load that comes and goes on the machine weighs on every server alike.
 //
 // Every server's CPU time is its own process's (utime + stime in
 // /proc/PID/stat), read before and after each run: CPU per answered
@@ -329,16 +329,16 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 // lobby's to the batched echo's (target: at most 1.1).
 //
 // With FOYER_BENCH_BASELINE set to the path of another build's foyer
-// binary, that build (with its defaults: no key it may not know) runs
-// too, as a fourth server, and its ratios are reported next to these:
-// before and after a change, in one run.
+// binary (one that knows the readers key), that build runs too, with one
+// reader as well, as a fourth server, and its ratios are reported next to
+// these: before and after a change, in one run.
 func BenchmarkEdgeVsEcho(b *testing.B) {
 	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10)
 	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
 	rows := edgeRows(b, ids)
 	var baseRows []edgeRow
 	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
-		base, baseIDs := edgeLobbyOf(b, path, "baseline", "", 10)
+		base, baseIDs := edgeLobbyOf(b, path, "baseline", "readers = 1\n", 10)
 		targets = append(targets, base)
 		baseRows = edgeRows(b, baseIDs)
 	}

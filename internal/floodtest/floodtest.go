@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/mmsg"
 )
 
 // Config says what to send.
@@ -42,13 +44,6 @@ type Config struct {
 // batch is how many datagrams one sendmmsg call carries.
 const batch = 64
 
-// mmsghdr is struct mmsghdr, which golang.org/x/sys/unix does not define.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-	_   [4]byte
-}
-
 // headers is the IPv4 and UDP headers' length.
 const headers = 20 + 8
 
@@ -65,16 +60,16 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 	dst := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: c.To.Addr().As4()}
 	bufs := make([][]byte, batch)
 	iovs := make([]unix.Iovec, batch)
-	msgs := make([]mmsghdr, batch)
+	msgs := make([]mmsg.Header, batch)
 	for i := range bufs {
 		bufs[i] = make([]byte, headers+len(c.Payload))
 		fill(bufs[i], c.To, c.Payload)
 		iovs[i].Base = &bufs[i][0]
 		iovs[i].SetLen(len(bufs[i]))
-		msgs[i].hdr.Name = (*byte)(unsafe.Pointer(&dst))
-		msgs[i].hdr.Namelen = unix.SizeofSockaddrInet4
-		msgs[i].hdr.Iov = &iovs[i]
-		msgs[i].hdr.SetIovlen(1)
+		msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&dst))
+		msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet4
+		msgs[i].Hdr.Iov = &iovs[i]
+		msgs[i].Hdr.SetIovlen(1)
 	}
 	// A paced flood sends small batches, about a hundred a second, so that
 	// a slow one is spread out rather than bursty.

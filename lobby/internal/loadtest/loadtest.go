@@ -21,8 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/ipv4"
-
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -196,43 +194,4 @@ func pad(buf []byte, n int, size func(req []byte) int) []byte {
 	m := min(max(size(buf[:n]), n), len(buf))
 	clear(buf[n:m])
 	return buf[:m]
-}
-
-// echoBatch is how many datagrams EchoBatched takes per system call, as
-// the lobby's read loops do.
-const echoBatch = 16
-
-// EchoBatched is Echo with the lobby's I/O pattern: it reads a batch of
-// datagrams per system call (recvmmsg on Linux) and sends their echoes in
-// one (sendmmsg). It is the limit of what a server reading and writing
-// like the lobby can do, whatever its work per datagram.
-func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
-	pc := ipv4.NewPacketConn(c)
-	ms := make([]ipv4.Message, echoBatch)
-	for i := range ms {
-		ms[i].Buffers = [][]byte{make([]byte, 1<<16)}
-	}
-	out := make([]ipv4.Message, echoBatch)
-	for i := range out {
-		out[i].Buffers = make([][]byte, 1)
-	}
-	for {
-		n, err := pc.ReadBatch(ms, 0)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
-		for i := range n {
-			out[i].Buffers[0], out[i].Addr = pad(ms[i].Buffers[0], ms[i].N, size), ms[i].Addr
-		}
-		for sent := 0; sent < n; {
-			k, err := pc.WriteBatch(out[sent:n], 0)
-			if err != nil || k == 0 {
-				break
-			}
-			sent += k
-		}
-	}
 }

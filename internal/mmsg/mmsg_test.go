@@ -1,0 +1,128 @@
+package mmsg
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A batch reads what is queued on its socket, each datagram with its
+// sender, and sends replies to those senders, over IPv4 and IPv6; a read
+// takes no more than the batch's slots or the count asked for.
+func TestBatchRoundTrip(t *testing.T) {
+	for _, ip := range []string{"127.0.0.1", "::1"} {
+		srv, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+		var clients []*net.UDPConn
+		for range 3 {
+			c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(to))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			clients = append(clients, c)
+		}
+		for i, c := range clients {
+			if _, err := c.Write([]byte{byte('a' + i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := New(srv, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := New(srv, 4)
+		bufs := make([][]byte, r.Len())
+		for i := range bufs {
+			bufs[i] = make([]byte, 16)
+			r.SetBuffer(i, bufs[i], nil)
+		}
+		srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var got []byte
+		for len(got) < len(clients) {
+			n, err := r.Recv(2)
+			if err != nil {
+				t.Fatalf("%s: %v", ip, err)
+			}
+			if n < 1 || n > 2 {
+				t.Fatalf("%s: read %d datagrams, asked for at most 2", ip, n)
+			}
+			for i := range n {
+				k, oobn, from := r.Received(i)
+				c := clients[bufs[i][0]-'a']
+				if k != 1 || oobn != 0 || from != c.LocalAddr().(*net.UDPAddr).AddrPort() {
+					t.Errorf("%s: datagram %q of %d bytes (%d of control) from %v, want 1 from %v", ip, bufs[i][:k], k, oobn, from, c.LocalAddr())
+				}
+				got = append(got, bufs[i][0])
+				w.SetDatagram(i, append([]byte("re:"), bufs[i][0]), nil, from)
+			}
+			if sent, err := w.Send(n); sent != n || err != nil {
+				t.Fatalf("%s: sent %d of %d: %v", ip, sent, n, err)
+			}
+		}
+		buf := make([]byte, 16)
+		for i, c := range clients {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := c.Read(buf)
+			if want := "re:" + string(rune('a'+i)); err != nil || string(buf[:n]) != want {
+				t.Errorf("%s: client %d got %q, %v; want %q", ip, i, buf[:n], err, want)
+			}
+		}
+	}
+}
+
+// A read on a socket with nothing queued waits, and ends at the socket's
+// read deadline with the deadline's error.
+func TestRecvWaitsForTheDeadline(t *testing.T) {
+	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	r, _ := New(srv, 2)
+	for i := range r.Len() {
+		r.SetBuffer(i, make([]byte, 8), nil)
+	}
+	srv.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := r.Recv(2); n != 0 || !isTimeout(err) {
+		t.Fatalf("Recv on an empty socket: %d, %v; want a timeout", n, err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// Addresses go into a sockaddr and come back out as they were: IPv4 on an
+// AF_INET socket, IPv4-mapped and scoped IPv6 on an AF_INET6 one.
+func TestSockaddrRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		to   string
+		v6   bool
+		want string
+	}{
+		{"192.0.2.7:4000", false, "192.0.2.7:4000"},
+		{"[::ffff:192.0.2.7]:4000", false, "192.0.2.7:4000"},
+		{"[::ffff:192.0.2.7]:4000", true, "[::ffff:192.0.2.7]:4000"},
+		{"[2001:db8::1]:1", true, "[2001:db8::1]:1"},
+		{"[fe80::1%7]:65535", true, "[fe80::1%7]:65535"},
+	} {
+		var sa unix.RawSockaddrInet6
+		n := putSockaddr(&sa, netip.MustParseAddrPort(c.to), c.v6)
+		want := uint32(unix.SizeofSockaddrInet4)
+		if c.v6 {
+			want = unix.SizeofSockaddrInet6
+		}
+		if got := addrPortOf(&sa); got.String() != c.want || n != want {
+			t.Errorf("%s (v6 %v): came back as %v in %d bytes, want %s in %d", c.to, c.v6, got, n, c.want, want)
+		}
+	}
+}
