@@ -52,22 +52,22 @@ func BenchmarkExtListVsSeedList(b *testing.B) {
 	var bigOffers, smallOffers offers
 	out := make([]byte, 0, ext.MaxDatagram)
 	// Warm both: the first LIST of a version builds its caches.
-	out = big.handle(discard{}, discard{}, &bigOffers, extReq, from, arrival{to: local}, out[:0])
+	out = big.handle(discard{}, discard{}, &bigOffers, extReq, from, arrival{to: local}, time.Now(), out[:0])
 	if m, err := ext.Parse(out); err != nil || m.Type != ext.Rooms || len(m.Entries) == 0 {
 		b.Fatalf("the extended LIST answered %x (%v)", out, err)
 	}
-	out = small.handle(discard{}, discard{}, &smallOffers, seedReq, from, arrival{to: local}, out[:0])
+	out = small.handle(discard{}, discard{}, &smallOffers, seedReq, from, arrival{to: local}, time.Now(), out[:0])
 	const each = 100
 	var extTime, seedTime time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		t0 := time.Now()
 		for range each {
-			out = big.handle(discard{}, discard{}, &bigOffers, extReq, from, arrival{to: local}, out[:0])
+			out = big.handle(discard{}, discard{}, &bigOffers, extReq, from, arrival{to: local}, time.Now(), out[:0])
 		}
 		t1 := time.Now()
 		for range each {
-			out = small.handle(discard{}, discard{}, &smallOffers, seedReq, from, arrival{to: local}, out[:0])
+			out = small.handle(discard{}, discard{}, &smallOffers, seedReq, from, arrival{to: local}, time.Now(), out[:0])
 		}
 		extTime += t1.Sub(t0)
 		seedTime += time.Since(t1)

@@ -86,7 +86,7 @@ type extRequest struct {
 }
 
 // handleExt answers one extension datagram; see handle.
-func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
+func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, now time.Time, out []byte) []byte {
 	m, err := ext.ParseRequest(b)
 	if err != nil {
 		l.stats.drop(ext.Reason(err))
@@ -97,7 +97,6 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 		return out
 	}
 	l.stats.requestsByType.Add(extName(m.Type))
-	now := time.Now()
 	if m.Type != ext.List && l.frozen.Load() {
 		l.stats.drop("handover")
 		return out

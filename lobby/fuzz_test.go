@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
@@ -36,7 +37,7 @@ func FuzzHandle(f *testing.F) {
 		defer l.stop()
 		w := &sent{}
 		from := netip.MustParseAddrPort("127.0.0.1:5000")
-		l.handle(w, w, &offers{}, b, from, arrival{to: from.Addr()}, nil)
+		l.handle(w, w, &offers{}, b, from, arrival{to: from.Addr()}, time.Now(), nil)
 		l.work.Wait() // a CREATE answers from its own goroutine (JOIN inline: the table never waits)
 		req, err := packet.Parse(b)
 		isRequest := err == nil && requestIndex(req.Type) >= 0

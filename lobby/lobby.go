@@ -376,8 +376,9 @@ func isTimeout(err error) bool {
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO)
 	var os offers
+	var now time.Time // when the batch was read: one clock read for all
 	handle := func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
-		return l.handle(q, direct{c}, &os, b, from, at, out)
+		return l.handle(q, direct{c}, &os, b, from, at, now, out)
 	}
 	err := tally.ReadLoop(l.stats.readErrors, func() error {
 		n, dropped, err := q.read()
@@ -387,8 +388,9 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			}
 			return err
 		}
+		now = time.Now()
 		if dropped && l.flooded(n) {
-			l.guard.Pressure(time.Now())
+			l.guard.Pressure(now)
 		}
 		q.answer(n, handle)
 		q.flush(l.sent)
@@ -400,17 +402,18 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	return nil
 }
 
-// handle answers one datagram that came from from and arrived at at:
-// what it answers at once goes to c, what it answers later (CREATE, JOIN
-// on a worker) to later, each from the address the datagram was sent to.
-// os are the loop's lists. out is scratch space it returns for reuse.
-func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
+// handle answers one datagram that came from from and arrived at at,
+// read at now: what it answers at once goes to c, what it answers later
+// (CREATE, JOIN on a worker) to later, each from the address the datagram
+// was sent to. os are the loop's lists. out is scratch space it returns
+// for reuse.
+func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPort, at arrival, now time.Time, out []byte) []byte {
 	if l.guard.Denied(from.Addr()) {
 		l.stats.drop("denied")
 		return out
 	}
 	if ext.Is(packet.TypeOf(b)) {
-		return l.handleExt(c, later, os, b, from, at, out)
+		return l.handleExt(c, later, os, b, from, at, now, out)
 	}
 	m, err := packet.ParseRequest(b)
 	if err != nil {
@@ -418,7 +421,6 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		return out
 	}
 	l.stats.requests[requestIndex(m.Type)].Add(1) // ParseRequest returns requests only
-	now := time.Now()
 	create := m.Type == packet.CreateRoom
 	if create && l.draining.Load() {
 		l.stats.drop("draining")

@@ -156,7 +156,7 @@ func TestRetryAnsweredByAnotherReader(t *testing.T) {
 	for reader := range replies {
 		var os offers // each loop's own
 		w := &recording{}
-		l.handle(w, w, &os, join, from, arrival{to: local}, nil)
+		l.handle(w, w, &os, join, from, arrival{to: local}, time.Now(), nil)
 		replies[reader] = w.last
 	}
 	if s := l.Stats(); s.Granted["join"] != 1 || s.Retries != 1 || !bytes.Equal(replies[0], replies[1]) || len(replies[0]) == 0 {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
@@ -98,7 +99,7 @@ func BenchmarkHandle(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				out = l.handle(discard{}, discard{}, &os, dgrams[i&(len(dgrams)-1)], from, arrival{to: from.Addr()}, out[:0])
+				out = l.handle(discard{}, discard{}, &os, dgrams[i&(len(dgrams)-1)], from, arrival{to: from.Addr()}, time.Now(), out[:0])
 				i++
 			}
 		})
