@@ -161,6 +161,12 @@ bugs() {
 		'func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter || n == batchSize }' \
 		'func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter }' \
 		./lobby '^TestOverflowIsAFloodWithTheFilter$'
+	# A batch read takes as many datagrams as it has slots, whatever the
+	# count asked for.
+	bug internal/mmsg/mmsg.go \
+		'k := min(n, len(b.h))' \
+		'k := len(b.h); _ = n' \
+		./internal/mmsg '^TestBatchRoundTrip$'
 	# The harness forks a lobby from whatever thread it runs on: a test
 	# thread that ends stops the lobby (its parent-death signal).
 	bug foyertest/proc_linux.go \
