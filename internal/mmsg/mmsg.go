@@ -45,6 +45,15 @@ type Batch struct {
 	name   []unix.RawSockaddrInet6
 	iov    []unix.Iovec
 	oobLen []int // the control buffers' lengths, restored before a read
+
+	// The call in flight: its system call, how many headers it passes,
+	// what it returned; syscall is the function the RawConn runs, made
+	// once so that a call allocates nothing.
+	trap    uintptr
+	k       int
+	n       uintptr
+	errno   syscall.Errno
+	syscall func(fd uintptr) bool
 }
 
 // New returns a batch of n datagrams on c.
@@ -55,6 +64,14 @@ func New(c *net.UDPConn, n int) (*Batch, error) {
 	}
 	b := &Batch{rc: rc, h: make([]Header, n), name: make([]unix.RawSockaddrInet6, n),
 		iov: make([]unix.Iovec, n), oobLen: make([]int, n)}
+	b.syscall = func(fd uintptr) bool {
+		for {
+			b.n, _, b.errno = unix.RawSyscall6(b.trap, fd, uintptr(unsafe.Pointer(&b.h[0])), uintptr(b.k), 0, 0, 0)
+			if b.errno != unix.EINTR {
+				return b.errno != unix.EAGAIN
+			}
+		}
+	}
 	if a, ok := c.LocalAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
 		b.v6 = true
 	}
@@ -122,23 +139,15 @@ func (b *Batch) Send(n int) (int, error) {
 // RawConn's Read or Write, which waits on the poller while the socket
 // says EAGAIN) and returns how many messages it handled.
 func (b *Batch) call(do func(func(uintptr) bool) error, trap uintptr, k int) (int, error) {
-	var n uintptr
-	var errno syscall.Errno
-	err := do(func(fd uintptr) bool {
-		for {
-			n, _, errno = unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&b.h[0])), uintptr(k), 0, 0, 0)
-			if errno != unix.EINTR {
-				return errno != unix.EAGAIN
-			}
-		}
-	})
+	b.trap, b.k = trap, k
+	err := do(b.syscall)
 	switch {
 	case err != nil:
 		return 0, err
-	case errno != 0:
-		return 0, errno
+	case b.errno != 0:
+		return 0, b.errno
 	}
-	return int(n), nil
+	return int(b.n), nil
 }
 
 // addrPortOf reads a sockaddr_in or sockaddr_in6 the kernel wrote. An

@@ -126,3 +126,31 @@ func TestSockaddrRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A round trip of a batch allocates nothing: no closure per call.
+func TestBatchAllocatesNothing(t *testing.T) {
+	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+	r, _ := New(srv, 1)
+	w, _ := New(srv, 1)
+	buf := make([]byte, 8)
+	r.SetBuffer(0, buf, nil)
+	msg := []byte("x")
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	allocs := testing.AllocsPerRun(100, func() {
+		w.SetDatagram(0, msg, nil, to) // to itself
+		if n, err := w.Send(1); n != 1 || err != nil {
+			t.Fatalf("send: %d, %v", n, err)
+		}
+		if n, err := r.Recv(1); n != 1 || err != nil {
+			t.Fatalf("recv: %d, %v", n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a send and a read allocate %v times", allocs)
+	}
+}
