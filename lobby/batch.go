@@ -80,7 +80,9 @@ type batch struct {
 	queued int
 }
 
-func newBatch(c *net.UDPConn, batched bool) *batch {
+// newBatch is the batch of socket c: its system calls batched (on Linux)
+// if batched is set, and then raw if raw is set (see package mmsg).
+func newBatch(c *net.UDPConn, batched, raw bool) *batch {
 	q := &batch{
 		in:  make([]slot, batchSize),
 		out: make([]reply, batchSize),
@@ -96,7 +98,7 @@ func newBatch(c *net.UDPConn, batched bool) *batch {
 	}
 	q.io = stdIO{c}
 	if batched {
-		q.io = newMmsgIO(c, q.in, len(q.out))
+		q.io = newMmsgIO(c, q.in, len(q.out), raw)
 	}
 	return q
 }

@@ -374,7 +374,7 @@ func isTimeout(err error) bool {
 // A socket whose kernel dropped datagrams since its last read, while its
 // loop fell behind, is flooded: the guard hears of it (see flooded).
 func (l *Lobby) readLoop(c *net.UDPConn) error {
-	q := newBatch(c, batchIO)
+	q := newBatch(c, batchIO, l.rawCalls())
 	var os offers
 	var now time.Time // when the batch was read: one clock read for all
 	handle := func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte {
@@ -401,6 +401,12 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	}
 	return nil
 }
+
+// rawCalls says whether the read loops make their batch calls raw (see
+// package mmsg): only while they are fewer than the processors that run
+// goroutines (GOMAXPROCS when the loop starts), so that one is always
+// left for the rest of the lobby and for the poller that wakes a loop.
+func (l *Lobby) rawCalls() bool { return len(l.conns) < runtime.GOMAXPROCS(0) }
 
 // handle answers one datagram that came from from and arrived at at,
 // read at now: what it answers at once goes to c, what it answers later

@@ -10,12 +10,12 @@ import (
 // batch for the slots read into, one for the replies sent.
 type mmsgIO struct{ r, w *mmsg.Batch }
 
-func newMmsgIO(c *net.UDPConn, in []slot, out int) socketIO {
-	r, err := mmsg.New(c, len(in))
+func newMmsgIO(c *net.UDPConn, in []slot, out int, raw bool) socketIO {
+	r, err := mmsg.New(c, len(in), raw)
 	if err != nil {
 		return stdIO{c}
 	}
-	w, err := mmsg.New(c, out)
+	w, err := mmsg.New(c, out, raw)
 	if err != nil {
 		return stdIO{c}
 	}

@@ -5,4 +5,4 @@ package lobby
 import "net"
 
 // newMmsgIO is the standard library's I/O: batches are Linux's.
-func newMmsgIO(c *net.UDPConn, _ []slot, _ int) socketIO { return stdIO{c} }
+func newMmsgIO(c *net.UDPConn, _ []slot, _ int, _ bool) socketIO { return stdIO{c} }

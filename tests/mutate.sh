@@ -167,6 +167,11 @@ bugs() {
 		'k := min(n, len(b.h))' \
 		'k := len(b.h); _ = n' \
 		./internal/mmsg '^TestBatchRoundTrip$'
+	# The read loops make raw calls even when they take every processor.
+	bug lobby/lobby.go \
+		'func (l *Lobby) rawCalls() bool { return len(l.conns) < runtime.GOMAXPROCS(0) }' \
+		'func (l *Lobby) rawCalls() bool { return len(l.conns) <= runtime.GOMAXPROCS(0) }' \
+		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
 	# The harness forks a lobby from whatever thread it runs on: a test
 	# thread that ends stops the lobby (its parent-death signal).
 	bug foyertest/proc_linux.go \

@@ -5,16 +5,22 @@
 // neither allocates nor converts addresses through the net package (as
 // golang.org/x/net's batches do, a net.UDPAddr per datagram).
 //
-// The calls are made raw (unix.RawSyscall6): the Go runtime is not told
-// that the thread enters the kernel. On a socket of the net package,
+// A batch may make its calls raw (unix.RawSyscall6), the Go runtime not
+// told that the thread enters the kernel. On a socket of the net package,
 // which is non-blocking, neither call ever sleeps: it takes what is
 // queued, or fails with EAGAIN and the RawConn waits on the poller. Told
 // of a call, the runtime hands the goroutine's processor to another
-// thread when the call outlasts a tick of its monitor, which a batch
-// sent over loopback (the receiver's work runs in the sender's call)
-// often does; the goroutine then resumes on whichever thread is free.
-// Under load (BenchmarkEdgeVsEcho) that hand-off and the thread switches
-// that follow cost a lobby about a tenth of its CPU time per request.
+// thread when the call outlasts a tick of its monitor and other work is
+// queued, which a batch sent over loopback (the receiver's work runs in
+// the sender's call) often does; the goroutine then resumes on whichever
+// thread is free. Under load (BenchmarkEdgeVsEcho) that hand-off and the
+// thread switches that follow cost a lobby's reader about a tenth of its
+// CPU time per request. But a raw call keeps its processor: the other
+// goroutines, and the poller that wakes them, get it only when the
+// runtime preempts the caller. So a caller makes raw calls only while
+// there are fewer such callers than processors (GOMAXPROCS): with as many
+// readers as processors, or more, requests waited over 200 ms for a
+// reader the poller had not woken.
 package mmsg
 
 import (
@@ -56,17 +62,22 @@ type Batch struct {
 	syscall func(fd uintptr) bool
 }
 
-// New returns a batch of n datagrams on c.
-func New(c *net.UDPConn, n int) (*Batch, error) {
+// New returns a batch of n datagrams on c, making its calls raw if raw
+// is set (see the package's comment).
+func New(c *net.UDPConn, n int, raw bool) (*Batch, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	b := &Batch{rc: rc, h: make([]Header, n), name: make([]unix.RawSockaddrInet6, n),
 		iov: make([]unix.Iovec, n), oobLen: make([]int, n)}
+	call := unix.Syscall6
+	if raw {
+		call = unix.RawSyscall6
+	}
 	b.syscall = func(fd uintptr) bool {
 		for {
-			b.n, _, b.errno = unix.RawSyscall6(b.trap, fd, uintptr(unsafe.Pointer(&b.h[0])), uintptr(b.k), 0, 0, 0)
+			b.n, _, b.errno = call(b.trap, fd, uintptr(unsafe.Pointer(&b.h[0])), uintptr(b.k), 0, 0, 0)
 			if b.errno != unix.EINTR {
 				return b.errno != unix.EAGAIN
 			}

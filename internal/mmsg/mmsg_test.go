@@ -10,10 +10,15 @@ import (
 )
 
 // A batch reads what is queued on its socket, each datagram with its
-// sender, and sends replies to those senders, over IPv4 and IPv6; a read
-// takes no more than the batch's slots or the count asked for.
+// sender, and sends replies to those senders, over IPv4 and IPv6, its
+// calls raw or not; a read takes no more than the batch's slots or the
+// count asked for.
 func TestBatchRoundTrip(t *testing.T) {
-	for _, ip := range []string{"127.0.0.1", "::1"} {
+	for _, tc := range []struct {
+		ip  string
+		raw bool
+	}{{"127.0.0.1", false}, {"::1", false}, {"127.0.0.1", true}, {"::1", true}} {
+		ip := tc.ip
 		srv, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
 		if err != nil {
 			t.Fatal(err)
@@ -34,11 +39,11 @@ func TestBatchRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r, err := New(srv, 4)
+		r, err := New(srv, 4, tc.raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, _ := New(srv, 4)
+		w, _ := New(srv, 4, tc.raw)
 		bufs := make([][]byte, r.Len())
 		for i := range bufs {
 			bufs[i] = make([]byte, 16)
@@ -49,16 +54,16 @@ func TestBatchRoundTrip(t *testing.T) {
 		for len(got) < len(clients) {
 			n, err := r.Recv(2)
 			if err != nil {
-				t.Fatalf("%s: %v", ip, err)
+				t.Fatalf("%s (raw %v): %v", ip, tc.raw, err)
 			}
 			if n < 1 || n > 2 {
 				t.Fatalf("%s: read %d datagrams, asked for at most 2", ip, n)
 			}
 			for i := range n {
 				k, oobn, from := r.Received(i)
-				c := clients[bufs[i][0]-'a']
-				if k != 1 || oobn != 0 || from != c.LocalAddr().(*net.UDPAddr).AddrPort() {
-					t.Errorf("%s: datagram %q of %d bytes (%d of control) from %v, want 1 from %v", ip, bufs[i][:k], k, oobn, from, c.LocalAddr())
+				cl := clients[bufs[i][0]-'a']
+				if k != 1 || oobn != 0 || from != cl.LocalAddr().(*net.UDPAddr).AddrPort() {
+					t.Errorf("%s (raw %v): datagram %q of %d bytes (%d of control) from %v, want 1 from %v", ip, tc.raw, bufs[i][:k], k, oobn, from, cl.LocalAddr())
 				}
 				got = append(got, bufs[i][0])
 				w.SetDatagram(i, append([]byte("re:"), bufs[i][0]), nil, from)
@@ -68,11 +73,11 @@ func TestBatchRoundTrip(t *testing.T) {
 			}
 		}
 		buf := make([]byte, 16)
-		for i, c := range clients {
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			n, err := c.Read(buf)
+		for i, cl := range clients {
+			cl.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := cl.Read(buf)
 			if want := "re:" + string(rune('a'+i)); err != nil || string(buf[:n]) != want {
-				t.Errorf("%s: client %d got %q, %v; want %q", ip, i, buf[:n], err, want)
+				t.Errorf("%s (raw %v): client %d got %q, %v; want %q", ip, tc.raw, i, buf[:n], err, want)
 			}
 		}
 	}
@@ -86,7 +91,7 @@ func TestRecvWaitsForTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	r, _ := New(srv, 2)
+	r, _ := New(srv, 2, true)
 	for i := range r.Len() {
 		r.SetBuffer(i, make([]byte, 8), nil)
 	}
@@ -135,8 +140,8 @@ func TestBatchAllocatesNothing(t *testing.T) {
 	}
 	defer srv.Close()
 	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
-	r, _ := New(srv, 1)
-	w, _ := New(srv, 1)
+	r, _ := New(srv, 1, true)
+	w, _ := New(srv, 1, false)
 	buf := make([]byte, 8)
 	r.SetBuffer(0, buf, nil)
 	msg := []byte("x")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 
 	"github.com/foyerlobby/foyer/internal/mmsg"
 )
@@ -14,16 +15,18 @@ const echoBatch = 16
 
 // EchoBatched is Echo with the lobby's I/O, its very code (package
 // mmsg): it reads a batch of datagrams per system call (recvmmsg) and
-// sends their echoes in one (sendmmsg). It is the limit of what a server
-// reading and writing as the lobby does can do, whatever its work per
-// datagram.
+// sends their echoes in one (sendmmsg), its calls raw by the lobby's rule
+// (one loop, fewer than the processors). It is the limit of what a
+// server reading and writing as the lobby does can do, whatever its work
+// per datagram.
 func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
-	r, err := mmsg.New(c, echoBatch)
+	raw := 1 < runtime.GOMAXPROCS(0)
+	r, err := mmsg.New(c, echoBatch, raw)
 	if err != nil {
 		Echo(c, size)
 		return
 	}
-	w, _ := mmsg.New(c, echoBatch) // as r, it cannot fail now
+	w, _ := mmsg.New(c, echoBatch, raw) // as r, it cannot fail now
 	bufs := make([][]byte, echoBatch)
 	out := make([]struct {
 		p  []byte
