@@ -16,11 +16,12 @@
 // thread is free. Under load (BenchmarkEdgeVsEcho) that hand-off and the
 // thread switches that follow cost a lobby's reader about a tenth of its
 // CPU time per request. But a raw call keeps its processor: the other
-// goroutines, and the poller that wakes them, get it only when the
-// runtime preempts the caller. So a caller makes raw calls only while
-// there are fewer such callers than processors (GOMAXPROCS): with as many
-// readers as processors, or more, requests waited over 200 ms for a
-// reader the poller had not woken.
+// goroutines, and the poller that wakes them, get it only when the caller
+// waits on the poller (its socket empty) or the runtime preempts it, and
+// under load neither may come for a while. So a caller makes raw calls
+// only while there are fewer such callers than processors (GOMAXPROCS):
+// with as many readers as processors, or more, requests waited over
+// 200 ms for a reader the poller had not woken.
 package mmsg
 
 import (
