@@ -235,15 +235,11 @@ func listsRoom(t *testing.T, h *busHost, id uint32) bool {
 	return false
 }
 
-// freeTCPPort returns a loopback TCP port free a moment ago.
+// freeTCPPort returns a loopback TCP port free a moment ago (see
+// freePort).
 func freeTCPPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return int(freePort(t, false, true))
 }
 
 // awaitTCP waits until something listens on the loopback TCP port.

@@ -45,21 +45,7 @@ func gg2Section(keys string) string { return "\n[gg2]\n" + keys + "\n" }
 // ago, as the front-end binds both.
 func gg2FreePort(t testing.TB) uint16 {
 	t.Helper()
-	for range 20 {
-		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := u.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-		u.Close()
-		if err == nil {
-			l.Close()
-			return uint16(port)
-		}
-	}
-	t.Fatal("no port free for both UDP and TCP")
-	return 0
+	return freePort(t, true, true)
 }
 
 // gg2Registration describes a game server at port; the server ID is

@@ -479,15 +479,11 @@ func (l *logBuffer) where(key, value string) []map[string]any {
 	return out
 }
 
-// freeUDPPort returns a loopback UDP port free a moment ago.
+// freeUDPPort returns a loopback UDP port free a moment ago (see
+// freePort).
 func freeUDPPort(t testing.TB) int {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return int(freePort(t, true, false))
 }
 
 // startServer writes a config (the lobby and instance sections are filled
