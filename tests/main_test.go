@@ -560,25 +560,7 @@ format = "json"
 func (s *server) waitReady() {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !s.lobby.IsValid() {
-		if lines := s.logs.lines("lobby listening"); len(lines) > 0 {
-			if addrs, ok := lines[0]["listen"].([]any); ok && len(addrs) > 0 {
-				s.lobby, _ = netip.ParseAddrPort(fmt.Sprint(addrs[0]))
-			}
-			if !s.lobby.IsValid() {
-				s.t.Fatalf("the lobby says it listens on %v", lines[0]["listen"])
-			}
-			break
-		}
-		select {
-		case err := <-s.exit:
-			s.t.Fatalf("foyer serve exited early (%v):\n%s", err, s.logs)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the lobby never said where it listens:\n%s", s.logs)
-		}
-	}
+	s.lobby = s.listening(s.t, "lobby listening", deadline)
 	c := newClient(s.t, "127.0.0.1", s.lobby)
 	for seq := uint16(0); time.Now().Before(deadline); seq++ {
 		c.send(encode(compact, listRooms, seq, 0, nil))
@@ -631,19 +613,38 @@ func (s *server) metrics(t testing.TB) map[string]float64 {
 	return adminMetrics(t, s.adminBase(t))
 }
 
-// adminBase is the URL of the server's admin listener. The listener logs
-// its address once it listens: poll the log.
+// adminBase is the URL of the server's admin listener.
 func (s *server) adminBase(t testing.TB) string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range s.logs.lines("admin listening") {
-			if addr, ok := m["listen"].(string); ok {
-				return "http://" + addr
+	return "http://" + s.listening(t, "admin listening", time.Now().Add(10*time.Second)).String()
+}
+
+// listening is the address a listener of the server gives in its log
+// line msg once it listens ("listen": one address, or a list whose first
+// is taken). It polls the log until then, failing the test if the
+// server exits first or deadline passes.
+func (s *server) listening(t testing.TB, msg string, deadline time.Time) netip.AddrPort {
+	t.Helper()
+	for time.Now().Before(deadline) {
+		for _, m := range s.logs.lines(msg) {
+			listen := m["listen"]
+			if many, ok := listen.([]any); ok && len(many) > 0 {
+				listen = many[0]
 			}
+			ap, err := netip.ParseAddrPort(fmt.Sprint(listen))
+			if err != nil {
+				t.Fatalf("foyer serve says %q at %v", msg, m["listen"])
+			}
+			return ap
+		}
+		select {
+		case err := <-s.exit:
+			t.Fatalf("foyer serve exited early (%v):\n%s", err, s.logs)
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatalf("the admin listener never said where it listens:\n%s", s.logs)
-	return ""
+	t.Fatalf("foyer serve never logged %q:\n%s", msg, s.logs)
+	return netip.AddrPort{}
 }
 
 // instancePID returns the pid the supervisor logged for room id. The log
