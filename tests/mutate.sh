@@ -172,6 +172,11 @@ bugs() {
 		'func (l *Lobby) rawCalls() bool { return len(l.conns) < runtime.GOMAXPROCS(0) }' \
 		'func (l *Lobby) rawCalls() bool { return len(l.conns) <= runtime.GOMAXPROCS(0) }' \
 		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
+	# A room's first process keeps the lobby's supplementary groups.
+	bug internal/roomuser/roomuser.go \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}' \
+		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}' \
+		./internal/roomuser '^TestRun$'
 	# The harness forks a lobby from whatever thread it runs on: a test
 	# thread that ends stops the lobby (its parent-death signal).
 	bug foyertest/proc_linux.go \

@@ -1,10 +1,11 @@
 // Package roomuser runs a room as a user of its own. A lobby run as root
 // forks each room's first process in the room's cgroups, with the room's
 // environment, and the child takes the room's user before it executes
-// the room's program, through a descriptor the lobby opened (Run). So the room's game server, which Foyer did not write,
-// never runs a single instruction as root, and runs as a user no other
-// room and not the lobby has: it cannot signal the lobby or another room,
-// nor read or write what they own.
+// the room's program, through a descriptor the lobby opened (Run). So the
+// room's game server, which Foyer did not write, never runs a single
+// instruction as root, and runs as a user no other room and not the lobby
+// has: it cannot signal the lobby or another room, nor read or write what
+// they own.
 //
 // Beside it, in its cgroups, the lobby starts the room's warden, the one
 // process of the room that keeps the lobby's identity. It does one
@@ -143,8 +144,11 @@ func Run(cmd *exec.Cmd, uid int) (*os.File, error) {
 	}
 	program := os.NewFile(uintptr(fd), cmd.Path)
 	cmd.Path = "/proc/self/fd/" + strconv.Itoa(ProgramFD)
-	cmd.ExtraFiles = []*os.File{program} // the first: ProgramFD
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(uid)}
+	cmd.ExtraFiles = append([]*os.File{program}, cmd.ExtraFiles...) // the first: ProgramFD
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = credential(uid)
 	return program, nil
 }
 

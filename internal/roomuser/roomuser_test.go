@@ -1,7 +1,11 @@
 package roomuser
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,5 +47,38 @@ func TestClashes(t *testing.T) {
 	}
 	if err := r.Clashes(nil, []byte("players:x:60001:\n")); err == nil || !strings.Contains(err.Error(), "group players has id 60001") {
 		t.Errorf("a group in the range: %v", err)
+	}
+}
+
+// Run points a command at the program's descriptor, at ProgramFD, with
+// the room's user, and keeps what the caller set: its other descriptors
+// after that one, its other process attributes. A uid that is not a
+// room's, or a program that is not there, is refused.
+func TestRun(t *testing.T) {
+	other, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	cmd := exec.Command("/bin/sh", "-c", "true")
+	cmd.ExtraFiles = []*os.File{other}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	program, err := Run(cmd, 4_000_000_007)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer program.Close()
+	if cmd.Path != "/proc/self/fd/3" || len(cmd.ExtraFiles) != 2 || cmd.ExtraFiles[0] != program || cmd.ExtraFiles[1] != other {
+		t.Errorf("command at %s with descriptors %v; want /proc/self/fd/3, the program then the caller's", cmd.Path, cmd.ExtraFiles)
+	}
+	if a := cmd.SysProcAttr; !a.Setpgid || a.Credential == nil ||
+		a.Credential.Uid != 4_000_000_007 || a.Credential.Gid != 4_000_000_007 || a.Credential.Groups == nil || len(a.Credential.Groups) != 0 {
+		t.Errorf("process attributes %+v, credential %+v; want the caller's, and uid = gid = the room's, no groups", a, a.Credential)
+	}
+	if _, err := Run(exec.Command("/bin/sh"), 0); err == nil {
+		t.Error("uid 0 taken for a room's")
+	}
+	if _, err := Run(exec.Command(filepath.Join(t.TempDir(), "none")), 4_000_000_007); err == nil {
+		t.Error("a program that is not there opened")
 	}
 }
