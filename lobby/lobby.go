@@ -402,12 +402,6 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 	return nil
 }
 
-// rawCalls says whether the read loops make their batch calls raw (see
-// package mmsg): only while they are fewer than the processors that run
-// goroutines (GOMAXPROCS when the loop starts), so that one is always
-// left for the rest of the lobby and for the poller that wakes a loop.
-func (l *Lobby) rawCalls() bool { return len(l.conns) < runtime.GOMAXPROCS(0) }
-
 // handle answers one datagram that came from from and arrived at at,
 // read at now: what it answers at once goes to c, what it answers later
 // (CREATE, JOIN on a worker) to later, each from the address the datagram

@@ -10,6 +10,10 @@ import (
 // batch for the slots read into, one for the replies sent.
 type mmsgIO struct{ r, w *mmsg.Batch }
 
+// rawCalls says whether the read loops, one per socket over every listen
+// address, make their batch calls raw (mmsg.Raw, when a loop starts).
+func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns)) }
+
 func newMmsgIO(c *net.UDPConn, in []slot, out int, raw bool) socketIO {
 	r, err := mmsg.New(c, len(in), raw)
 	if err != nil {

@@ -168,9 +168,14 @@ bugs() {
 		'k := len(b.h); _ = n' \
 		./internal/mmsg '^TestBatchRoundTrip$'
 	# The read loops make raw calls even when they take every processor.
-	bug lobby/lobby.go \
-		'func (l *Lobby) rawCalls() bool { return len(l.conns) < runtime.GOMAXPROCS(0) }' \
-		'func (l *Lobby) rawCalls() bool { return len(l.conns) <= runtime.GOMAXPROCS(0) }' \
+	bug internal/mmsg/mmsg.go \
+		'func Raw(callers int) bool { return callers < runtime.GOMAXPROCS(0) }' \
+		'func Raw(callers int) bool { return callers <= runtime.GOMAXPROCS(0) }' \
+		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
+	# The lobby counts the loops of one listen address only.
+	bug lobby/mmsg_linux.go \
+		'func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns)) }' \
+		'func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns) / len(l.addrs)) }' \
 		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
 	# A room's first process keeps the lobby's supplementary groups.
 	bug internal/roomuser/roomuser.go \

@@ -28,6 +28,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -63,8 +64,15 @@ type Batch struct {
 	syscall func(fd uintptr) bool
 }
 
+// Raw says whether callers goroutines that each loop on batches may make
+// their calls raw: only while they are fewer than the processors that run
+// goroutines (GOMAXPROCS now), so that one is always left for the rest of
+// the process and for the poller that wakes a caller (see the package's
+// comment).
+func Raw(callers int) bool { return callers < runtime.GOMAXPROCS(0) }
+
 // New returns a batch of n datagrams on c, making its calls raw if raw
-// is set (see the package's comment).
+// is set (see Raw).
 func New(c *net.UDPConn, n int, raw bool) (*Batch, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"runtime"
 
 	"github.com/foyerlobby/foyer/internal/mmsg"
 )
@@ -16,11 +15,11 @@ const echoBatch = 16
 // EchoBatched is Echo with the lobby's I/O, its very code (package
 // mmsg): it reads a batch of datagrams per system call (recvmmsg) and
 // sends their echoes in one (sendmmsg), its calls raw by the lobby's rule
-// (one loop, fewer than the processors). It is the limit of what a
+// (mmsg.Raw, for its one loop). It is the limit of what a
 // server reading and writing as the lobby does can do, whatever its work
 // per datagram.
 func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
-	raw := 1 < runtime.GOMAXPROCS(0)
+	raw := mmsg.Raw(1)
 	r, err := mmsg.New(c, echoBatch, raw)
 	if err != nil {
 		Echo(c, size)
