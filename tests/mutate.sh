@@ -182,6 +182,11 @@ bugs() {
 		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}' \
 		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}' \
 		./internal/roomuser '^TestRun$'
+	# The tests' picked ports repeat: two listeners of one run meet.
+	bug tests/ports_test.go \
+		'picks.next++' \
+		'_ = picks.next' \
+		./tests '^TestFreePortsDiffer$'
 	# The harness forks a lobby from whatever thread it runs on: a test
 	# thread that ends stops the lobby (its parent-death signal).
 	bug foyertest/proc_linux.go \
