@@ -73,8 +73,8 @@ bugs() {
 		./supervisor '^TestNoRoomWithoutItsWarden$'
 	# A room's first process keeps root's identity.
 	bug internal/roomuser/roomuser.go \
-		'cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(uid)}' \
-		'cmd.SysProcAttr = &syscall.SysProcAttr{}' \
+		'cmd.SysProcAttr.Credential = credential(uid)' \
+		'_ = credential(uid)' \
 		./tests '^TestContainRoomHasNoAuthority$'
 	# A room's program is executed by its path, which the room's user may
 	# not reach (the tests' binaries are in a directory of root's alone).
