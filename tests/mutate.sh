@@ -129,9 +129,14 @@ bugs() {
 	# Replies to unverified sources are not charged to
 	# unverified_reply_limit.
 	bug internal/limit/guard.go \
-		'ok := g.unverified.AllowN(now, n)' \
-		'ok := g.unverified.AllowN(now, 0)' \
+		'ok := g.unverified.AllowN(g.clock.at(now), n)' \
+		'ok := g.unverified.AllowN(g.clock.at(now), 0)' \
 		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# A budget handed a time before its last credits the gap again.
+	bug internal/limit/limit.go \
+		'return m.last' \
+		'return now' \
+		./internal/limit '^TestBudgetsHoldWhenClocksArriveOutOfOrder$'
 	# A denied network inside another, ending before it, shrinks the
 	# other.
 	bug internal/limit/guard.go \

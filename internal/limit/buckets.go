@@ -14,6 +14,7 @@ import (
 type Buckets[K comparable] struct {
 	mu    sync.Mutex
 	t     *table[K, rate.Limiter]
+	clock monotone
 	limit rate.Limit
 	burst int
 }
@@ -28,7 +29,7 @@ func NewBuckets[K comparable](r rate.Limit, burst, max int) *Buckets[K] {
 func (b *Buckets[K]) Allow(k K, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.bucket(k).AllowN(now, 1)
+	return b.bucket(k).AllowN(b.clock.at(now), 1)
 }
 
 // Has reports whether k's bucket has a token, taking none.

@@ -89,7 +89,8 @@ type Guard struct {
 	deny     atomic.Pointer[denyList]
 	pressure atomic.Int64 // Unix ns until which the guard is under pressure
 
-	mu         sync.Mutex // guards unverified and unverifiedCreates
+	mu         sync.Mutex // guards clock, unverified and unverifiedCreates
+	clock      monotone
 	unverified rate.Limiter
 	// unverifiedCreates is the CREATE budget of every unverified source.
 	unverifiedCreates rate.Limiter
@@ -139,7 +140,7 @@ func (g *Guard) AdmitCreate(ip netip.Addr, now time.Time) Verdict {
 	}
 	if v == ServedUnverified {
 		g.mu.Lock()
-		ok := g.unverifiedCreates.AllowN(now, 1)
+		ok := g.unverifiedCreates.AllowN(g.clock.at(now), 1)
 		g.mu.Unlock()
 		if !ok {
 			return Unverified
@@ -165,7 +166,7 @@ func (g *Guard) admit(ip netip.Addr, now time.Time, create bool) Verdict {
 func (g *Guard) AllowReply(ip netip.Addr, n int, v Verdict, now time.Time) bool {
 	if v == ServedUnverified {
 		g.mu.Lock()
-		ok := g.unverified.AllowN(now, n)
+		ok := g.unverified.AllowN(g.clock.at(now), n)
 		g.mu.Unlock()
 		if !ok {
 			g.unverifiedDropped.Add(1)

@@ -93,8 +93,9 @@ type Sources struct {
 	create  rate.Limit
 	cburst  int
 	// admit bounds how many never-seen sources enter the table per
-	// second; guarded by mu.
+	// second; guarded by mu, as is clock.
 	admit rate.Limiter
+	clock monotone
 }
 
 // sourceKey is a source IP as 16 bytes, IPv4 mapped, so that an IPv4
@@ -129,6 +130,23 @@ func fill(lim *rate.Limiter, r rate.Limit, b int) {
 	lim.SetLimitAt(time.Time{}, r)
 }
 
+// monotone passes on the times its owner's callers read, never one
+// before the latest: callers read the clock before they queue for the
+// owner's lock, so they arrive out of order, and a rate.Limiter handed a
+// time before its last one credits the gap between the two again. Under
+// a flood, with a reader per core, that gap is a batch's work, and the
+// budgets would grant more than their rate. Guarded by its owner's lock.
+type monotone struct{ last time.Time }
+
+// at returns now, or the latest time seen if now is before it.
+func (m *monotone) at(now time.Time) time.Time {
+	if now.Before(m.last) {
+		return m.last
+	}
+	m.last = now
+	return now
+}
+
 // NewSources returns an empty table sized by c; c.MaxSources must be
 // positive.
 func NewSources(c Config) *Sources {
@@ -151,6 +169,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	k := keyOf(ip)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now = s.clock.at(now)
 	src, found := s.t.get(k)
 	switch {
 	case found:
@@ -225,6 +244,7 @@ const MaxDatagram = 65507
 type Budget struct {
 	mu    sync.Mutex
 	t     *table[netip.Prefix, rate.Limiter]
+	clock monotone
 	limit rate.Limit
 	burst int
 }
@@ -269,7 +289,7 @@ func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
 		lim = b.t.insert(p)
 		fill(lim, b.limit, b.burst)
 	}
-	return lim.AllowN(now, n)
+	return lim.AllowN(b.clock.at(now), n)
 }
 
 // Len is the number of networks tracked now.

@@ -259,3 +259,71 @@ func TestReceivers(t *testing.T) {
 		t.Errorf("%d remembered, the newest: %v", n, r.Has(c, now))
 	}
 }
+
+// Two readers take from the same budgets, each with the time it read
+// before it queued for the lock, so one's times trail the other's by half
+// a step. They ask for more than the rate, which leaves a token for the
+// trailing reader now and then. No budget grants more than its burst and
+// its rate over the time that passed: a bucket handed a time before its
+// last must not credit the gap between them again.
+func TestBudgetsHoldWhenClocksArriveOutOfOrder(t *testing.T) {
+	const perSecond, burst, steps, step = 1500, 2, 10000, time.Millisecond
+	many := Config{Rate: 1e9, Burst: 1e9, CreateRate: 1e9, CreateBurst: 1e9, CreateNetworkRate: 1e9, CreateNetworkBurst: 1e9,
+		MaxSources: 1 << 12, AdmitRate: 1e9, AdmitBurst: 1e9, ReflectionLimit: 1 << 30, MaxPrefixes: 16,
+		UnverifiedReplyLimit: 1 << 30, UnverifiedCreateRate: 1e9, UnverifiedCreateBurst: 1e9}
+	ip := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}) }
+	one := netip.MustParseAddr("192.0.2.1")
+	type taker func(i int, now time.Time) bool
+	for name, build := range map[string]func() (taker, int){
+		"admission": func() (taker, int) {
+			c := many
+			c.AdmitRate, c.AdmitBurst = perSecond, burst
+			s := NewSources(c)
+			return func(i int, now time.Time) bool { return s.Allow(ip(i), now, false, false).OK() }, burst
+		},
+		"source": func() (taker, int) {
+			c := many
+			c.Rate, c.Burst = perSecond, burst
+			s := NewSources(c)
+			return func(_ int, now time.Time) bool { return s.Allow(one, now, false, false).OK() }, burst
+		},
+		"network": func() (taker, int) {
+			b := NewNetworkLimit(perSecond, burst, 16)
+			return func(_ int, now time.Time) bool { return b.Allow(one, 1, now) }, burst
+		},
+		"keyed": func() (taker, int) {
+			b := NewBuckets[int](perSecond, burst, 16)
+			return func(_ int, now time.Time) bool { return b.Allow(0, now) }, burst
+		},
+		"unverified replies": func() (taker, int) {
+			c := many
+			c.UnverifiedReplyLimit = perSecond * MaxDatagram // and as much at once
+			g := NewGuard(c)
+			return func(_ int, now time.Time) bool { return g.AllowReply(one, MaxDatagram, ServedUnverified, now) }, perSecond
+		},
+		"unverified creates": func() (taker, int) {
+			c := many
+			c.UnverifiedCreateRate, c.UnverifiedCreateBurst = perSecond, burst
+			g := NewGuard(c)
+			return func(i int, now time.Time) bool { return g.AdmitCreate(ip(i), now).OK() }, burst
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			take, burst := build()
+			base := time.Now()
+			granted := 0
+			for i := range steps {
+				ahead := base.Add(time.Duration(i) * step)
+				for j, now := range []time.Time{ahead, ahead.Add(-step / 2)} {
+					if take(2*i+j, now) {
+						granted++
+					}
+				}
+			}
+			span := time.Duration(steps-1) * step
+			if most := burst + int(perSecond*span.Seconds()); granted > most {
+				t.Errorf("%d granted over %v, at most %d: a burst of %d and %d a second", granted, span, most, burst, perSecond)
+			}
+		})
+	}
+}
