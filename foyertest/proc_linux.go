@@ -2,9 +2,7 @@ package foyertest
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 
 	"github.com/foyerlobby/foyer/internal/proc"
@@ -13,38 +11,11 @@ import (
 // processesOf returns the live (not zombie) processes whose argv[0] is
 // argv0.
 func processesOf(argv0 string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	want := append([]byte(argv0), 0)
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !bytes.HasPrefix(cmdline, want) {
-			continue
-		}
-		if !zombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
+		return bytes.HasPrefix(cmdline, want) && proc.Alive(pid)
+	})
 	return pids
-}
-
-// zombie reports whether pid has exited and waits for its parent.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // gone
-	}
-	// The state letter follows the parenthesised command name, which may
-	// hold anything.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 func killAll(pids []int) {

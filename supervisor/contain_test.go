@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/foyerlobby/foyer/internal/cgroup"
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -40,20 +41,12 @@ var markerSeq atomic.Uint32
 // sleep(1).
 func marker() string { return fmt.Sprintf("9%07d%04d", os.Getpid(), markerSeq.Add(1)) }
 
-// withMarker returns the live processes whose command line contains m.
+// withMarker returns the processes, but this one, whose command line
+// contains m.
 func withMarker(m string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(m)) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
+		return pid != os.Getpid() && bytes.Contains(cmdline, []byte(m))
+	})
 	return pids
 }
 

@@ -65,18 +65,9 @@ func escapee(t *testing.T, m string) int {
 
 // sleeping returns the live processes running "sleep m".
 func sleeping(m string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && string(b) == "sleep\x00"+m+"\x00" && proc.Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
+		return string(cmdline) == "sleep\x00"+m+"\x00" && proc.Alive(pid)
+	})
 	return pids
 }
 

@@ -368,22 +368,11 @@ func (l *keptLobby) rooms() []int { return l.roomProcesses(false) }
 // roomProcesses lists the live processes of foyer-room beside this
 // lobby's binary: the rooms', and their wardens' too if wardens.
 func (l *keptLobby) roomProcesses(wardens bool) []int {
-	entries, _ := os.ReadDir("/proc")
 	want := filepath.Join(filepath.Dir(l.bin), supervisor.RoomProgram) + "\x00instance\x00"
-	var pids []int
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.HasPrefix(string(cmdline), want) || !proc.Alive(pid) {
-			continue
-		}
-		if wardens || !strings.HasPrefix(string(cmdline), want+roomuser.WardenArg+"=") {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
+		return strings.HasPrefix(string(cmdline), want) && proc.Alive(pid) &&
+			(wardens || !strings.HasPrefix(string(cmdline), want+roomuser.WardenArg+"="))
+	})
 	slices.Sort(pids)
 	return pids
 }

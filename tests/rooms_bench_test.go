@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/internal/requiretest"
 	"github.com/foyerlobby/foyer/internal/roomuser"
 	"github.com/foyerlobby/foyer/supervisor"
@@ -143,26 +144,21 @@ func createRooms(b testing.TB, s *server, n int) {
 // its warden, if it has one: both children of the lobby, the warden
 // named by the room's cgroups on its command line.
 func roomProcesses(b testing.TB, lobby int) [][]int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
 	var rooms [][]int
 	wardens := map[string]int{} // by the room's cgroups, TREE/ROOM
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	_, err := proc.Matching(func(pid int, cmdline []byte) bool {
+		if st, err := proc.ReadStat(pid); err != nil || st.PPID != lobby {
+			return false
 		}
-		if f := statFields(pid); len(f) < 2 || f[1] != strconv.Itoa(lobby) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if _, cg, ok := bytes.Cut(cmdline, []byte("\x00"+roomuser.WardenArg+"=")); ok {
 			wardens[string(bytes.TrimRight(cg, "\x00"))] = pid
-			continue
+		} else {
+			rooms = append(rooms, []int{pid})
 		}
-		rooms = append(rooms, []int{pid})
+		return false // sorted into rooms and wardens here
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	for i, room := range rooms {
 		cgroups, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", room[0]))
@@ -193,33 +189,13 @@ func checkRoomProgram(b testing.TB, procs [][]int, program string) {
 	}
 }
 
-// statFields are the fields of /proc/PID/stat after the command name
-// (state first), or nil.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
 // cpuOf is the user and system time the processes pids used so far.
 func cpuOf(b *testing.B, pids ...int) time.Duration {
-	var ticks int
+	var cpu time.Duration
 	for _, pid := range pids {
-		f := statFields(pid)
-		if len(f) < 13 {
-			b.Fatalf("process %d is gone", pid)
-		}
-		utime, _ := strconv.Atoi(f[11])
-		stime, _ := strconv.Atoi(f[12])
-		ticks += utime + stime
+		cpu += cpuTime(b, pid)
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	return cpu
 }
 
 // memory is a process's resident, proportional and private memory, in MB.

@@ -95,19 +95,12 @@ func sleeping(m string) []int {
 	return pids
 }
 
-// withMarker returns the processes whose command line contains m.
+// withMarker returns the processes, but this one, whose command line
+// contains m.
 func withMarker(m string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(m)) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
+		return pid != os.Getpid() && bytes.Contains(cmdline, []byte(m))
+	})
 	return pids
 }
 

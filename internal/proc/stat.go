@@ -66,3 +66,25 @@ func Alive(pid int) bool {
 	st, err := ReadStat(pid)
 	return err == nil && st.State != 'Z'
 }
+
+// Matching returns the processes in /proc whose command line (each
+// argument ended by a NUL) match accepts, in /proc's order. A process
+// that ends meanwhile is left out; a zombie's empty command line is
+// offered like any other.
+func Matching(match func(pid int, cmdline []byte) bool) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && match(pid, cmdline) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}

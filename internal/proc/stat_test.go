@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -47,5 +49,31 @@ func TestReadStatOfLiveZombieAndGone(t *testing.T) {
 	}
 	if Alive(pid) {
 		t.Fatal("a reaped child is alive")
+	}
+}
+
+// Matching offers each process's whole command line, arguments ended by
+// NULs, and keeps the ones accepted.
+func TestMatching(t *testing.T) {
+	seconds := strconv.Itoa(1_000_000 + os.Getpid()) // a sleep of its own
+	cmd := exec.Command("sleep", seconds)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	want := "sleep\x00" + seconds + "\x00"
+	var offered []int
+	pids, err := Matching(func(pid int, cmdline []byte) bool {
+		offered = append(offered, pid)
+		return string(cmdline) == want
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
+		t.Errorf("Matching = %v, want [%d]", pids, cmd.Process.Pid)
+	}
+	if !slices.Contains(offered, os.Getpid()) {
+		t.Error("the test's own process was never offered")
 	}
 }
