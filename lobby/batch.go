@@ -81,8 +81,9 @@ type batch struct {
 }
 
 // newBatch is the batch of socket c: its system calls batched (on Linux)
-// if batched is set, and then raw if raw is set (see package mmsg).
-func newBatch(c *net.UDPConn, batched, raw bool) *batch {
+// if batched is set, and then raw while mmsg.Raw(callers) holds, callers
+// being the loops that read batches like it (0: never raw).
+func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	q := &batch{
 		in:  make([]slot, batchSize),
 		out: make([]reply, batchSize),
@@ -98,7 +99,7 @@ func newBatch(c *net.UDPConn, batched, raw bool) *batch {
 	}
 	q.io = stdIO{c}
 	if batched {
-		q.io = newMmsgIO(c, q.in, len(q.out), raw)
+		q.io = newMmsgIO(c, q.in, len(q.out), callers)
 	}
 	return q
 }

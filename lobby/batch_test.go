@@ -29,7 +29,7 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 			for _, b := range sent {
 				c.sendRaw(b)
 			}
-			q := newBatch(srv, batched, batched)
+			q := newBatch(srv, batched, 1) // raw where a processor is left
 			srv.SetReadDeadline(time.Now().Add(5 * time.Second))
 			var got [][]byte
 			var flushed []string
@@ -101,7 +101,7 @@ func TestFlushGoesOnPastAFailedReply(t *testing.T) {
 		srv := udptest.Listen(t, "127.0.0.1")
 		c := dial(t, "127.0.0.1", srv.LocalAddr().(*net.UDPAddr).AddrPort())
 		to := c.conn.LocalAddr().(*net.UDPAddr).AddrPort()
-		q := newBatch(srv, batched, batched)
+		q := newBatch(srv, batched, 1) // raw where a processor is left
 		for _, r := range []struct {
 			b  string
 			to netip.AddrPort

@@ -269,6 +269,10 @@ func (c Config) check() error {
 // Addrs returns the bound addresses, in the order of Config.Listen.
 func (l *Lobby) Addrs() []netip.AddrPort { return slices.Clone(l.addrs) }
 
+// readLoops is how many read loops Serve runs: one per socket, over every
+// listen address.
+func (l *Lobby) readLoops() int { return len(l.conns) }
+
 // Drain stops answering CREATE (they are dropped and counted), ahead of a
 // shutdown; LIST and JOIN are still answered.
 func (l *Lobby) Drain() { l.draining.Store(true) }
@@ -374,7 +378,7 @@ func isTimeout(err error) bool {
 // A socket whose kernel dropped datagrams since its last read, while its
 // loop fell behind, is flooded: the guard hears of it (see flooded).
 func (l *Lobby) readLoop(c *net.UDPConn) error {
-	q := newBatch(c, batchIO, l.rawCalls())
+	q := newBatch(c, batchIO, l.readLoops())
 	var os offers
 	var now time.Time // when the batch was read: one clock read for all
 	handle := func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte {

@@ -10,16 +10,12 @@ import (
 // batch for the slots read into, one for the replies sent.
 type mmsgIO struct{ r, w *mmsg.Batch }
 
-// rawCalls says whether the read loops, one per socket over every listen
-// address, make their batch calls raw (mmsg.Raw, when a loop starts).
-func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns)) }
-
-func newMmsgIO(c *net.UDPConn, in []slot, out int, raw bool) socketIO {
-	r, err := mmsg.New(c, len(in), raw)
+func newMmsgIO(c *net.UDPConn, in []slot, out, callers int) socketIO {
+	r, err := mmsg.New(c, len(in), callers)
 	if err != nil {
 		return stdIO{c}
 	}
-	w, err := mmsg.New(c, out, raw)
+	w, err := mmsg.New(c, out, callers)
 	if err != nil {
 		return stdIO{c}
 	}

@@ -4,11 +4,14 @@ import (
 	"net/netip"
 	"runtime"
 	"testing"
+
+	"github.com/foyerlobby/foyer/internal/mmsg"
 )
 
 // The read loops make their batch calls raw only while there are fewer of
 // them, over every listen address, than processors: one is always left
-// for the rest of the lobby.
+// for the rest of the lobby. (That a batch follows GOMAXPROCS as it
+// changes is package mmsg's TestRawFollowsGOMAXPROCS.)
 func TestRawCallsOnlyWithAProcessorToSpare(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	for _, c := range []struct {
@@ -21,7 +24,7 @@ func TestRawCallsOnlyWithAProcessorToSpare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := l.rawCalls(); got != c.raw {
+		if got := mmsg.Raw(l.readLoops()); got != c.raw {
 			t.Errorf("%d readers on %d addresses, 4 processors: raw calls %v, want %v", c.readers, c.addrs, got, c.raw)
 		}
 		l.Close()

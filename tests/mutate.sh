@@ -178,10 +178,16 @@ bugs() {
 		'func Raw(callers int) bool { return callers <= runtime.GOMAXPROCS(0) }' \
 		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
 	# The lobby counts the loops of one listen address only.
-	bug lobby/mmsg_linux.go \
-		'func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns)) }' \
-		'func (l *Lobby) rawCalls() bool { return mmsg.Raw(len(l.conns) / len(l.addrs)) }' \
+	bug lobby/lobby.go \
+		'func (l *Lobby) readLoops() int { return len(l.conns) }' \
+		'func (l *Lobby) readLoops() int { return len(l.conns) / len(l.addrs) }' \
 		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
+	# A batch keeps the raw-call choice of its first call when GOMAXPROCS
+	# changes.
+	bug internal/mmsg/mmsg.go \
+		'if b.calls%rawRecheck == 0 {' \
+		'if b.calls == 0 {' \
+		./internal/mmsg '^TestRawFollowsGOMAXPROCS$'
 	# A room's first process keeps the lobby's supplementary groups.
 	bug internal/roomuser/roomuser.go \
 		'return &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}' \

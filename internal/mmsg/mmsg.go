@@ -21,7 +21,9 @@
 // under load neither may come for a while. So a caller makes raw calls
 // only while there are fewer such callers than processors (GOMAXPROCS):
 // with as many readers as processors, or more, requests waited over
-// 200 ms for a reader the poller had not woken.
+// 200 ms for a reader the poller had not woken. Go changes GOMAXPROCS
+// when the process's CPU quota changes, so a batch looks at it again
+// every rawRecheck calls.
 package mmsg
 
 import (
@@ -54,6 +56,13 @@ type Batch struct {
 	iov    []unix.Iovec
 	oobLen []int // the control buffers' lengths, restored before a read
 
+	// callers is how many goroutines loop on batches as this one's does
+	// (see Raw), 0 if its calls are never raw; raw is Raw(callers) when
+	// last looked at, calls the calls made so far.
+	callers int
+	raw     bool
+	calls   uint
+
 	// The call in flight: its system call, how many headers it passes,
 	// what it returned; syscall is the function the RawConn runs, made
 	// once so that a call allocates nothing.
@@ -64,6 +73,10 @@ type Batch struct {
 	syscall func(fd uintptr) bool
 }
 
+// rawRecheck is how many calls a batch makes between two looks at
+// GOMAXPROCS: under load, when raw calls matter, several a second.
+const rawRecheck = 256
+
 // Raw says whether callers goroutines that each loop on batches may make
 // their calls raw: only while they are fewer than the processors that run
 // goroutines (GOMAXPROCS now), so that one is always left for the rest of
@@ -71,20 +84,22 @@ type Batch struct {
 // comment).
 func Raw(callers int) bool { return callers < runtime.GOMAXPROCS(0) }
 
-// New returns a batch of n datagrams on c, making its calls raw if raw
-// is set (see Raw).
-func New(c *net.UDPConn, n int, raw bool) (*Batch, error) {
+// New returns a batch of n datagrams on c, for one of callers goroutines
+// that each loop on batches of their own: its calls are raw while
+// Raw(callers) holds, looked at again every rawRecheck calls, and never
+// if callers is 0.
+func New(c *net.UDPConn, n, callers int) (*Batch, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	b := &Batch{rc: rc, h: make([]Header, n), name: make([]unix.RawSockaddrInet6, n),
-		iov: make([]unix.Iovec, n), oobLen: make([]int, n)}
-	call := unix.Syscall6
-	if raw {
-		call = unix.RawSyscall6
-	}
+		iov: make([]unix.Iovec, n), oobLen: make([]int, n), callers: callers}
 	b.syscall = func(fd uintptr) bool {
+		call := unix.Syscall6
+		if b.raw {
+			call = unix.RawSyscall6
+		}
 		for {
 			b.n, _, b.errno = call(b.trap, fd, uintptr(unsafe.Pointer(&b.h[0])), uintptr(b.k), 0, 0, 0)
 			if b.errno != unix.EINTR {
@@ -159,6 +174,10 @@ func (b *Batch) Send(n int) (int, error) {
 // RawConn's Read or Write, which waits on the poller while the socket
 // says EAGAIN) and returns how many messages it handled.
 func (b *Batch) call(do func(func(uintptr) bool) error, trap uintptr, k int) (int, error) {
+	if b.calls%rawRecheck == 0 {
+		b.raw = b.callers > 0 && Raw(b.callers)
+	}
+	b.calls++
 	b.trap, b.k = trap, k
 	err := do(b.syscall)
 	switch {

@@ -5,6 +5,7 @@ package mmsg
 import (
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -13,13 +14,18 @@ import (
 
 // A batch reads what is queued on its socket, each datagram with its
 // sender, and sends replies to those senders, over IPv4 and IPv6, its
-// calls raw or not; a read takes no more than the batch's slots or the
-// count asked for.
+// calls raw (one caller of two processors) or not (callers 0); a read
+// takes no more than the batch's slots or the count asked for.
 func TestBatchRoundTrip(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for _, tc := range []struct {
 		ip  string
 		raw bool
 	}{{"127.0.0.1", false}, {"::1", false}, {"127.0.0.1", true}, {"::1", true}} {
+		callers := 0
+		if tc.raw {
+			callers = 1
+		}
 		ip := tc.ip
 		srv, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
 		if err != nil {
@@ -41,11 +47,11 @@ func TestBatchRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r, err := New(srv, 4, tc.raw)
+		r, err := New(srv, 4, callers)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, _ := New(srv, 4, tc.raw)
+		w, _ := New(srv, 4, callers)
 		bufs := make([][]byte, r.Len())
 		for i := range bufs {
 			bufs[i] = make([]byte, 16)
@@ -74,6 +80,9 @@ func TestBatchRoundTrip(t *testing.T) {
 				t.Fatalf("%s: sent %d of %d: %v", ip, sent, n, err)
 			}
 		}
+		if r.raw != tc.raw || w.raw != tc.raw {
+			t.Errorf("%s: %d callers of 2 processors: raw calls %v, %v; want %v", ip, callers, r.raw, w.raw, tc.raw)
+		}
 		buf := make([]byte, 16)
 		for i, cl := range clients {
 			cl.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -93,13 +102,48 @@ func TestRecvWaitsForTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	r, _ := New(srv, 2, true)
+	r, _ := New(srv, 2, 1)
 	for i := range r.Len() {
 		r.SetBuffer(i, make([]byte, 8), nil)
 	}
 	srv.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	if n, err := r.Recv(2); n != 0 || !isTimeout(err) {
 		t.Fatalf("Recv on an empty socket: %d, %v; want a timeout", n, err)
+	}
+}
+
+// A batch's calls are raw while its callers are fewer than GOMAXPROCS,
+// which it looks at again every rawRecheck calls: Go changes GOMAXPROCS
+// when the process's CPU quota changes.
+func TestRawFollowsGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl, err := net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	r, _ := New(srv, 1, 1)
+	r.SetBuffer(0, make([]byte, 8), nil)
+	srv.SetReadDeadline(time.Now().Add(time.Minute))
+	reads := func(n int) {
+		for range n {
+			cl.Write([]byte{1})
+			if _, err := r.Recv(1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, procs := range []int{2, 1, 3, 2} {
+		runtime.GOMAXPROCS(procs)
+		reads(rawRecheck)
+		if want := procs > 1; r.raw != want {
+			t.Errorf("1 caller, GOMAXPROCS %d: raw calls %v after %d calls, want %v", procs, r.raw, rawRecheck, want)
+		}
 	}
 }
 
@@ -142,8 +186,8 @@ func TestBatchAllocatesNothing(t *testing.T) {
 	}
 	defer srv.Close()
 	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
-	r, _ := New(srv, 1, true)
-	w, _ := New(srv, 1, false)
+	r, _ := New(srv, 1, 1)
+	w, _ := New(srv, 1, 0)
 	buf := make([]byte, 8)
 	r.SetBuffer(0, buf, nil)
 	msg := []byte("x")

@@ -19,13 +19,12 @@ const echoBatch = 16
 // server reading and writing as the lobby does can do, whatever its work
 // per datagram.
 func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
-	raw := mmsg.Raw(1)
-	r, err := mmsg.New(c, echoBatch, raw)
+	r, err := mmsg.New(c, echoBatch, 1)
 	if err != nil {
 		Echo(c, size)
 		return
 	}
-	w, _ := mmsg.New(c, echoBatch, raw) // as r, it cannot fail now
+	w, _ := mmsg.New(c, echoBatch, 1) // as r, it cannot fail now
 	bufs := make([][]byte, echoBatch)
 	out := make([]struct {
 		p  []byte
