@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,13 +16,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/foyerlobby/foyer/instance/instancepb"
-	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/packet"
 )
@@ -153,32 +150,6 @@ func watchParent(ppid int) {
 			pollParent(ppid)
 		}
 	}
-}
-
-// awaitParentExit returns nil once the parent ppid has exited (or after a
-// spurious wake-up), and an error when it cannot wait on a pidfd.
-func awaitParentExit(ppid int) error {
-	fd, err := unix.PidfdOpen(ppid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), "parent pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	if os.Getppid() != ppid {
-		return nil // gone before the pidfd was opened: ppid may be another's
-	}
-	// A pidfd turns readable when the process exits: the first call
-	// makes the runtime's poller wait for that, the second one ends it.
-	polled := false
-	return rc.Read(func(uintptr) bool {
-		done := polled
-		polled = true
-		return done
-	})
 }
 
 // pollParent returns once the parent is no longer ppid.
@@ -445,13 +416,7 @@ const endRoomTimeout = 5 * time.Second
 func (s *server) endRoom() {
 	ctx, cancel := context.WithTimeout(context.Background(), endRoomTimeout)
 	defer cancel()
-	var err error
-	if tree, room, ok := strings.Cut(s.cgroup, "/"); ok {
-		err = cgroup.End(ctx, tree, room)
-	} else {
-		err = cgroup.KillDescendants(ctx, os.Getpid())
-	}
-	if err != nil {
+	if err := endProcesses(ctx, s.cgroup); err != nil {
 		fmt.Fprintf(s.stderr, "foyer instance: ending the room: %v\n", err)
 	}
 }
@@ -590,20 +555,6 @@ func (s *server) logToFile() {
 	s.logging = redirect(filepath.Join(s.dir, instancepb.RoomLog))
 }
 
-// redirect points descriptors 1 and 2 at the file at path, opened for
-// appending (never through a link), and reports whether it could.
-func redirect(path string) bool {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return false // the writes keep failing, harmlessly (SIGPIPE is ignored)
-	}
-	defer f.Close()
-	for _, fd := range []int{1, 2} {
-		_ = unix.Dup3(int(f.Fd()), fd, 0)
-	}
-	return true
-}
-
 // bound starts the room's log again once it has grown past maxRoomLog,
 // looking at most every logCheckEvery.
 func (s *server) bound(now time.Time) {
@@ -613,8 +564,7 @@ func (s *server) bound(now time.Time) {
 		return
 	}
 	s.logCheck = now
-	var st unix.Stat_t
-	if unix.Fstat(2, &st) != nil || st.Size < maxRoomLog {
+	if size, ok := stderrSize(); !ok || size < maxRoomLog {
 		return
 	}
 	path := filepath.Join(s.dir, instancepb.RoomLog)

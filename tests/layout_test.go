@@ -152,11 +152,12 @@ func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 	}
 }
 
-// The client library, the client commands and the test harness build
-// wherever a game developer works, not only where rooms run.
-func TestClientSideBuildsForDarwinAndWindows(t *testing.T) {
+// The client library, the client commands, the test harness and the
+// room SDK (with its reference room) build wherever a game developer
+// works, not only where rooms run.
+func TestClientSideAndRoomSDKBuildForDarwinAndWindows(t *testing.T) {
 	for _, goos := range []string{"darwin", "windows"} {
-		cmd := exec.Command("go", "build", "./lobby/client", "./cmd/foyer", "./foyertest")
+		cmd := exec.Command("go", "build", "./lobby/client", "./cmd/foyer", "./foyertest", "./instance", "./instance/refroom")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
