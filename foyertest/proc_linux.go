@@ -12,9 +12,7 @@ import (
 // argv0.
 func processesOf(argv0 string) []int {
 	want := append([]byte(argv0), 0)
-	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
-		return bytes.HasPrefix(cmdline, want) && proc.Alive(pid)
-	})
+	pids, _ := proc.Matching(func(_ int, cmdline []byte) bool { return bytes.HasPrefix(cmdline, want) })
 	return pids
 }
 

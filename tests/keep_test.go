@@ -369,8 +369,8 @@ func (l *keptLobby) rooms() []int { return l.roomProcesses(false) }
 // lobby's binary: the rooms', and their wardens' too if wardens.
 func (l *keptLobby) roomProcesses(wardens bool) []int {
 	want := filepath.Join(filepath.Dir(l.bin), supervisor.RoomProgram) + "\x00instance\x00"
-	pids, _ := proc.Matching(func(pid int, cmdline []byte) bool {
-		return strings.HasPrefix(string(cmdline), want) && proc.Alive(pid) &&
+	pids, _ := proc.Matching(func(_ int, cmdline []byte) bool {
+		return strings.HasPrefix(string(cmdline), want) &&
 			(wardens || !strings.HasPrefix(string(cmdline), want+roomuser.WardenArg+"="))
 	})
 	slices.Sort(pids)

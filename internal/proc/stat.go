@@ -69,8 +69,8 @@ func Alive(pid int) bool {
 
 // Matching returns the processes in /proc whose command line (each
 // argument ended by a NUL) match accepts, in /proc's order. A process
-// that ends meanwhile is left out; a zombie's empty command line is
-// offered like any other.
+// that ends meanwhile is left out. A zombie's command line is empty, so
+// a match on any argument leaves out the processes that have exited.
 func Matching(match func(pid int, cmdline []byte) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -55,8 +55,17 @@ func TestReadStatOfLiveZombieAndGone(t *testing.T) {
 }
 
 // Matching offers each process's whole command line, arguments ended by
-// NULs, and keeps the ones accepted.
+// NULs, and keeps the ones accepted; a process that has exited and is not
+// yet reaped offers an empty one, so no match on an argument keeps it.
 func TestMatching(t *testing.T) {
+	zombie := exec.Command("sleep", "0")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	for Alive(zombie.Process.Pid) {
+		time.Sleep(time.Millisecond)
+	}
 	seconds := strconv.Itoa(1_000_000 + os.Getpid()) // a sleep of its own
 	cmd := exec.Command("sleep", seconds)
 	if err := cmd.Start(); err != nil {
@@ -74,6 +83,9 @@ func TestMatching(t *testing.T) {
 	}
 	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Errorf("Matching = %v, want [%d]", pids, cmd.Process.Pid)
+	}
+	if zombies, _ := Matching(func(pid int, cmdline []byte) bool { return pid == zombie.Process.Pid && len(cmdline) > 0 }); len(zombies) != 0 {
+		t.Errorf("an exited child offered a command line: %v", zombies)
 	}
 	if !slices.Contains(offered, os.Getpid()) {
 		t.Error("the test's own process was never offered")
