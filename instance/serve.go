@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +81,13 @@ func Serve(g Game) {
 	}
 	s := newServer(g, os.Getenv(instancepb.EnvRoomDir))
 	s.cgroup = os.Getenv(instancepb.EnvRoomCgroup)
+	s.inherited = inheritedSocket(os.Getenv(instancepb.EnvRoomSocket))
+	os.Unsetenv(instancepb.EnvRoomSocket) // the number means nothing to what the game starts
+	if s.runner != nil && s.inherited != nil {
+		// A Runner's program binds the port itself.
+		s.inherited.Close()
+		s.inherited = nil
+	}
 	// The pipes to the host that started this process outlive their
 	// reader when the host dies, and the instance has work left then (the
 	// rest of its match, or the end of its room): a write must fail, not
@@ -215,6 +223,9 @@ type server struct {
 	host    int          // the pid of the host an instance without orphan ends with
 	self    proc.Stat    // this process, read at the start
 	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
+	// inherited is the room's socket the host bound and passed, until
+	// Start takes it; nil without.
+	inherited *net.UDPConn
 	// exiting is taken by the one caller of exit and never given back:
 	// the process ends once, and never while its room is being ended.
 	exiting sync.Mutex
@@ -285,9 +296,18 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 	return &instancepb.StartResponse{StartedUnixMs: s.since.UnixMilli()}, nil
 }
 
-// startGame binds a's port and starts the game on it. s.mu is held.
+// startGame starts the game on a's port: on the socket the host passed,
+// if it is bound there, or on one bound now. s.mu is held.
 func (s *server) startGame(a Assignment) error {
-	conn, err := listenUDP(a.Bind, a.Port)
+	conn, err := s.inherited, error(nil)
+	s.inherited = nil
+	if conn != nil && !boundOn(conn, a) {
+		conn.Close()
+		conn = nil
+	}
+	if conn == nil {
+		conn, err = listenUDP(a.Bind, a.Port)
+	}
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%w: udp port %d: %v", ErrPortInUse, a.Port, err)
@@ -337,6 +357,39 @@ func listenUDP(bind netip.Addr, port uint16) (*net.UDPConn, error) {
 		addr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind, port))
 	}
 	return net.ListenUDP("udp", addr)
+}
+
+// inheritedSocket takes the UDP socket at descriptor v (the value of
+// instancepb.EnvRoomSocket); nil when v names none.
+func inheritedSocket(v string) *net.UDPConn {
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "room socket")
+	defer f.Close() // the conn has its own descriptor
+	c, err := net.FilePacketConn(f)
+	if err != nil {
+		return nil
+	}
+	u, ok := c.(*net.UDPConn)
+	if !ok {
+		c.Close()
+	}
+	return u
+}
+
+// boundOn reports whether c is bound where a says the game's port is: on
+// a.Port, at a.Bind or, without it, at every address.
+func boundOn(c *net.UDPConn, a Assignment) bool {
+	at := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	if at.Port() != a.Port {
+		return false
+	}
+	if !a.Bind.IsValid() {
+		return at.Addr().IsUnspecified()
+	}
+	return at.Addr().Unmap() == a.Bind.Unmap()
 }
 
 // Stop stops the game and reports Finished, which ends the process.

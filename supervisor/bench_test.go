@@ -32,6 +32,9 @@ type created struct {
 	total  time.Duration // the whole Create
 	spawn  time.Duration // the spawn, if cold (zero if warm): the rest is the hand-out
 	phases spawnPhases   // the spawn's, if cold
+	// ready is until the room's game was ready, for a room handed out
+	// while its instance started (zero otherwise).
+	ready time.Duration
 }
 
 // createAndDiscard creates a room, returning how long Create took, then
@@ -47,10 +50,19 @@ func createAndDiscard(b *testing.B, s *Supervisor) created {
 		b.Fatal(err)
 	}
 	s.mu.Lock()
-	if rec := s.live[r.ID]; rec != nil && s.stats.WarmHits == warm {
+	rec := s.live[r.ID]
+	if rec != nil && s.stats.WarmHits == warm {
 		c.spawn, c.phases = rec.spawnTime, rec.phases
 	}
 	s.mu.Unlock()
+	if rec != nil && rec.bootDone != nil {
+		if err := rec.proc.Err(); err != nil {
+			b.Fatal(err)
+		}
+		c.ready = time.Since(t0)
+		ph := rec.proc.Phases()
+		c.phases.launch, c.phases.ready = ph, ph.Ready
+	}
 	syscall.Kill(r.PID, syscall.SIGKILL)
 	for s.Stats().Reaped["crashed"] == reaped {
 		time.Sleep(100 * time.Microsecond)
@@ -76,6 +88,13 @@ func reportCreates(b *testing.B, cs []created) {
 	if cs[0].spawn == 0 {
 		return // warm
 	}
+	if cs[0].ready > 0 {
+		var ready []time.Duration
+		for _, c := range cs {
+			ready = append(ready, c.ready)
+		}
+		reportPercentiles(b, "room-ready", ready)
+	}
 	for i, name := range []string{"prep", "fork", "boot", "dial", "watch", "ready", "handout"} {
 		slices.Sort(phases[i])
 		b.ReportMetric(float64(phases[i][len(phases[i])/2].Microseconds())/1000, name+"-p50-ms")
@@ -90,27 +109,40 @@ func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
 	b.ReportMetric(pct(99), name+"-p99-ms")
 }
 
-// BenchmarkColdCreate measures Create from request to a ready reference
-// room, with no warm pool: in cgroups of its own with every limit set
-// (where the host has cgroups), and without cgroups.
+// BenchmarkColdCreate measures Create from request to a room handed out,
+// with no warm pool: in cgroups of its own with every limit set (where
+// the host has cgroups), and without cgroups; each with the port bound
+// by the supervisor and passed to the instance (passed: the room is
+// handed out while its instance starts, and room-ready is until its game
+// is ready) and bound by the instance (bound: Create waits for the game).
 func BenchmarkColdCreate(b *testing.B) {
 	for _, mode := range containModes {
-		b.Run(mode.name, func(b *testing.B) {
-			if !mode.noCgroups {
-				requiretest.Cgroups(b)
+		for _, pass := range []bool{true, false} {
+			name := mode.name + "/passed"
+			if !pass {
+				name = mode.name + "/bound"
 			}
-			s := benchSupervisor(b, 8, func(c *Config) {
-				c.NoCgroups = mode.noCgroups
+			b.Run(name, func(b *testing.B) {
 				if !mode.noCgroups {
-					c.Limits = cgroup.Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
+					requiretest.Cgroups(b)
 				}
+				s := benchSupervisor(b, 8, func(c *Config) {
+					c.NoCgroups, c.PassSocket = mode.noCgroups, pass
+					if !mode.noCgroups {
+						c.Limits = cgroup.Limits{MemoryMax: 256 << 20, CPUMax: 0.5, PidsMax: 64}
+					}
+				})
+				// The supervisor hands a room out while its instance
+				// starts once its program has started: the first create
+				// waits.
+				createAndDiscard(b, s)
+				var cs []created
+				for b.Loop() {
+					cs = append(cs, createAndDiscard(b, s))
+				}
+				reportCreates(b, cs)
 			})
-			var cs []created
-			for b.Loop() {
-				cs = append(cs, createAndDiscard(b, s))
-			}
-			reportCreates(b, cs)
-		})
+		}
 	}
 }
 

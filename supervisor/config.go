@@ -33,6 +33,15 @@ type Config struct {
 	// "none" (no status: Waiting while it runs, seats from reservations
 	// only).
 	Probe string
+	// PassSocket (default true) has the supervisor bind each go-plugin
+	// room's port (Probe empty) and pass the socket to its instance
+	// (instancepb.EnvRoomSocket), which the SDK serves the game on: a
+	// cold create is handed out once the process is forked and its
+	// warden runs, while the instance starts, and what players send
+	// meanwhile waits in the socket. Without it the instance binds the
+	// port, and a cold create waits until its game is ready. A Command
+	// not built with the Go SDK that binds its port itself needs it off.
+	PassSocket bool
 	// DataDir, when set (an absolute path), keeps a foreign server's
 	// files (Probe set) from one room to the next: the rooms of one
 	// Command share the directory DataDir/KEY (KEY a hash of Command) as

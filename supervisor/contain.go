@@ -132,16 +132,21 @@ func startIn(cg *cgroup.Room) func(*exec.Cmd) error {
 // the first process of a room that runs as its user in cgroups cg: in the
 // same cgroups, with a pidfd of that process. The warden is forked while
 // the room's program starts, and a room is handed out only once its
-// warden runs.
+// warden runs; except for a room handed out while its instance starts
+// (later), whose warden is forked once its game is ready, so that the two
+// programs' starts do not take the processors from the hand-out and from
+// each other.
 type warden struct {
 	s       *Supervisor
 	cg      *cgroup.Room
-	forking sync.WaitGroup // the warden's start, once the room's process is forked
+	later   bool           // forked by launch, not by start
+	pidfd   *os.File       // of the room's process, until the warden is forked
+	forking sync.WaitGroup // the warden's start, once launched
 	err     error          // of that start
 }
 
 // start is the room's StartProcess: it starts cmd as startIn does and
-// then, beside it, the warden.
+// then, beside it, the warden (unless later).
 func (w *warden) start(cmd *exec.Cmd) error {
 	if err := startIn(w.cg)(cmd); err != nil {
 		return err
@@ -151,12 +156,29 @@ func (w *warden) start(cmd *exec.Cmd) error {
 	if err != nil {
 		return fmt.Errorf("the room's warden: pidfd of %d: %w", cmd.Process.Pid, err)
 	}
-	pidfd := os.NewFile(uintptr(fd), "pidfd")
+	w.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	if !w.later {
+		w.launch()
+	}
+	return nil
+}
+
+// launch forks the warden, in the background: started waits for it.
+func (w *warden) launch() {
+	pidfd := w.pidfd
+	w.pidfd = nil
 	w.forking.Go(func() {
 		defer pidfd.Close()
 		w.err = proc.OnForkThread(func() error { return w.fork(pidfd) })
 	})
-	return nil
+}
+
+// drop lets go of a warden never launched, for a room that did not start.
+func (w *warden) drop() {
+	if w != nil && w.pidfd != nil {
+		w.pidfd.Close()
+		w.pidfd = nil
+	}
 }
 
 // started waits for the warden's start, if the room's process started,

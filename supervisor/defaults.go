@@ -39,6 +39,7 @@ func DefaultConfig() Config {
 		MaxLifetime:     12 * time.Hour,
 		WarmMaxAge:      30 * time.Second,
 		ReattachGrace:   30 * time.Second,
+		PassSocket:      true,
 	}
 }
 

@@ -75,7 +75,8 @@ func (s *Supervisor) flushSeats(lazy bool) {
 	s.mu.Lock()
 	rs := make([]*record, 0, len(batch))
 	for id := range batch {
-		if r := s.live[id]; r != nil {
+		// A room still starting gets its seats once it is ready (boot).
+		if r := s.live[id]; r != nil && !r.booting {
 			rs = append(rs, r)
 		}
 	}

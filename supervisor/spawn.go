@@ -6,9 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/foyerlobby/foyer/instance"
@@ -66,9 +70,11 @@ func dataPath(cfg Config) string {
 }
 
 // spawn starts one instance on a free port and waits until its game is
-// ready. A port the instance cannot bind is quarantined and another is
-// tried, invisibly to the caller. Errors wrap room.ErrNoPorts or room.ErrSpawn.
-func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
+// ready or, with early, where the supervisor binds the port (begin),
+// until its process is forked. A port that cannot be bound is quarantined
+// and another is tried, invisibly to the caller. Errors wrap
+// room.ErrNoPorts or room.ErrSpawn.
+func (s *Supervisor) spawn(ctx context.Context, early bool) (*record, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SpawnTimeout)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Shutdown aborts spawns in flight
@@ -99,7 +105,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 		return nil, s.spawnFailed(id, 0, 1, fmt.Errorf("%w: %v", room.ErrSpawn, cgErr))
 	}
 	prepped := time.Now()
-	r, err := s.spawnInstance(ctx, id, dir, uid, cg, t0)
+	r, err := s.spawnInstance(ctx, id, dir, uid, cg, t0, early)
 	if err != nil {
 		s.end(id, cg) // the instance is gone; what it started may not be
 		s.dirs.remove(id)
@@ -121,7 +127,7 @@ func (s *Supervisor) spawn(ctx context.Context) (*record, error) {
 // keeper of a foreign server) in dir and the cgroups cg (if any), as the
 // room's user uid (-1: this process's), with the room's environment, as
 // spawn says.
-func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time) (*record, error) {
+func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, uid int, cg *cgroup.Room, t0 time.Time, early bool) (*record, error) {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = roomEnv(s.cfg, dir)
 	lc := host.LaunchConfig{
@@ -139,7 +145,7 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 		}
 		defer program.Close() // the child has its own once started
 		if cg != nil {
-			w = &warden{s: s, cg: cg}
+			w = &warden{s: s, cg: cg, later: early && s.passSocket()}
 			lc.StartProcess = w.start
 		}
 	}
@@ -148,6 +154,9 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	}
 	if cg != nil {
 		lc.Cgroup = s.tree.Name() + "/" + cg.Name()
+	}
+	if s.passSocket() {
+		return s.begin(ctx, id, lc, w, t0, early)
 	}
 	p, err := host.Launch(ctx, lc)
 	// The warden was forked while the room booted: it has started by
@@ -167,17 +176,16 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	// on the same process.
 	runs := 0
 	for attempt := 1; ; attempt++ {
-		port, err := s.acquirePort()
+		port, err := s.acquirePort(portFree)
 		if err != nil {
 			p.Kill()
 			<-p.Exited()
 			return nil, s.spawnFailed(id, 0, attempt, err)
 		}
-		a := instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind,
-			SeatKeys: s.seatKeys(id), ReconnectGrace: s.cfg.ReconnectGrace}
+		a := s.assignment(id, port)
 		err = p.Start(ctx, a)
 		if err == nil {
-			return s.started(ctx, p, a, t0, launched)
+			return s.started(ctx, p, a, t0, spawnPhases{launch: p.Phases(), ready: time.Since(launched)})
 		}
 		inUse, again := errors.Is(err, instance.ErrPortInUse), errors.Is(err, host.ErrTryAgain)
 		if again && udpBound(port) {
@@ -207,6 +215,154 @@ func (s *Supervisor) spawnInstance(ctx context.Context, id uint32, dir string, u
 	}
 }
 
+// assignment is what room id's instance is told in Start, on port.
+func (s *Supervisor) assignment(id uint32, port uint16) instance.Assignment {
+	return instance.Assignment{RoomID: id, Port: port, MaxPlayers: s.cfg.MaxPlayers, Settings: s.cfg.Room, Bind: s.cfg.Bind,
+		SeatKeys: s.seatKeys(id), ReconnectGrace: s.cfg.ReconnectGrace}
+}
+
+// begin starts an instance of the go-plugin room on a port bound here
+// and passed to it (Config.PassSocket), with its warden if w is not nil.
+// With early, the room is returned once the process is forked, still
+// booting: its tracker waits for the rest of its start, and then starts
+// its warden (boot). Otherwise begin waits for its game to be ready, as
+// spawnInstance does.
+func (s *Supervisor) begin(ctx context.Context, id uint32, lc host.LaunchConfig, w *warden, t0 time.Time, early bool) (*record, error) {
+	port, sock, err := s.bindPort()
+	if err != nil {
+		return nil, s.spawnFailed(id, 0, 1, err)
+	}
+	lc.Socket = sock
+	a := s.assignment(id, port)
+	// The start of a room handed out while it starts outlives the call
+	// that asked for it, not the supervisor (boot ends it); any other
+	// ends with that call.
+	bctx, done := context.WithTimeout(s.ctx, s.cfg.SpawnTimeout)
+	if !early {
+		stop := context.AfterFunc(ctx, done)
+		defer stop()
+	}
+	p, err := host.Begin(bctx, lc, a)
+	sock.Close() // the instance has its own
+	if err != nil {
+		w.drop()
+	}
+	if err == nil {
+		err = w.started() // nil if early: launched by boot
+	}
+	if err == nil && !early {
+		err = p.Err()
+		s.prove(err == nil)
+	}
+	if err != nil {
+		done()
+		if p != nil {
+			p.Kill()
+			<-p.Exited() // the port is free only once the process is gone
+		}
+		s.releasePort(port)
+		return nil, s.spawnFailed(id, port, 1, s.spawnError(bctx, err))
+	}
+	if !early {
+		done()
+		ph := p.Phases()
+		return s.started(ctx, p, a, t0, spawnPhases{launch: ph, ready: ph.Ready})
+	}
+	r, err := s.started(ctx, p, a, t0, spawnPhases{launch: host.Phases{Fork: p.Forked()}})
+	r.booting, r.bootDone, r.warden = true, done, w
+	return r, err
+}
+
+// passSocket reports whether rooms get their port from the supervisor
+// (Config.PassSocket): go-plugin rooms, where it is on.
+func (s *Supervisor) passSocket() bool { return s.cfg.PassSocket && s.cfg.Probe == "" }
+
+// prove records whether an instance's start, which begin waited for,
+// went well (see Supervisor.proven).
+func (s *Supervisor) prove(ok bool) {
+	s.mu.Lock()
+	s.proven = ok
+	s.mu.Unlock()
+}
+
+// bindPort takes a port of the pool and binds it where the rooms' ports
+// are bound (Config.Bind, or every address), as the instance would: a
+// port it cannot bind is quarantined and another tried. The caller closes
+// the socket once the instance has it.
+func (s *Supervisor) bindPort() (uint16, *os.File, error) {
+	for attempt := 1; ; attempt++ {
+		// The bind is the test: it fails while a socket holds the port
+		// where it binds (every address, or Bind), and once it holds
+		// the port no other socket can take it there.
+		port, err := s.acquirePort(func(uint16) bool { return true })
+		if err != nil {
+			return 0, nil, err
+		}
+		addr := &net.UDPAddr{Port: int(port)}
+		if s.cfg.Bind.IsValid() {
+			addr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(s.cfg.Bind, port))
+		}
+		c, err := net.ListenUDP("udp", addr)
+		if err == nil {
+			f, ferr := c.File()
+			c.Close()
+			if ferr == nil {
+				return port, f, nil
+			}
+			err = ferr
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == maxPortAttempts {
+			s.releasePort(port)
+			return 0, nil, fmt.Errorf("%w: udp port %d: %v", room.ErrSpawn, port, err)
+		}
+		s.quarantine(port, err)
+	}
+}
+
+// boot waits for the rest of the start of a room handed out while its
+// instance started (begin), and then starts its warden. A room whose
+// start failed has been killed: its tracker reaps it.
+func (s *Supervisor) boot(r *record) {
+	err := r.proc.Err()
+	if w := r.warden; w != nil {
+		if err != nil {
+			w.drop()
+		} else {
+			w.launch()
+			if err = w.started(); err != nil {
+				r.proc.Kill()
+			}
+		}
+	}
+	r.bootDone()
+	ph := r.proc.Phases()
+	s.mu.Lock()
+	r.booting = false
+	r.lastStatus = time.Now() // health is counted from here
+	spawnTime := r.spawnTime + time.Since(r.row.StartedAt)
+	stopped := r.cause != "" // stopped while it started: no fault of its program
+	switch {
+	case err == nil:
+		s.stats.SpawnLatency.observe(spawnTime)
+		s.proven = true
+	case !stopped:
+		s.proven = false
+		s.setCause(r, room.Crashed)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		if !stopped {
+			s.spawnFailed(r.row.ID, r.row.Port, 1, fmt.Errorf("%w: %v", room.ErrSpawn, err))
+		}
+		return
+	}
+	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
+		Float64("spawn_ms", ms(spawnTime)).Float64("boot_ms", ms(ph.Boot)).Float64("dial_ms", ms(ph.Dial)).
+		Float64("watch_ms", ms(ph.Watch)).Float64("ready_ms", ms(ph.Ready)).Msg("room ready")
+	s.table.Started(r.row.ID, r.proc.StartedAt())
+	s.remember(r.row.ID, time.Time{}) // the seats it was given while it started
+}
+
 // spawnPhases says where the time of a spawn went.
 type spawnPhases struct {
 	prep   time.Duration // the room's directory, its user and its cgroups
@@ -217,11 +373,11 @@ type spawnPhases struct {
 // ms is d in milliseconds, for the log.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// started makes the record of a room whose instance p, launched at
-// launched, started on a. A probed server's first answer is in the row
+// started makes the record of a room whose instance p started on a, the
+// spawn's phases so far being phases. A probed server's first answer is in the row
 // before the room is handed out: the creator sees the server's own
 // maximum.
-func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0, launched time.Time) (*record, error) {
+func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0 time.Time, phases spawnPhases) (*record, error) {
 	now := time.Now()
 	r := &record{
 		row: room.Room{
@@ -234,7 +390,10 @@ func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.As
 		pooled:     true,
 		lastStatus: now,
 		spawnTime:  now.Sub(t0),
-		phases:     spawnPhases{launch: p.Phases(), ready: now.Sub(launched)},
+		phases:     phases,
+	}
+	if r.row.StartedAt.IsZero() {
+		r.row.StartedAt = now // still starting (begin)
 	}
 	if s.cfg.Probe != "" {
 		r.row.Source = room.Exec
@@ -280,9 +439,9 @@ func (s *Supervisor) spawnError(ctx context.Context, err error) error {
 	}
 }
 
-// acquirePort takes a ready port that passes the bind pre-check;
-// ports failing it are quarantined on the way.
-func (s *Supervisor) acquirePort() (uint16, error) {
+// acquirePort takes a ready port that passes the check free; ports
+// failing it are quarantined on the way.
+func (s *Supervisor) acquirePort(free func(uint16) bool) (uint16, error) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
@@ -293,7 +452,7 @@ func (s *Supervisor) acquirePort() (uint16, error) {
 			return 0, fmt.Errorf("%w: %d in use, %d cooling down, %d quarantined", room.ErrNoPorts, inUse, cooling, quarantined)
 		}
 		s.mu.Unlock()
-		if portFree(port) {
+		if free(port) {
 			return port, nil
 		}
 		s.quarantine(port, errors.New("bound by another process"))

@@ -80,6 +80,10 @@ type Supervisor struct {
 	stats    Stats
 	released bool // handed over (Release): no new rooms, no health kills
 	draining bool // Drain: no new rooms; those that run play on
+	// proven is set while the last instance whose start ended started:
+	// only then is a room handed out while its instance starts (begin),
+	// so that a room program that cannot start fails the creates.
+	proven bool
 
 	dirtyMu  sync.Mutex          // a leaf lock: the table's hook takes it
 	dirty    map[uint32]struct{} // rooms whose seats their instance does not have yet
@@ -115,6 +119,12 @@ type record struct {
 	// player and no seat; zero while someone is in it.
 	emptySince time.Time
 	refused    uint64 // datagrams its door turned away, as it last said
+	// booting is set while the instance of a room handed out as it
+	// started (begin) is still starting; bootDone ends its start's
+	// context once it is over (see boot).
+	booting  bool
+	bootDone func()
+	warden   *warden // its warden, launched by boot; nil without
 }
 
 var _ roomtable.Spawner = (*Supervisor)(nil)
@@ -258,11 +268,15 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomta
 	r.handedOut = time.Now()
 	s.mu.Unlock()
 	s.keepListed(r)
-	s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
-		Float64("spawn_ms", ms(r.spawnTime)).Float64("prep_ms", ms(r.phases.prep)).Float64("fork_ms", ms(r.phases.launch.Fork)).
-		Float64("boot_ms", ms(r.phases.launch.Boot)).Float64("dial_ms", ms(r.phases.launch.Dial)).
-		Float64("watch_ms", ms(r.phases.launch.Watch)).Float64("ready_ms", ms(r.phases.ready)).
-		Str("log", s.dirs.logPath(row.ID)).Msg("room created")
+	e := s.log.Info().Uint32("id", row.ID).Uint16("port", row.Port).Int("pid", row.PID).Str("source", string(row.Source)).
+		Float64("spawn_ms", ms(r.spawnTime)).Float64("prep_ms", ms(r.phases.prep)).Float64("fork_ms", ms(r.phases.launch.Fork))
+	if r.bootDone != nil {
+		e = e.Bool("starting", true) // the rest is in its "room ready" line
+	} else {
+		e = e.Float64("boot_ms", ms(r.phases.launch.Boot)).Float64("dial_ms", ms(r.phases.launch.Dial)).
+			Float64("watch_ms", ms(r.phases.launch.Watch)).Float64("ready_ms", ms(r.phases.ready))
+	}
+	e.Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 	return row, nil
 }
 
@@ -273,7 +287,12 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomta
 // concurrent Shutdown the new instance is stopped and room.ErrClosed
 // returned.
 func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, error) {
-	r, err := s.spawn(ctx)
+	s.mu.Lock()
+	// Where rooms outlive the lobby, the hand-out waits for the
+	// instance to hold the creator's seat (keepListed): nothing to gain.
+	early := !warm && s.proven && s.cfg.StateDir == ""
+	s.mu.Unlock()
+	r, err := s.spawn(ctx, early)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.spawning--
@@ -281,7 +300,9 @@ func (s *Supervisor) spawnAndEnter(ctx context.Context, warm bool) (*record, err
 		s.wg.Done()
 		return nil, err
 	}
-	s.stats.SpawnLatency.observe(r.spawnTime)
+	if !r.booting { // a start still under way is counted once over (boot)
+		s.stats.SpawnLatency.observe(r.spawnTime)
+	}
 	s.table.Enter(r.row, false, nil, nil)
 	if s.closed {
 		err = room.ErrClosed
@@ -322,6 +343,9 @@ func (s *Supervisor) processes() int { return len(s.live) }
 // status the instance pushes and reaps it once the process is gone.
 func (s *Supervisor) track(r *record) {
 	defer s.wg.Done()
+	if r.bootDone != nil {
+		s.boot(r)
+	}
 	status, exited := r.status, r.proc.Exited()
 	for {
 		select {
@@ -517,7 +541,7 @@ func (s *Supervisor) sweep(now time.Time) {
 	}
 	for _, r := range s.live {
 		switch {
-		case r.cause != "" || s.released:
+		case r.cause != "" || s.released || r.booting: // a start has its own deadline
 		case r.watched && now.Sub(r.lastStatus) > s.cfg.HealthTimeout:
 			unhealthy = append(unhealthy, r)
 			s.stop(r, room.Unhealthy, true)

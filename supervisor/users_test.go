@@ -101,6 +101,44 @@ func TestNoRoomWithoutItsWarden(t *testing.T) {
 	}
 }
 
+// A room handed out while its instance started gets its warden once its
+// game is ready; a room whose warden cannot start then is ended, and the
+// next create waits for its room and fails.
+func TestRoomHandedOutEarlyEndsWithoutItsWarden(t *testing.T) {
+	requiretest.Root(t) // rooms have users of their own only under root
+	requiretest.Cgroups(t)
+	// A warden that starts, and exits at once on the argument it does
+	// not know, until it is gone.
+	warden := filepath.Join(t.TempDir(), "warden")
+	if err := os.Symlink("/bin/true", warden); err != nil {
+		t.Fatal(err)
+	}
+	s, sink := newTest(t, "game", 3, func(c *Config) {
+		c.RoomUsers = roomuser.Range{First: 4_000_001_000, Last: 4_000_001_099}
+		c.Warden = []string{warden}
+	})
+	first, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(warden); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999))
+	if err != nil {
+		t.Fatalf("a create while the program last started: %v", err)
+	}
+	id := `"id":` + strconv.Itoa(int(r.ID))
+	sink.await(t, "spawn failed", id, "warden")
+	sink.await(t, "room reaped", id, `"cause":"crashed"`)
+	if _, ok := listed(s, first.ID); !ok {
+		t.Fatal("the room with a warden ended too")
+	}
+	if _, err := s.Table().Create(context.Background(), netip.AddrPortFrom(loopback, 9999)); !errors.Is(err, room.ErrSpawn) {
+		t.Fatalf("a create after a room's warden failed: %v, want %v", err, room.ErrSpawn)
+	}
+}
+
 // A room run as its user is executed through a descriptor, yet a launch
 // that fails names its program as the config does.
 func TestRoomUsersLaunchNamesItsProgram(t *testing.T) {

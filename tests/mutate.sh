@@ -68,9 +68,34 @@ bugs() {
 		./tests '^TestEscapeeDiesWithItsRoom$'
 	# A room whose warden could not start is handed out all the same.
 	bug supervisor/spawn.go \
-		'if werr := w.started(); werr != nil && err == nil {' \
-		'if werr := w.started(); werr != nil && err != nil {' \
+		'err = w.started() // nil if early: launched by boot' \
+		'_ = w.started()' \
 		./supervisor '^TestNoRoomWithoutItsWarden$'
+	# A room handed out while its instance started keeps playing when
+	# its warden cannot start.
+	bug supervisor/spawn.go \
+		'if err = w.started(); err != nil {' \
+		'if err = w.started(); err == nil {' \
+		./supervisor '^TestRoomHandedOutEarlyEndsWithoutItsWarden$'
+	# Rooms are handed out while their instance starts even when their
+	# program has never started, or last failed to: every CREATE of a
+	# broken program gets a room that vanishes.
+	bug supervisor/supervisor.go \
+		'early := !warm && s.proven && s.cfg.StateDir == ""' \
+		'early := !warm && s.cfg.StateDir == ""' \
+		./supervisor '^TestRoomWhoseInstanceFailsToStartIsReaped$'
+	# The SDK binds the room's port itself, though the host holds it
+	# and passed it: the room cannot start.
+	bug instance/serve.go \
+		'if conn != nil && !boundOn(conn, a) {' \
+		'if conn != nil {' \
+		./supervisor '^TestRoomIsHandedOutWhileItsInstanceStarts$'
+	# A room handed out while its instance started never gets the seats
+	# it was given meanwhile: its door keeps its creator out.
+	bug supervisor/spawn.go \
+		's.remember(r.row.ID, time.Time{}) // the seats it was given while it started' \
+		'_ = r.row.ID' \
+		./supervisor '^TestRoomIsHandedOutWhileItsInstanceStarts$'
 	# A room's first process keeps root's identity.
 	bug internal/roomuser/roomuser.go \
 		'cmd.SysProcAttr.Credential = credential(uid)' \

@@ -71,6 +71,13 @@ const (
 	// a host (its grace ran out, or its host died) kills every other
 	// process there and removes them.
 	EnvRoomCgroup = "FOYER_ROOM_CGROUP"
+	// EnvRoomSocket is the number of a descriptor the instance inherits:
+	// the room's UDP socket, which the host bound before it started the
+	// instance, so that a client it sent to the room's port while the
+	// instance starts finds its datagrams waiting there. The instance
+	// serves its game on it when Start names its port (and address), and
+	// binds nothing; absent when the instance binds its port itself.
+	EnvRoomSocket = "FOYER_ROOM_SOCKET"
 )
 
 // RoomLog is the name of the file in the room's directory an orphaned

@@ -199,6 +199,7 @@ type supervisorKeys struct {
 	Warm           toml.Primitive `toml:"warm"`
 	Command        toml.Primitive `toml:"command"`
 	Probe          toml.Primitive `toml:"probe"`
+	PassSocket     toml.Primitive `toml:"pass_socket"`
 	SpawnTimeout   toml.Primitive `toml:"spawn_timeout"`
 	HealthTimeout  toml.Primitive `toml:"health_timeout"`
 	StopGrace      toml.Primitive `toml:"stop_grace"`
@@ -239,6 +240,7 @@ func (k *supervisorKeys) apply(r *reader, c *Config) {
 	r.get(k.Warm, count(&sc.Warm, 0, sc.MaxInstances)) // never more than may run
 	r.get(k.Command, command(&sc.Command))
 	r.get(k.Probe, oneOf(&sc.Probe, "", "teeworlds", "endpoint", "none"))
+	r.get(k.PassSocket, boolean(&sc.PassSocket))
 	// The supervisor refuses a zero duration (it means nothing); it is
 	// refused here, with its line.
 	r.get(k.SpawnTimeout, duration(&sc.SpawnTimeout, time.Millisecond))

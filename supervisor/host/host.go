@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,11 @@ type LaunchConfig struct {
 	// instance in (package cgroup), so that an instance that ends its
 	// room without a host ends what is there too. Empty: none.
 	Cgroup string
+	// Socket, if not nil, is the room's UDP socket, bound by the caller
+	// on the port (and address) Start will name: the instance inherits
+	// it (instancepb.EnvRoomSocket) and serves its game on it. The
+	// caller closes its own once the process is started.
+	Socket *os.File
 }
 
 // Phases says where the time of a Launch went, each phase from the end
@@ -90,6 +96,9 @@ type Phases struct {
 	Dial time.Duration
 	// Watch is the opening of the status stream, until its first report.
 	Watch time.Duration
+	// Ready is Start's, for a process Begin started: until its game was
+	// ready on its port.
+	Ready time.Duration
 }
 
 // Process is a running instance seen from the host: one it launched, or
@@ -101,6 +110,11 @@ type Process struct {
 	rpc    instancepb.InstanceClient
 	status chan Status
 	free   func() // releases the connection once the process is gone
+	// ready, for a process Begin started, is closed once its start is
+	// over, err saying how; nil for one that was ready when its Process
+	// was returned.
+	ready chan struct{}
+	err   error
 
 	mu        sync.Mutex
 	reading   sync.WaitGroup     // readers of Watch streams
@@ -130,6 +144,105 @@ type life interface {
 // success the status stream is already open; on failure the process group
 // has been killed.
 func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
+	l, err := newLaunch(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.p.connect(ctx, l.client, l.r); err != nil {
+		return nil, l.failed(err)
+	}
+	go l.p.release()
+	cfg.Log.Debug().Int("pid", l.p.PID()).Msg("instance launched")
+	return l.p, nil
+}
+
+// Begin starts the process as Launch does and hands it a as Start does,
+// but returns as soon as the process is forked, with the rest of its
+// start under way: cfg.Socket, bound on a's port, keeps what clients send
+// there until the game reads it. Ready is closed once the start is over,
+// and Err says how it went; a process whose start failed has been killed.
+// Keep, Describe and Stop wait for the start; Kill, Exited, PID and Status
+// work at once. ctx bounds the whole start, not only Begin.
+func Begin(ctx context.Context, cfg LaunchConfig, a instance.Assignment) (*Process, error) {
+	l, err := newLaunch(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, forked := l.p, make(chan struct{})
+	l.r.forkDone = forked
+	p.ready = make(chan struct{})
+	go func() {
+		defer close(p.ready)
+		if err := p.connect(ctx, l.client, l.r); err != nil {
+			p.err = l.failed(err)
+			close(p.status) // no stream was opened
+			return
+		}
+		go p.release()
+		t := time.Now()
+		if err := p.Start(ctx, a); err != nil {
+			p.Kill()
+			p.err = err
+		}
+		p.phases.Ready = time.Since(t)
+	}()
+	select {
+	case <-forked:
+	case <-p.ready: // go-plugin failed before it started the process
+	}
+	if !l.r.started() {
+		<-p.ready
+		return nil, p.err
+	}
+	cfg.Log.Debug().Int("pid", p.PID()).Msg("instance forked")
+	return p, nil
+}
+
+// Ready is closed once the process's start is over (see Begin); it is
+// closed already for a process Launch or Attach returned.
+func (p *Process) Ready() <-chan struct{} {
+	if p.ready == nil {
+		return closed
+	}
+	return p.ready
+}
+
+// closed is a channel closed from the start.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Err is how the process's start went, once Ready is closed: nil if its
+// game is ready.
+func (p *Process) Err() error {
+	<-p.Ready()
+	return p.err
+}
+
+// await waits until the process's start is over, or ctx ends, and says
+// whether it can be talked to.
+func (p *Process) await(ctx context.Context) error {
+	select {
+	case <-p.Ready():
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// launch is one process's launch in progress.
+type launch struct {
+	p      *Process
+	client *plugin.Client
+	r      *procRunner
+	cfg    LaunchConfig
+}
+
+// newLaunch prepares the launch cfg describes: the command, its
+// environment, and go-plugin's client, which starts it when connected.
+func newLaunch(cfg LaunchConfig) (*launch, error) {
 	if cfg.Cmd == nil {
 		return nil, errors.New("instance: launch: no command")
 	}
@@ -155,6 +268,10 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 	}
 	if cfg.Cgroup != "" {
 		env = append(env, instancepb.EnvRoomCgroup+"="+cfg.Cgroup)
+	}
+	if cfg.Socket != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, cfg.Socket)
+		env = append(env, instancepb.EnvRoomSocket+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 	}
 
 	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead(), begun: time.Now()}
@@ -188,18 +305,19 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 		<-r.done
 		client.Kill()
 	}
-	if err := p.connect(ctx, client, r); err != nil {
-		if !p.abandon(client, r) {
-			cfg.Log.Error().Int("pid", p.PID()).Dur("waited", abandonWait).Msg("instance still running after SIGKILL")
-			err = fmt.Errorf("%w (process %d still running %v after SIGKILL)", err, p.PID(), abandonWait)
-		}
-		err = r.explain(err)
-		cfg.Log.Debug().Err(err).Str("cmd", programOf(cmd)).Msg("instance launch failed")
-		return nil, fmt.Errorf("instance: launch %s: %w", programOf(cmd), err)
+	return &launch{p: p, client: client, r: r, cfg: cfg}, nil
+}
+
+// failed ends a launch that failed with err: it kills what it started
+// and says why it failed.
+func (l *launch) failed(err error) error {
+	if !l.p.abandon(l.client, l.r) {
+		l.cfg.Log.Error().Int("pid", l.p.PID()).Dur("waited", abandonWait).Msg("instance still running after SIGKILL")
+		err = fmt.Errorf("%w (process %d still running %v after SIGKILL)", err, l.p.PID(), abandonWait)
 	}
-	go p.release()
-	cfg.Log.Debug().Int("pid", p.PID()).Msg("instance launched")
-	return p, nil
+	err = l.r.explain(err)
+	l.cfg.Log.Debug().Err(err).Str("cmd", programOf(l.cfg.Cmd)).Msg("instance launch failed")
+	return fmt.Errorf("instance: launch %s: %w", programOf(l.cfg.Cmd), err)
 }
 
 // programOf is the program cmd runs, as its caller named it: its first
@@ -264,8 +382,18 @@ func (p *Process) dial(client *plugin.Client, r *procRunner) error {
 }
 
 // Phases says where the time of the Launch that started the process
-// went; zero for a process attached to.
+// went (of a Begin, once Ready is closed); zero for a process attached
+// to.
 func (p *Process) Phases() Phases { return p.phases }
+
+// Forked is the Fork of Phases, known as soon as Launch or Begin
+// returned; zero for a process attached to.
+func (p *Process) Forked() time.Duration {
+	if r, ok := p.life.(*procRunner); ok {
+		return r.forked.Sub(r.begun)
+	}
+	return 0
+}
 
 // abandon kills what a failed launch started and waits, up to
 // abandonWait, until the process has been reaped, so that a failed Launch
@@ -503,12 +631,18 @@ func (p *Process) Status() <-chan Status { return p.status }
 
 // Keep stores k in the instance, for a host that adopts it later.
 func (p *Process) Keep(ctx context.Context, k Kept) error {
+	if err := p.await(ctx); err != nil {
+		return err
+	}
 	_, err := p.rpc.Keep(ctx, hostState(k))
 	return err
 }
 
 // Describe asks the instance who it is.
 func (p *Process) Describe(ctx context.Context) (Description, error) {
+	if err := p.await(ctx); err != nil {
+		return Description{}, err
+	}
 	m, err := p.rpc.Describe(ctx, &instancepb.DescribeRequest{})
 	if err != nil {
 		return Description{}, err
@@ -528,7 +662,9 @@ func (p *Process) Stop(grace time.Duration) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
-			_, _ = p.rpc.Stop(ctx, &instancepb.StopRequest{GraceMs: uint32(min(grace.Milliseconds(), 1<<32-1))})
+			if p.await(ctx) == nil {
+				_, _ = p.rpc.Stop(ctx, &instancepb.StopRequest{GraceMs: uint32(min(grace.Milliseconds(), 1<<32-1))})
+			}
 			select {
 			case <-p.life.exited():
 			case <-ctx.Done():

@@ -50,6 +50,9 @@ type procRunner struct {
 	// When the launch began, the process was started, and its handshake
 	// line read (see Phases); written before go-plugin reads them.
 	begun, forked, handshook time.Time
+	// forkDone, if not nil, is closed once Start has tried to start the
+	// process (see Begin).
+	forkDone chan struct{}
 
 	mu        sync.Mutex
 	id        int  // the pid; 0 until started
@@ -77,6 +80,9 @@ func (r *procRunner) Start(context.Context) error {
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	err = r.start(r.cmd)
 	r.forked = time.Now()
+	if r.forkDone != nil {
+		defer close(r.forkDone)
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -11,6 +11,8 @@
 //	garbage           the test game, with malformed log lines and raw bytes on stdout and stderr
 //	garbage-handshake garbage on stdout where the handshake line belongs
 //	silent            never answers the handshake
+//	gated DIR         the test game, started once DIR/open exists (exits
+//	                  3 at once if DIR/fail does)
 //	hang-stop         the test game, whose Stop never returns, ignoring SIGTERM
 //	host N PORT DRIVER
 //	                  a supervisor of N rooms on ports from PORT, game
@@ -62,6 +64,9 @@ func main() {
 	case "garbage-handshake":
 		os.Stdout.WriteString("this is not a handshake\n\x00\xff{\n")
 		instance.Serve(&testGame{})
+	case "gated":
+		gate(os.Args[2])
+		instance.Serve(&testGame{})
 	case "silent":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		time.Sleep(time.Hour)
@@ -87,6 +92,20 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "testroom: unknown mode %q\n", mode)
 		os.Exit(2)
+	}
+}
+
+// gate waits until dir/open exists, and exits with code 3 at once if
+// dir/fail does.
+func gate(dir string) {
+	for {
+		if _, err := os.Stat(dir + "/fail"); err == nil {
+			os.Exit(3)
+		}
+		if _, err := os.Stat(dir + "/open"); err == nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

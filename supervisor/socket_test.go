@@ -1,0 +1,125 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/foyerlobby/foyer/room"
+)
+
+// newGated starts a supervisor of gated test instances: each starts once
+// the returned gate's "open" file exists, and exits at once while its
+// "fail" file does.
+func newGated(t *testing.T) (*Supervisor, *logSink, string) {
+	t.Helper()
+	gate := t.TempDir()
+	s, sink := newTest(t, "gated", 4, func(c *Config) { c.Command = append(testExe("gated"), gate) })
+	return s, sink, gate
+}
+
+// setGate creates (on) or removes (off) the gate's file name.
+func setGate(t *testing.T, gate, name string, on bool) {
+	t.Helper()
+	path := filepath.Join(gate, name)
+	var err error
+	if on {
+		err = os.WriteFile(path, nil, 0o644)
+	} else {
+		err = os.Remove(path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// booting reports whether room id is in the supervisor's hands while its
+// instance still starts.
+func booting(s *Supervisor, id uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.live[id]
+	return r != nil && r.booting
+}
+
+// Once a room's program has started, a room is handed out as soon as its
+// instance's process is forked, on a port the supervisor bound and passed
+// to it: what its creator sends while the instance starts waits in the
+// socket and is answered once the game is ready, and the creator's seat
+// reaches the instance then.
+func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
+	s, sink, gate := newGated(t)
+	setGate(t, gate, "open", true)
+	first, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if booting(s, first.ID) {
+		t.Fatal("the first room of a program that never started before was handed out while it started")
+	}
+
+	setGate(t, gate, "open", false) // no instance gets past its start now
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !booting(s, r.ID) {
+		t.Fatal("a room whose instance cannot have started was not handed out as starting")
+	}
+	if row, ok := listed(s, r.ID); !ok || row.Seats != 1 || row.Port != r.Port {
+		t.Fatalf("listed %+v, %v; want room %d on port %d with its creator's seat", row, ok, r.ID, r.Port)
+	}
+	// One datagram, sent once, before the game can read it.
+	c := peerSocket(t, loopback, r.Port)
+	if _, err := c.WriteToUDP([]byte("hello"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))); err != nil {
+		t.Fatal(err)
+	}
+	setGate(t, gate, "open", true)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 16)
+	if n, _, err := c.ReadFromUDP(buf); err != nil || string(buf[:n]) != "ok" {
+		t.Fatalf("the hello sent while the room started: %q, %v", buf[:n], err)
+	}
+	eventually(t, "the creator in its room", func() bool {
+		row, _ := listed(s, r.ID)
+		return row.Players == 1 && row.Seats == 0
+	})
+	sink.await(t, "room ready", `"port":`+strconv.Itoa(int(r.Port)))
+	if booting(s, r.ID) {
+		t.Fatal("a ready room is still starting")
+	}
+}
+
+// A room handed out while its instance started, whose instance then fails
+// to start, is reaped and frees its port; the program no longer counts as
+// one that starts, so the next create waits for its instance and fails.
+func TestRoomWhoseInstanceFailsToStartIsReaped(t *testing.T) {
+	s, sink, gate := newGated(t)
+	setGate(t, gate, "open", true)
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999")); err != nil {
+		t.Fatal(err)
+	}
+	setGate(t, gate, "open", false)
+	setGate(t, gate, "fail", true)
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatalf("a create while the program last started: %v", err)
+	}
+	eventually(t, "the room reaped", func() bool { _, ok := listed(s, r.ID); return !ok })
+	id := `"id":` + strconv.Itoa(int(r.ID))
+	sink.await(t, "spawn failed", id)
+	sink.await(t, "room reaped", id, `"cause":"crashed"`)
+	eventually(t, "its port back", func() bool { return s.Stats().PortsInUse == 1 })
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999")); !errors.Is(err, room.ErrSpawn) {
+		t.Fatalf("a create after a failed start: %v, want %v", err, room.ErrSpawn)
+	}
+	if n := s.Stats().SpawnFailures; n != 2 {
+		t.Fatalf("%d spawn failures, want 2", n)
+	}
+}
