@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,23 @@ func TestRoomWhoseInstanceFailsToStartIsReaped(t *testing.T) {
 	}
 	if n := s.Stats().SpawnFailures; n != 2 {
 		t.Fatalf("%d spawn failures, want 2", n)
+	}
+}
+
+// A room program that binds its port itself cannot start while the
+// supervisor passes it the port: the create fails and says which key to
+// set, and with it set the program runs.
+func TestRoomProgramThatBindsItsPortNeedsPassSocketOff(t *testing.T) {
+	for _, pass := range []bool{true, false} {
+		s, _ := newTest(t, "own-bind", 2, func(c *Config) { c.PassSocket = pass })
+		r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+		switch {
+		case pass && (!errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(), "pass_socket = false")):
+			t.Fatalf("with the port passed: %v; want a spawn error naming pass_socket = false", err)
+		case !pass && err != nil:
+			t.Fatalf("with pass_socket off: %v", err)
+		case !pass:
+			send(t, loopback, r.Port, "hello")
+		}
 	}
 }

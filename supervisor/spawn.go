@@ -261,6 +261,10 @@ func (s *Supervisor) begin(ctx context.Context, id uint32, lc host.LaunchConfig,
 			<-p.Exited() // the port is free only once the process is gone
 		}
 		s.releasePort(port)
+		if errors.Is(err, instance.ErrPortInUse) {
+			// The socket passed holds the port: the program binds its own.
+			err = fmt.Errorf("%w (a room program that binds its port itself needs pass_socket = false)", err)
+		}
 		return nil, s.spawnFailed(id, port, 1, s.spawnError(bctx, err))
 	}
 	if !early {

@@ -13,6 +13,8 @@
 //	silent            never answers the handshake
 //	gated DIR         the test game, started once DIR/open exists (exits
 //	                  3 at once if DIR/fail does)
+//	own-bind          the test game, blind to the socket its host passes,
+//	                  as a room program that binds its own port
 //	hang-stop         the test game, whose Stop never returns, ignoring SIGTERM
 //	host N PORT DRIVER
 //	                  a supervisor of N rooms on ports from PORT, game
@@ -42,6 +44,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/instance"
+	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/packet"
@@ -66,6 +69,9 @@ func main() {
 		instance.Serve(&testGame{})
 	case "gated":
 		gate(os.Args[2])
+		instance.Serve(&testGame{})
+	case "own-bind":
+		os.Unsetenv(instancepb.EnvRoomSocket)
 		instance.Serve(&testGame{})
 	case "silent":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
