@@ -142,3 +142,37 @@ func TestRoomProgramThatBindsItsPortNeedsPassSocketOff(t *testing.T) {
 		}
 	}
 }
+
+// A room stopped while its instance starts ends once the instance is
+// ready, as stopped, not as a program that failed to start: the next
+// create is handed out while its instance starts too.
+func TestRoomStoppedWhileItsInstanceStarts(t *testing.T) {
+	s, sink, gate := newGated(t)
+	setGate(t, gate, "open", true)
+	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999")); err != nil {
+		t.Fatal(err)
+	}
+	setGate(t, gate, "open", false)
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StopRoom(r.ID); err != nil {
+		t.Fatal(err)
+	}
+	setGate(t, gate, "open", true)
+	id := `"id":` + strconv.Itoa(int(r.ID))
+	sink.await(t, "room reaped", id, `"cause":"operator"`)
+	if sink.has("spawn failed") || s.Stats().SpawnFailures != 0 {
+		t.Fatal("a room stopped while it started counted as a failed start")
+	}
+	setGate(t, gate, "open", false)
+	next, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !booting(s, next.ID) {
+		t.Fatal("after a room stopped while it started, a create waited for its instance")
+	}
+	setGate(t, gate, "open", true)
+}

@@ -246,8 +246,7 @@ func (s *Supervisor) begin(ctx context.Context, id uint32, lc host.LaunchConfig,
 	sock.Close() // the instance has its own
 	if err != nil {
 		w.drop()
-	}
-	if err == nil {
+	} else {
 		err = w.started() // nil if early: launched by boot
 	}
 	if err == nil && !early {
@@ -378,9 +377,9 @@ type spawnPhases struct {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // started makes the record of a room whose instance p started on a, the
-// spawn's phases so far being phases. A probed server's first answer is in the row
-// before the room is handed out: the creator sees the server's own
-// maximum.
+// spawn's phases so far being phases. A probed server's first answer is
+// in the row before the room is handed out: the creator sees the server's
+// own maximum.
 func (s *Supervisor) started(ctx context.Context, p *host.Process, a instance.Assignment, t0 time.Time, phases spawnPhases) (*record, error) {
 	now := time.Now()
 	r := &record{

@@ -159,8 +159,8 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Process, error) {
 // Begin starts the process as Launch does and hands it a as Start does,
 // but returns as soon as the process is forked, with the rest of its
 // start under way: cfg.Socket, bound on a's port, keeps what clients send
-// there until the game reads it. Ready is closed once the start is over,
-// and Err says how it went; a process whose start failed has been killed.
+// there until the game reads it. Err waits until the start is over and
+// says how it went; a process whose start failed has been killed.
 // Keep, Describe and Stop wait for the start; Kill, Exited, PID and Status
 // work at once. ctx bounds the whole start, not only Begin.
 func Begin(ctx context.Context, cfg LaunchConfig, a instance.Assignment) (*Process, error) {
@@ -175,7 +175,7 @@ func Begin(ctx context.Context, cfg LaunchConfig, a instance.Assignment) (*Proce
 		defer close(p.ready)
 		if err := p.connect(ctx, l.client, l.r); err != nil {
 			p.err = l.failed(err)
-			close(p.status) // no stream was opened
+			p.closeStatus() // a stream opened as ctx ended delivers until the process is gone
 			return
 		}
 		go p.release()
@@ -198,9 +198,9 @@ func Begin(ctx context.Context, cfg LaunchConfig, a instance.Assignment) (*Proce
 	return p, nil
 }
 
-// Ready is closed once the process's start is over (see Begin); it is
+// started is closed once the process's start is over (see Begin); it is
 // closed already for a process Launch or Attach returned.
-func (p *Process) Ready() <-chan struct{} {
+func (p *Process) started() <-chan struct{} {
 	if p.ready == nil {
 		return closed
 	}
@@ -214,10 +214,10 @@ var closed = func() chan struct{} {
 	return c
 }()
 
-// Err is how the process's start went, once Ready is closed: nil if its
-// game is ready.
+// Err waits until the process's start is over (see Begin) and says how
+// it went: nil if its game is ready.
 func (p *Process) Err() error {
-	<-p.Ready()
+	<-p.started()
 	return p.err
 }
 
@@ -225,7 +225,7 @@ func (p *Process) Err() error {
 // whether it can be talked to.
 func (p *Process) await(ctx context.Context) error {
 	select {
-	case <-p.Ready():
+	case <-p.started():
 		return p.err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -382,7 +382,7 @@ func (p *Process) dial(client *plugin.Client, r *procRunner) error {
 }
 
 // Phases says where the time of the Launch that started the process
-// went (of a Begin, once Ready is closed); zero for a process attached
+// went (of a Begin, once Err has returned); zero for a process attached
 // to.
 func (p *Process) Phases() Phases { return p.phases }
 
@@ -420,6 +420,12 @@ func (p *Process) abandon(client *plugin.Client, r *procRunner) bool {
 // Status once no stream delivers any more.
 func (p *Process) release() {
 	p.free()
+	p.closeStatus()
+}
+
+// closeStatus closes Status once no stream delivers any more; none opens
+// from here.
+func (p *Process) closeStatus() {
 	p.mu.Lock()
 	p.closing = true
 	p.mu.Unlock()
