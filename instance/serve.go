@@ -299,12 +299,13 @@ func (s *server) Start(_ context.Context, req *instancepb.StartRequest) (*instan
 // startGame starts the game on a's port: on the socket the host passed,
 // if it is bound there, or on one bound now. s.mu is held.
 func (s *server) startGame(a Assignment) error {
-	conn, err := s.inherited, error(nil)
+	conn := s.inherited
 	s.inherited = nil
 	if conn != nil && !boundOn(conn, a) {
 		conn.Close()
 		conn = nil
 	}
+	var err error
 	if conn == nil {
 		conn, err = listenUDP(a.Bind, a.Port)
 	}

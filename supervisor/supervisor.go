@@ -80,7 +80,7 @@ type Supervisor struct {
 	stats    Stats
 	released bool // handed over (Release): no new rooms, no health kills
 	draining bool // Drain: no new rooms; those that run play on
-	// proven is set while the last instance whose start ended started:
+	// proven is set while the last instance start that ended went well:
 	// only then is a room handed out while its instance starts (begin),
 	// so that a room program that cannot start fails the creates.
 	proven bool
