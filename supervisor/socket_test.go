@@ -12,16 +12,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/room"
 )
 
-// newGated starts a supervisor of gated test instances: each starts once
-// the returned gate's "open" file exists, and exits at once while its
-// "fail" file does.
-func newGated(t *testing.T) (*Supervisor, *logSink, string) {
+// newGated starts a supervisor of gated test instances, adjusted by tune:
+// each starts once the returned gate's "open" file exists, and exits at
+// once while its "fail" file does. It creates a first room with the gate
+// open, which waits for its instance (the program has never started),
+// and returns with the gate shut: a room created next is handed out
+// while its instance cannot start.
+func newGated(t *testing.T, tune func(*Config)) (*Supervisor, *logSink, string) {
 	t.Helper()
 	gate := t.TempDir()
-	s, sink := newTest(t, "gated", 4, func(c *Config) { c.Command = append(testExe("gated"), gate) })
+	s, sink := newTest(t, "gated", 4, func(c *Config) {
+		c.Command = append(testExe("gated"), gate)
+		if tune != nil {
+			tune(c)
+		}
+	})
+	setGate(t, gate, "open", true)
+	first, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if booting(s, first.ID) {
+		t.Fatal("the first room of a program that never started before was handed out while it started")
+	}
+	setGate(t, gate, "open", false)
 	return s, sink, gate
 }
 
@@ -55,17 +73,7 @@ func booting(s *Supervisor, id uint32) bool {
 // socket and is answered once the game is ready, and the creator's seat
 // reaches the instance then.
 func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
-	s, sink, gate := newGated(t)
-	setGate(t, gate, "open", true)
-	first, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if booting(s, first.ID) {
-		t.Fatal("the first room of a program that never started before was handed out while it started")
-	}
-
-	setGate(t, gate, "open", false) // no instance gets past its start now
+	s, sink, gate := newGated(t, nil)
 	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +109,7 @@ func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
 // to start, is reaped and frees its port; the program no longer counts as
 // one that starts, so the next create waits for its instance and fails.
 func TestRoomWhoseInstanceFailsToStartIsReaped(t *testing.T) {
-	s, sink, gate := newGated(t)
-	setGate(t, gate, "open", true)
-	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999")); err != nil {
-		t.Fatal(err)
-	}
-	setGate(t, gate, "open", false)
+	s, sink, gate := newGated(t, nil)
 	setGate(t, gate, "fail", true)
 	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
 	if err != nil {
@@ -147,12 +150,7 @@ func TestRoomProgramThatBindsItsPortNeedsPassSocketOff(t *testing.T) {
 // ready, as stopped, not as a program that failed to start: the next
 // create is handed out while its instance starts too.
 func TestRoomStoppedWhileItsInstanceStarts(t *testing.T) {
-	s, sink, gate := newGated(t)
-	setGate(t, gate, "open", true)
-	if _, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999")); err != nil {
-		t.Fatal(err)
-	}
-	setGate(t, gate, "open", false)
+	s, sink, gate := newGated(t, nil)
 	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
 	if err != nil {
 		t.Fatal(err)
@@ -175,4 +173,37 @@ func TestRoomStoppedWhileItsInstanceStarts(t *testing.T) {
 		t.Fatal("after a room stopped while it started, a create waited for its instance")
 	}
 	setGate(t, gate, "open", true)
+}
+
+// A room handed out while its instance starts is held to spawn_timeout
+// until its game is ready, not to health_timeout: an instance has nothing
+// to report before then.
+func TestRoomStartingPastHealthTimeoutLives(t *testing.T) {
+	s, sink, gate := newGated(t, func(c *Config) { c.HealthTimeout = 300 * time.Millisecond })
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * s.cfg.HealthTimeout) // many sweeps, the instance still held at its gate
+	if !booting(s, r.ID) || sink.has("room unhealthy, killing", `"id":`+strconv.Itoa(int(r.ID))) {
+		t.Fatal("a room still starting was killed as silent")
+	}
+	setGate(t, gate, "open", true)
+	sink.await(t, "room ready", `"id":`+strconv.Itoa(int(r.ID)))
+}
+
+// A Runner (the keeper of a foreign server) among go-plugin rooms lets go
+// of the socket its host passes: the program it runs binds the port.
+func TestRunnerLetsItsProgramBindThePort(t *testing.T) {
+	s, _ := newTest(t, "keep", 2, func(c *Config) {
+		c.Command = append(testExe("keep"), keeper.Args(keeper.Config{
+			Command: []string{testroomBin, "tee", "{port}", "4"}, Probe: keeper.ProbeTeeworlds})...)
+	})
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := askInfoAt(t, netip.AddrPortFrom(loopback, r.Port)); in.Name != "tee" {
+		t.Fatalf("the kept server on port %d says %+v", r.Port, in)
+	}
 }

@@ -362,7 +362,6 @@ func (s *Supervisor) boot(r *record) {
 	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
 		Float64("spawn_ms", ms(spawnTime)).Float64("boot_ms", ms(ph.Boot)).Float64("dial_ms", ms(ph.Dial)).
 		Float64("watch_ms", ms(ph.Watch)).Float64("ready_ms", ms(ph.Ready)).Msg("room ready")
-	s.table.Started(r.row.ID, r.proc.StartedAt())
 	s.remember(r.row.ID, time.Time{}) // the seats it was given while it started
 }
 

@@ -203,22 +203,6 @@ func fillSeats(e *entry, before int) {
 	}
 }
 
-// Started sets when room id started to at, as its process says once it
-// is ready: a room entered while its process started has the time it was
-// entered until then.
-func (t *Table) Started(id uint32, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.rooms[id]
-	if e == nil || e.row.StartedAt.Equal(at) {
-		return
-	}
-	e.row.StartedAt = at
-	if e.listed {
-		t.emit(room.Event{Kind: room.Changed, Room: e.view()})
-	}
-}
-
 // Stopping marks room id as on its way out: no one joins it any more.
 func (t *Table) Stopping(id uint32) {
 	t.mu.Lock()
