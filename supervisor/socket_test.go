@@ -81,6 +81,9 @@ func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
 	if !booting(s, r.ID) {
 		t.Fatal("a room whose instance cannot have started was not handed out as starting")
 	}
+	if n := spawns(s); n != 1 {
+		t.Fatalf("%d spawns timed, want 1: a start under way is timed once over", n)
+	}
 	if row, ok := listed(s, r.ID); !ok || row.Seats != 1 || row.Port != r.Port {
 		t.Fatalf("listed %+v, %v; want room %d on port %d with its creator's seat", row, ok, r.ID, r.Port)
 	}
@@ -103,6 +106,18 @@ func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
 	if booting(s, r.ID) {
 		t.Fatal("a ready room is still starting")
 	}
+	if n := spawns(s); n != 2 {
+		t.Fatalf("%d spawns timed, want 2", n)
+	}
+}
+
+// spawns is how many spawns the supervisor's latency histogram holds.
+func spawns(s *Supervisor) uint64 {
+	var n uint64
+	for _, c := range s.Stats().SpawnLatency.Counts {
+		n += c
+	}
+	return n
 }
 
 // A room handed out while its instance started, whose instance then fails
@@ -146,11 +161,11 @@ func TestRoomProgramThatBindsItsPortNeedsPassSocketOff(t *testing.T) {
 	}
 }
 
-// A room stopped while its instance starts ends once the instance is
-// ready, as stopped, not as a program that failed to start: the next
-// create is handed out while its instance starts too.
+// A room stopped while its instance starts, whose instance the stop ends
+// before it could start, ends as stopped, not as a program that failed
+// to start: the next create is handed out while its instance starts too.
 func TestRoomStoppedWhileItsInstanceStarts(t *testing.T) {
-	s, sink, gate := newGated(t, nil)
+	s, sink, gate := newGated(t, func(c *Config) { c.StopGrace = 200 * time.Millisecond })
 	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
 	if err != nil {
 		t.Fatal(err)
@@ -158,13 +173,12 @@ func TestRoomStoppedWhileItsInstanceStarts(t *testing.T) {
 	if err := s.StopRoom(r.ID); err != nil {
 		t.Fatal(err)
 	}
-	setGate(t, gate, "open", true)
+	// The gate stays shut: the instance is killed after the grace.
 	id := `"id":` + strconv.Itoa(int(r.ID))
 	sink.await(t, "room reaped", id, `"cause":"operator"`)
 	if sink.has("spawn failed") || s.Stats().SpawnFailures != 0 {
 		t.Fatal("a room stopped while it started counted as a failed start")
 	}
-	setGate(t, gate, "open", false)
 	next, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
 	if err != nil {
 		t.Fatal(err)

@@ -234,14 +234,12 @@ func (s *Supervisor) begin(ctx context.Context, id uint32, lc host.LaunchConfig,
 	}
 	lc.Socket = sock
 	a := s.assignment(id, port)
-	// The start of a room handed out while it starts outlives the call
-	// that asked for it, not the supervisor (boot ends it); any other
-	// ends with that call.
+	// The start ends with the call that asked for the room while begin
+	// runs; a room handed out while it starts outlives that call, not the
+	// supervisor (boot ends its start).
 	bctx, done := context.WithTimeout(s.ctx, s.cfg.SpawnTimeout)
-	if !early {
-		stop := context.AfterFunc(ctx, done)
-		defer stop()
-	}
+	stop := context.AfterFunc(ctx, done)
+	defer stop()
 	p, err := host.Begin(bctx, lc, a)
 	sock.Close() // the instance has its own
 	if err != nil {
