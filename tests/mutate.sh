@@ -90,6 +90,40 @@ bugs() {
 		'if conn != nil && !boundOn(conn, a) {' \
 		'if conn != nil {' \
 		./supervisor '^TestRoomIsHandedOutWhileItsInstanceStarts$'
+	# A room stopped while its instance started counts as a program that
+	# cannot start: the next creates wait, and the failure is logged.
+	bug supervisor/spawn.go \
+		'stopped := r.cause != "" // stopped while it started: no fault of its program' \
+		'stopped := false' \
+		./supervisor '^TestRoomStoppedWhileItsInstanceStarts$'
+	# A room still starting is held to health_timeout and killed silent.
+	bug supervisor/supervisor.go \
+		'case r.cause != "" || s.released || r.booting: // a start has its own deadline' \
+		'case r.cause != "" || s.released:' \
+		./supervisor '^TestRoomStartingPastHealthTimeoutLives$'
+	# A Runner keeps the socket its host passed: its program cannot bind.
+	bug instance/serve.go \
+		'if s.runner != nil && s.inherited != nil {' \
+		'if false {' \
+		./supervisor '^TestRunnerLetsItsProgramBindThePort$'
+	# A start under way is timed when the room is handed out, and again
+	# when it is ready.
+	bug supervisor/supervisor.go \
+		'if !r.booting { // a start still under way is counted once over (boot)' \
+		'if true {' \
+		./supervisor '^TestRoomIsHandedOutWhileItsInstanceStarts$'
+	# A start that failed before its stream opened never closes Status:
+	# its tracker waits forever, and Shutdown with it.
+	bug supervisor/host/host.go \
+		'p.closeStatus() // a stream opened as ctx ended delivers until the process is gone' \
+		'_ = 0' \
+		./supervisor '^TestRoomWhoseInstanceFailsToStartIsReaped$'
+	# Stop talks to an instance still starting: there is nobody to talk
+	# to yet.
+	bug supervisor/host/host.go \
+		'if p.await(ctx) == nil {' \
+		'if true {' \
+		./supervisor '^TestRoomStoppedWhileItsInstanceStarts$'
 	# A room handed out while its instance started never gets the seats
 	# it was given meanwhile: its door keeps its creator out.
 	bug supervisor/spawn.go \
