@@ -112,12 +112,6 @@ bugs() {
 		'if !r.booting { // a start still under way is counted once over (boot)' \
 		'if true {' \
 		./supervisor '^TestRoomIsHandedOutWhileItsInstanceStarts$'
-	# A start that failed before its stream opened never closes Status:
-	# its tracker waits forever, and Shutdown with it.
-	bug supervisor/host/host.go \
-		'p.closeStatus() // a stream opened as ctx ended delivers until the process is gone' \
-		'_ = 0' \
-		./supervisor '^TestRoomWhoseInstanceFailsToStartIsReaped$'
 	# Stop talks to an instance still starting: there is nobody to talk
 	# to yet.
 	bug supervisor/host/host.go \
