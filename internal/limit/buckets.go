@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/foyerlobby/foyer/internal/bounded"
 )
 
 // Buckets is a token bucket per key (a room, a source) in a table of
@@ -13,7 +15,7 @@ import (
 // concurrent use.
 type Buckets[K comparable] struct {
 	mu    sync.Mutex
-	t     *table[K, rate.Limiter]
+	t     *bounded.Table[K, rate.Limiter]
 	clock monotone
 	limit rate.Limit
 	burst int
@@ -22,7 +24,7 @@ type Buckets[K comparable] struct {
 // NewBuckets allows each key r events a second in bursts of burst,
 // tracking at most max keys (the least recently seen make room).
 func NewBuckets[K comparable](r rate.Limit, burst, max int) *Buckets[K] {
-	return &Buckets[K]{t: newTable[K, rate.Limiter](max), limit: r, burst: burst}
+	return &Buckets[K]{t: bounded.New[K, rate.Limiter](max), limit: r, burst: burst}
 }
 
 // Allow takes a token from k's bucket, if it has one.
@@ -40,9 +42,9 @@ func (b *Buckets[K]) Has(k K, now time.Time) bool {
 }
 
 func (b *Buckets[K]) bucket(k K) *rate.Limiter {
-	lim, found := b.t.get(k)
+	lim, found := b.t.Get(k)
 	if !found {
-		lim = b.t.insert(k)
+		lim = b.t.Insert(k)
 		fill(lim, b.limit, b.burst)
 	}
 	return lim

@@ -6,7 +6,7 @@
 // cap is the same whichever edge its forged requests reach.
 //
 // Both keep their entries in a table of fixed size with second-chance
-// eviction (see table): a flood from millions of spoofed sources costs at
+// eviction (package bounded): a flood from millions of spoofed sources costs at
 // most the table, allocates nothing once it is full (an evicted entry's
 // buckets are reset for the newcomer), and sources seen recently survive
 // it.
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/foyerlobby/foyer/internal/bounded"
 )
 
 // Config sizes a Guard.
@@ -87,7 +89,7 @@ func (c Config) Check() error {
 // safe for concurrent use.
 type Sources struct {
 	mu      sync.Mutex
-	t       *table[sourceKey, source] // buckets in place: no pointer to chase per datagram
+	t       *bounded.Table[sourceKey, source] // buckets in place: no pointer to chase per datagram
 	general rate.Limit
 	burst   int
 	create  rate.Limit
@@ -151,7 +153,7 @@ func (m *monotone) at(now time.Time) time.Time {
 // positive.
 func NewSources(c Config) *Sources {
 	s := &Sources{
-		t:       newTable[sourceKey, source](c.MaxSources),
+		t:       bounded.New[sourceKey, source](c.MaxSources),
 		general: rate.Limit(c.Rate), burst: c.Burst,
 		create: rate.Limit(c.CreateRate), cburst: c.CreateBurst,
 	}
@@ -170,7 +172,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now = s.clock.at(now)
-	src, found := s.t.get(k)
+	src, found := s.t.Get(k)
 	switch {
 	case found:
 		src.unverified = src.unverified && pressure
@@ -178,7 +180,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	case !s.admit.AllowN(now, 1):
 		return Unadmitted
 	default:
-		src = s.t.insert(k)
+		src = s.t.Insert(k)
 		fill(&src.general, s.general, s.burst)
 		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, true
 	}
@@ -210,7 +212,7 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 func (s *Sources) Verify(ip netip.Addr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if src, found := s.t.get(keyOf(ip)); found {
+	if src, found := s.t.Get(keyOf(ip)); found {
 		src.fresh, src.unverified = false, false
 	}
 }
@@ -229,7 +231,7 @@ func keyOf(ip netip.Addr) sourceKey {
 func (s *Sources) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.t.len()
+	return s.t.Len()
 }
 
 // MaxDatagram is the largest UDP payload over IPv4. A network's budget
@@ -243,7 +245,7 @@ const MaxDatagram = 65507
 // network from many forged IPs. It is safe for concurrent use.
 type Budget struct {
 	mu    sync.Mutex
-	t     *table[netip.Prefix, rate.Limiter]
+	t     *bounded.Table[netip.Prefix, rate.Limiter]
 	clock monotone
 	limit rate.Limit
 	burst int
@@ -260,7 +262,7 @@ func NewBudget(perSecond, maxPrefixes int) *Budget {
 // burst, tracking at most maxPrefixes networks.
 func NewNetworkLimit(r rate.Limit, burst, maxPrefixes int) *Budget {
 	return &Budget{
-		t:     newTable[netip.Prefix, rate.Limiter](maxPrefixes),
+		t:     bounded.New[netip.Prefix, rate.Limiter](maxPrefixes),
 		limit: r,
 		burst: burst,
 	}
@@ -284,9 +286,9 @@ func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
 	p := PrefixOf(ip)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	lim, found := b.t.get(p)
+	lim, found := b.t.Get(p)
 	if !found {
-		lim = b.t.insert(p)
+		lim = b.t.Insert(p)
 		fill(lim, b.limit, b.burst)
 	}
 	return lim.AllowN(b.clock.at(now), n)
@@ -296,5 +298,5 @@ func (b *Budget) Allow(ip netip.Addr, n int, now time.Time) bool {
 func (b *Budget) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.t.len()
+	return b.t.Len()
 }

@@ -82,43 +82,6 @@ func TestBudgetPerNetwork(t *testing.T) {
 	}
 }
 
-func TestTableSecondChance(t *testing.T) {
-	tb := newTable[int, string](3)
-	put := func(k int, v string) (evicted string) {
-		p := tb.insert(k)
-		evicted, *p = *p, v
-		return evicted
-	}
-	put(1, "a")
-	put(2, "b")
-	put(3, "c")
-	// All were used: the hand clears them all, evicts 1 and hands its
-	// value over for reuse.
-	if old := put(4, "d"); old != "a" {
-		t.Errorf("insert of 4 handed over %q, want 1's %q", old, "a")
-	}
-	if _, ok := tb.get(1); ok {
-		t.Error("1 survived")
-	}
-	tb.get(2) // 2 gets a second chance, 3 does not
-	if old := put(5, "e"); old != "c" {
-		t.Errorf("insert of 5 handed over %q, want 3's %q", old, "c")
-	}
-	if _, ok := tb.get(3); ok {
-		t.Error("3 survived")
-	}
-	for k, want := range map[int]string{2: "b", 4: "d", 5: "e"} {
-		if v, ok := tb.get(k); !ok {
-			t.Errorf("get(%d) found nothing, want %q", k, want)
-		} else if *v != want {
-			t.Errorf("get(%d) = %q, want %q", k, *v, want)
-		}
-	}
-	if tb.len() != 3 || len(tb.index) != 3 {
-		t.Errorf("len %d, index %d", tb.len(), len(tb.index))
-	}
-}
-
 // A source that takes an evicted source's place starts afresh: a full
 // general bucket, a full create bucket, not limited.
 func TestEvictedSourceReusedAfresh(t *testing.T) {

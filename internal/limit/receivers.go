@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/foyerlobby/foyer/internal/bounded"
 )
 
 // A UDP datagram can carry any source address, so a reply to one may land
@@ -26,12 +28,12 @@ const (
 // safe for concurrent use.
 type Receivers struct {
 	mu sync.Mutex
-	t  *table[sourceKey, time.Time] // until when each is taken to receive
+	t  *bounded.Table[sourceKey, time.Time] // until when each is taken to receive
 }
 
 // NewReceivers remembers at most max sources; max must be positive.
 func NewReceivers(max int) *Receivers {
-	return &Receivers{t: newTable[sourceKey, time.Time](max)}
+	return &Receivers{t: bounded.New[sourceKey, time.Time](max)}
 }
 
 // Add records that ip showed at now that it receives.
@@ -39,9 +41,9 @@ func (r *Receivers) Add(ip netip.Addr, now time.Time) {
 	k := sourceKey(ip.As16())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, found := r.t.get(k)
+	until, found := r.t.Get(k)
 	if !found {
-		until = r.t.insert(k)
+		until = r.t.Insert(k)
 	}
 	*until = now.Add(ReceiverTTL)
 }
@@ -52,7 +54,7 @@ func (r *Receivers) Has(ip netip.Addr, now time.Time) bool {
 	k := sourceKey(ip.As16())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, found := r.t.get(k)
+	until, found := r.t.Get(k)
 	return found && now.Before(*until)
 }
 
@@ -60,5 +62,5 @@ func (r *Receivers) Has(ip netip.Addr, now time.Time) bool {
 func (r *Receivers) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.t.len()
+	return r.t.Len()
 }

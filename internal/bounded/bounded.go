@@ -1,10 +1,13 @@
-package limit
+// Package bounded is a map of fixed size for state kept per remote peer
+// (a source, a network, an endpoint): a flood of new keys neither grows
+// it nor allocates once it is full.
+package bounded
 
-// table is a map with a fixed number of entries. When it is full, a new
+// Table is a map with a fixed number of entries. When it is full, a new
 // key takes the place of one not used since the clock hand last passed it
 // (second-chance eviction): O(1) amortised, no list to maintain on every
 // hit, and a flood of new keys cannot grow it. Not safe for concurrent use.
-type table[K comparable, V any] struct {
+type Table[K comparable, V any] struct {
 	index map[K]int
 	slots []slot[K, V]
 	hand  int
@@ -17,13 +20,15 @@ type slot[K comparable, V any] struct {
 	used bool // set on every hit, cleared when the hand passes
 }
 
-func newTable[K comparable, V any](max int) *table[K, V] {
-	return &table[K, V]{index: make(map[K]int), max: max}
+// New returns an empty table of at most max entries; max must be
+// positive.
+func New[K comparable, V any](max int) *Table[K, V] {
+	return &Table[K, V]{index: make(map[K]int), max: max}
 }
 
-// get returns the value stored for k, in place, and marks it used. The
-// pointer is valid until the next insert.
-func (t *table[K, V]) get(k K) (*V, bool) {
+// Get returns the value stored for k, in place, and marks it used. The
+// pointer is valid until the next Insert.
+func (t *Table[K, V]) Get(k K) (*V, bool) {
 	i, ok := t.index[k]
 	if !ok {
 		return nil, false
@@ -32,12 +37,12 @@ func (t *table[K, V]) get(k K) (*V, bool) {
 	return &t.slots[i].val, true
 }
 
-// insert makes an entry for k, which must not be present, evicting one
+// Insert makes an entry for k, which must not be present, evicting one
 // if the table is full, and returns a pointer to its value: the zero V in
 // a new slot, or the evicted entry's value, for the caller to reuse or
 // replace (so that a flood of new keys need not allocate). The pointer is
-// valid until the next insert.
-func (t *table[K, V]) insert(k K) *V {
+// valid until the next Insert.
+func (t *Table[K, V]) Insert(k K) *V {
 	if len(t.slots) < t.max {
 		t.index[k] = len(t.slots)
 		t.slots = append(t.slots, slot[K, V]{key: k, used: true})
@@ -55,5 +60,5 @@ func (t *table[K, V]) insert(k K) *V {
 	return &s.val
 }
 
-// len is the number of entries.
-func (t *table[K, V]) len() int { return len(t.slots) }
+// Len is the number of entries.
+func (t *Table[K, V]) Len() int { return len(t.slots) }
