@@ -865,33 +865,41 @@ func sumReports(log string) report {
 	return r
 }
 
-// The retry cache answers as a plain map of its entries would, through
-// any sequence of begins, finishes, abandons, expiries and evictions: its
-// index never loses an entry nor keeps a recycled one.
+// The retry cache answers as a model of its rule would, through any
+// sequence of begins, finishes, abandons and expiries: each endpoint's
+// latest perEndpoint requests are remembered for the window, whatever the
+// other endpoints do, and a request abandoned while it runs is forgotten.
 func TestRetriesMatchAModel(t *testing.T) {
-	const max, window = 40, 100
-	r := newRetries(max, maxAnswer, window)
+	const endpoints, window = 5, 100
+	r := newRetries(endpoints*perEndpoint, maxAnswer, window)
 	type entry struct {
 		key   retryKey
 		at    int
 		reply []byte
 		live  bool
 	}
-	var ring []*entry // the model: entries in the order they began
-	byKey := map[retryKey]*entry{}
-	rng := rand.New(rand.NewPCG(1, 2))
-	k := func(n int) retryKey {
-		return newRetryKey(netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(n)}), 9), packet.Header{Type: packet.JoinRoom}, 5)
+	// The model: each endpoint's latest requests, in the order they began.
+	latest := make([][]*entry, endpoints)
+	lookup := func(n int, key retryKey) *entry {
+		for _, e := range latest[n] {
+			if e.live && e.key == key {
+				return e
+			}
+		}
+		return nil
 	}
+	rng := rand.New(rand.NewPCG(1, 2))
 	now := 0
 	for step := range 200000 {
 		now += rng.IntN(3)
-		key := k(rng.IntN(120))
+		n := rng.IntN(endpoints)
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(n)}), 9)
+		key := newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: uint16(rng.IntN(8))}, 5)
 		at := r.epoch.Add(time.Duration(now))
+		e := lookup(n, key)
 		switch rng.IntN(4) {
 		case 0, 1:
 			got, found := r.begin(key, at, nil)
-			e := byKey[key]
 			if e != nil && now-e.at < window {
 				if !found || !slices.Equal(got, e.reply) {
 					t.Fatalf("step %d: begin found %v %v, want %v", step, found, got, e.reply)
@@ -904,30 +912,60 @@ func TestRetriesMatchAModel(t *testing.T) {
 			if e != nil {
 				e.live = false
 			}
-			if len(ring) == max {
-				if old := ring[0]; old.live {
-					delete(byKey, old.key)
-				}
-				ring = ring[1:]
+			latest[n] = append(latest[n], &entry{key: key, at: now, live: true})
+			if len(latest[n]) > perEndpoint {
+				latest[n] = latest[n][1:]
 			}
-			e = &entry{key: key, at: now, live: true}
-			ring = append(ring, e)
-			byKey[key] = e
 		case 2:
 			reply := []byte{byte(step), 1}
 			r.finish(key, reply)
-			if e := byKey[key]; e != nil && e.reply == nil {
+			if e != nil && e.reply == nil {
 				e.reply = reply
 			}
 		case 3:
 			r.abandon(key)
-			if e := byKey[key]; e != nil && e.reply == nil {
+			if e != nil && e.reply == nil {
 				e.live = false
-				delete(byKey, key)
 			}
 		}
-		if r.len() != len(byKey) {
-			t.Fatalf("step %d: %d entries indexed, want %d", step, r.len(), len(byKey))
+		live := 0
+		for _, es := range latest {
+			for _, e := range es {
+				if e.live {
+					live++
+				}
+			}
+		}
+		if r.len() != live {
+			t.Fatalf("step %d: %d answers held, want %d", step, r.len(), live)
+		}
+	}
+}
+
+// A flood of requests from new endpoints, more than the cache holds,
+// pushes out only endpoints that went quiet: a client retrying meanwhile
+// keeps its answer, and the cache stays within its bound.
+func TestRetriesKeepActiveEndpointsThroughAFlood(t *testing.T) {
+	const size = 8 * perEndpoint
+	r := newRetries(size, maxAnswer, time.Minute)
+	now := time.Now()
+	client := newRetryKey(netip.MustParseAddrPort("192.0.2.1:9"), packet.Header{Type: packet.CreateRoom, Seq: 7}, 0)
+	for i := range 1000 {
+		from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 9)
+		k := newRetryKey(from, packet.Header{Type: packet.JoinRoom}, 5)
+		r.begin(k, now, nil)
+		r.finish(k, []byte{4})
+		switch {
+		case i == 10: // the client comes once the flood fills the cache
+			r.begin(client, now, nil)
+			r.finish(client, []byte{1, 2, 3})
+		case i > 10 && i%2 == 1:
+			if got, found := r.begin(client, now, nil); !found || !slices.Equal(got, []byte{1, 2, 3}) {
+				t.Fatalf("after %d flooding endpoints the client's retry found %v %v", i+1, got, found)
+			}
+		}
+		if n := r.len(); n > size {
+			t.Fatalf("%d answers held, bound is %d", n, size)
 		}
 	}
 }
