@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"runtime"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/replyaddr"
 )
 
@@ -31,10 +32,12 @@ type slot struct {
 }
 
 // reply is one reply queued: its bytes, its control messages (its source
-// address, see replyaddr) and where it goes.
+// address, see replyaddr) and where it goes; owed while its charge to the
+// reply budget waits for settle.
 type reply struct {
 	b, oob []byte
 	to     netip.AddrPort
+	owed   bool
 }
 
 // socketIO reads datagrams into slots and sends replies, as many as one
@@ -151,10 +154,62 @@ func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, at arri
 // reply.
 func (q *batch) WriteFrom(b []byte, to netip.AddrPort, src netip.Addr) (int, error) {
 	r := &q.out[q.queued]
-	r.b, r.to = b, to
+	r.b, r.to, r.owed = b, to, false
 	r.oob = replyaddr.Append(r.oob[:0], src)
 	q.queued++
 	return len(b), nil
+}
+
+// owe queues b as WriteFrom does, its charge to the reply budget left to
+// settle.
+func (q *batch) owe(b []byte, to netip.AddrPort, src netip.Addr) {
+	q.WriteFrom(b, to, src)
+	q.out[q.queued-1].owed = true
+}
+
+// settle charges the owed replies to the reply budget, allow saying
+// whether n bytes to a network fit, and drops the ones that do not,
+// telling dropped of each. The owed replies to one network ask together,
+// once: a batch is mostly the requests of a client or a few, and the
+// budget's bookkeeping is then paid per network, not per reply. When
+// they do not fit together, each asks in turn, as it would have alone.
+func (q *batch) settle(allow func(to netip.Addr, n int) bool, dropped func()) {
+	rs := q.out[:q.queued]
+	var nets [batchSize]netip.Prefix
+	var drop [batchSize]bool
+	for i := range rs {
+		if rs[i].owed {
+			nets[i] = limit.PrefixOf(rs[i].to.Addr())
+		}
+	}
+	for i := range rs {
+		if !rs[i].owed {
+			continue
+		}
+		sum, n := 0, 0
+		for j := i; j < len(rs); j++ {
+			if rs[j].owed && nets[j] == nets[i] {
+				sum, n = sum+len(rs[j].b), n+1
+			}
+		}
+		together := allow(rs[i].to.Addr(), sum)
+		for j := i; j < len(rs); j++ {
+			if rs[j].owed && nets[j] == nets[i] {
+				rs[j].owed = false
+				drop[j] = !together && (n == 1 || !allow(rs[j].to.Addr(), len(rs[j].b)))
+			}
+		}
+	}
+	kept := 0
+	for i := range rs {
+		if drop[i] {
+			dropped()
+			continue
+		}
+		rs[kept], rs[i] = rs[i], rs[kept] // buffers swap places, none is lost
+		kept++
+	}
+	q.queued = kept
 }
 
 // flush sends the queued replies, telling sent about each: whether it

@@ -2,12 +2,15 @@ package lobby
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/room"
 )
@@ -127,5 +130,77 @@ func TestFlushGoesOnPastAFailedReply(t *testing.T) {
 				t.Errorf("batched %v: client got %q, %v; want %q", batched, buf[:n], err, want)
 			}
 		}
+	}
+}
+
+// settle asks the reply budget once per network for the replies a batch
+// owes it; when they do not fit together, each asks alone, and the ones
+// that do not fit are dropped, the rest keeping their order. Replies
+// queued already charged are left alone, and no reply buffer is lost.
+func TestSettleChargesANetworkOnce(t *testing.T) {
+	q := newBatch(udptest.Listen(t, "127.0.0.1"), false, 0)
+	budget := map[netip.Prefix]int{ // bytes left per network
+		netip.MustParsePrefix("192.0.2.0/24"):    100,
+		netip.MustParsePrefix("198.51.100.0/24"): 5,
+		netip.MustParsePrefix("2001:db8::/56"):   3,
+	}
+	var asked []string
+	allow := func(to netip.Addr, n int) bool {
+		p := limit.PrefixOf(to)
+		asked = append(asked, fmt.Sprint(p, " ", n))
+		if budget[p] < n {
+			return false
+		}
+		budget[p] -= n
+		return true
+	}
+	for _, r := range []struct {
+		b, to string
+		owed  bool
+	}{
+		{"aaaa", "192.0.2.1:1", true},
+		{"bb", "198.51.100.7:1", true},
+		{"cccc", "198.51.100.8:1", true},
+		{"charged", "198.51.100.9:1", false},
+		{"ddd", "192.0.2.200:2", true},
+		{"e", "198.51.100.7:1", true},
+		{"ffff", "[2001:db8::1]:1", true},
+	} {
+		to := netip.MustParseAddrPort(r.to)
+		if r.owed {
+			q.owe([]byte(r.b), to, netip.Addr{})
+		} else {
+			q.WriteFrom([]byte(r.b), to, netip.Addr{})
+		}
+	}
+	buffers := map[*byte]bool{}
+	for _, r := range q.out {
+		buffers[unsafe.SliceData(r.oob[:cap(r.oob)])] = true
+	}
+	dropped := 0
+	q.settle(allow, func() { dropped++ })
+	var kept []string
+	for _, r := range q.out[:q.queued] {
+		kept = append(kept, string(r.b))
+	}
+	// 198.51.100.0/24 owes 7 bytes, more than its 5: alone, bb (2) and
+	// e (1) fit, cccc (4) no longer does.
+	want := []string{"aaaa", "bb", "charged", "ddd", "e"}
+	if !slices.Equal(kept, want) || dropped != 2 {
+		t.Errorf("kept %q, %d dropped; want %q, 2 dropped", kept, dropped, want)
+	}
+	wantAsked := []string{"192.0.2.0/24 7", "198.51.100.0/24 7", "198.51.100.0/24 2", "198.51.100.0/24 4",
+		"198.51.100.0/24 1", "2001:db8::/56 4"}
+	if !slices.Equal(asked, wantAsked) {
+		t.Errorf("asked %q, want %q", asked, wantAsked)
+	}
+	for _, r := range q.out {
+		delete(buffers, unsafe.SliceData(r.oob[:cap(r.oob)]))
+		if r.owed {
+			t.Errorf("%q still owed after settle", r.b)
+		}
+	}
+	if len(buffers) != 0 {
+		t.Errorf("%d reply buffers lost", len(buffers))
 	}
 }

@@ -397,6 +397,7 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			l.guard.Pressure(now)
 		}
 		q.answer(n, handle)
+		l.settle(q, now)
 		q.flush(l.sent)
 		return nil
 	})
@@ -653,16 +654,31 @@ func failureReason(err error) string {
 // send writes one reply from src (see arrival.replyFrom) if the guard's
 // reply budgets let it through (v is the request's verdict). A reply
 // queued in a read loop's batch is counted when the batch is flushed, once
-// it is known to have gone out.
+// it is known to have gone out; if its verdict is plain (Served), its
+// charge waits until then too, to be paid with the batch's other replies
+// to its network (see settle).
 func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time) {
+	q, queued := c.(*batch)
+	if queued && v == limit.Served {
+		q.owe(b, to, src) // charged when the batch is settled
+		return
+	}
 	if !l.guard.AllowReply(to.Addr(), len(b), v, now) {
 		l.stats.drop("reflection")
 		return
 	}
 	_, err := c.WriteFrom(b, to, src)
-	if _, queued := c.(*batch); !queued {
+	if !queued {
 		l.sent(b, err == nil)
 	}
+}
+
+// settle charges a read loop's batch of replies to the reply budget at
+// now, dropping what does not fit (see batch.settle).
+func (l *Lobby) settle(q *batch, now time.Time) {
+	q.settle(func(to netip.Addr, n int) bool {
+		return l.guard.AllowReply(to, n, limit.Served, now)
+	}, func() { l.stats.drop("reflection") })
 }
 
 // sent counts a reply that went out, by its type, or a send error.
