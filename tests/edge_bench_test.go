@@ -126,8 +126,8 @@ type loadResult struct {
 
 // loadRun is what one run of the generator against one server measured.
 type loadRun struct {
-	res loadResult
-	cpu time.Duration // the server's
+	res       loadResult
+	cpu, user time.Duration // the server's, all and in user space
 }
 
 // shape is what the generator sends: from one socket per source, each
@@ -150,9 +150,9 @@ func load(b *testing.B, t target, sh shape) loadRun {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
-	before := cpuTime(b, t.pid)
+	before, userBefore := cpuTime(b, t.pid)
 	out, err := cmd.Output()
-	after := cpuTime(b, t.pid)
+	after, userAfter := cpuTime(b, t.pid)
 	if err != nil {
 		b.Fatalf("loadbench against %s: %v", t.name, err)
 	}
@@ -160,7 +160,7 @@ func load(b *testing.B, t target, sh shape) loadRun {
 	if err := json.Unmarshal(out, &r.res); err != nil {
 		b.Fatalf("loadbench said %q: %v", out, err)
 	}
-	r.cpu = after - before
+	r.cpu, r.user = after-before, userAfter-userBefore
 	return r
 }
 
@@ -175,20 +175,22 @@ func joinAddrs(as []netip.AddrPort) string {
 // clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond
 
-// cpuTime is the CPU time process pid has spent so far.
-func cpuTime(b *testing.B, pid int) time.Duration {
+// cpuTime is the CPU time process pid has spent so far, all of it and
+// the part in user space.
+func cpuTime(b *testing.B, pid int) (all, user time.Duration) {
 	b.Helper()
 	st, err := proc.ReadStat(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(st.UTime+st.STime) * clockTick
+	return time.Duration(st.UTime+st.STime) * clockTick, time.Duration(st.UTime) * clockTick
 }
 
 // loadTotal is the runs against one server, summed.
 type loadTotal struct {
 	answered, lost int
 	elapsed, cpu   time.Duration
+	user           time.Duration
 	p50s, p99s     []time.Duration
 	types          map[uint8]int
 }
@@ -198,6 +200,7 @@ func (t *loadTotal) add(r loadRun) {
 	t.lost += r.res.Lost
 	t.elapsed += r.res.Elapsed
 	t.cpu += r.cpu
+	t.user += r.user
 	t.p50s = append(t.p50s, r.res.P50)
 	t.p99s = append(t.p99s, r.res.P99)
 	if t.types == nil {
@@ -211,8 +214,15 @@ func (t *loadTotal) add(r loadRun) {
 func (t *loadTotal) rate() float64 { return float64(t.answered) / t.elapsed.Seconds() }
 
 // cpuPerRequest is the server's CPU time per answered request, in µs.
-func (t *loadTotal) cpuPerRequest() float64 {
-	return float64(t.cpu) / float64(time.Microsecond) / float64(max(t.answered, 1))
+func (t *loadTotal) cpuPerRequest() float64 { return t.perRequest(t.cpu) }
+
+// userPerRequest is cpuPerRequest's part in user space: the server's own
+// work, where the rest is the kernel's.
+func (t *loadTotal) userPerRequest() float64 { return t.perRequest(t.user) }
+
+// perRequest is d per answered request, in µs.
+func (t *loadTotal) perRequest(d time.Duration) float64 {
+	return float64(d) / float64(time.Microsecond) / float64(max(t.answered, 1))
 }
 
 func (t *loadTotal) p(ds []time.Duration) float64 {
@@ -326,7 +336,9 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 //
 // Metrics: each server's req/s, the ratios of the lobby's rate to each
 // echo's, each one's CPU per answered request and the ratio of the
-// lobby's to the batched echo's (target: at most 1.1).
+// lobby's to the batched echo's (target: at most 1.1), and the part of
+// the lobby's and the batched echo's CPU spent in user space, their own
+// work (the rest is the kernel's, mostly receiving and sending).
 //
 // With FOYER_BENCH_BASELINE set to the path of another build's foyer
 // binary (one that knows the readers key), that build runs too, with one
@@ -386,11 +398,13 @@ func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
 	b.ReportMetric(l.rate()/eb.rate(), prefix+"ratio_batched")
 	b.ReportMetric(l.cpuPerRequest(), prefix+"lobby_cpu_µs/req")
 	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), prefix+"cpu_ratio")
+	b.ReportMetric(l.userPerRequest(), prefix+"lobby_user_µs/req")
 	b.ReportMetric(l.p(l.p99s), prefix+"lobby_p99_µs")
 	if prefix == "" {
 		b.ReportMetric(e.rate(), "echo_req/s")
 		b.ReportMetric(eb.rate(), "batched_req/s")
 		b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
+		b.ReportMetric(eb.userPerRequest(), "batched_user_µs/req")
 	}
 }
 

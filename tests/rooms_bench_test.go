@@ -193,7 +193,8 @@ func checkRoomProgram(b testing.TB, procs [][]int, program string) {
 func cpuOf(b *testing.B, pids ...int) time.Duration {
 	var cpu time.Duration
 	for _, pid := range pids {
-		cpu += cpuTime(b, pid)
+		all, _ := cpuTime(b, pid)
+		cpu += all
 	}
 	return cpu
 }

@@ -310,7 +310,8 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Ro
 	if e.stopping {
 		return room.Room{}, 0, room.ErrNotJoinable
 	}
-	err := e.view().JoinError()
+	row := e.view()
+	err := row.JoinError()
 	if err == room.ErrNotJoinable {
 		return room.Room{}, 0, err
 	}
@@ -333,14 +334,14 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Ro
 	}
 	now := time.Now()
 	if seated && held.current(now, t.cfg.SeatTTL, proven) {
-		return e.view(), held.serial, nil
+		return row, held.serial, nil // nothing changed since row was read
 	}
 	t.seatsChanged(e, refreshBy(held, proven))
 	if !e.seats.hold(player, now.Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
 		return e.view(), e.seats.serialOf(player), nil
 	}
 	t.stats.SeatsHeld++
-	row := e.view()
+	row = e.view()
 	t.emit(room.Event{Kind: room.Changed, Room: row})
 	// Seats come from remote requests: one line each at debug level only,
 	// counted in Stats.SeatsHeld.
