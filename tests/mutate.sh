@@ -175,9 +175,33 @@ bugs() {
 		'if !r.probed {' \
 		./supervisor '^TestExecDDNetAnsweredProbesKeepItAlive$'
 	# The source table grows past max_sources.
-	bug internal/limit/table.go \
+	bug internal/bounded/bounded.go \
 		'if len(t.slots) < t.max {' \
 		'if len(t.slots) < 2*t.max {' \
+		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# A client's requests all take the same place in the retry cache:
+	# only its latest is remembered.
+	bug lobby/retry.go \
+		'e.next = uint8((j + 1) % r.ways)' \
+		'e.next = uint8(j)' \
+		./lobby '^TestRetriesMatchAModel$'
+	# The answers of an endpoint the retry cache evicts are still
+	# counted: the cache's bound is not kept.
+	bug lobby/retry.go \
+		'*e = answers{replies: e.replies}' \
+		'*e = answers{replies: e.replies}; r.n += perEndpoint' \
+		./lobby '^TestRetriesKeepActiveEndpointsThroughAFlood$'
+	# A batch's replies to a network that do not fit together are all
+	# dropped, even those that fit alone.
+	bug lobby/batch.go \
+		'drop[j] = !together && (n == 1 || !allow(rs[j].to.Addr(), len(rs[j].b)))' \
+		'drop[j] = !together' \
+		./lobby '^TestSettleChargesANetworkOnce$'
+	# Replies to unverified sources queued in a batch are charged to
+	# the network budget only.
+	bug lobby/lobby.go \
+		'if queued && v == limit.Served {' \
+		'if queued {' \
 		./tests '^TestForgedMillionSourcesMeetTheBounds$'
 	# Replies to unverified sources are not charged to
 	# unverified_reply_limit.
