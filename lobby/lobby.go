@@ -660,7 +660,11 @@ func failureReason(err error) string {
 func (l *Lobby) send(c sender, b []byte, to netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time) {
 	q, queued := c.(*batch)
 	if queued && v == limit.Served {
-		q.owe(b, to, src) // charged when the batch is settled
+		// Charged when the batch is settled. A reply to an unverified
+		// source is charged now, alone: it draws on two budgets, and a
+		// batch's replies refused together by the second would have
+		// paid the first once already before each asks alone.
+		q.owe(b, to, src)
 		return
 	}
 	if !l.guard.AllowReply(to.Addr(), len(b), v, now) {
