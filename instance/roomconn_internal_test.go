@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udpsock"
 	"github.com/foyerlobby/foyer/packet/teeinfo"
 )
 
@@ -90,7 +91,7 @@ func isTimeout(err error) bool {
 // nothing from 127.0.0.1, which the routes pick for a reply to 127.0.0.1.
 func TestRepliesLeaveFromTheAddressSentTo(t *testing.T) {
 	for _, bind := range []netip.Addr{{}, netip.IPv4Unspecified()} {
-		sock, err := listenUDP(bind, 0)
+		sock, err := udpsock.Listen(bind, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

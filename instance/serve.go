@@ -23,6 +23,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance/instancepb"
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/udpsock"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -307,7 +308,7 @@ func (s *server) startGame(a Assignment) error {
 	}
 	var err error
 	if conn == nil {
-		conn, err = listenUDP(a.Bind, a.Port)
+		conn, err = udpsock.Listen(a.Bind, a.Port)
 	}
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -352,14 +353,6 @@ func assignmentFrom(req *instancepb.StartRequest) (Assignment, error) {
 	return a, nil
 }
 
-func listenUDP(bind netip.Addr, port uint16) (*net.UDPConn, error) {
-	addr := &net.UDPAddr{Port: int(port)}
-	if bind.IsValid() {
-		addr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind, port))
-	}
-	return net.ListenUDP("udp", addr)
-}
-
 // inheritedSocket takes the UDP socket at descriptor v (the value of
 // instancepb.EnvRoomSocket); nil when v names none.
 func inheritedSocket(v string) *net.UDPConn {
@@ -369,15 +362,8 @@ func inheritedSocket(v string) *net.UDPConn {
 	}
 	f := os.NewFile(uintptr(fd), "room socket")
 	defer f.Close() // the conn has its own descriptor
-	c, err := net.FilePacketConn(f)
-	if err != nil {
-		return nil
-	}
-	u, ok := c.(*net.UDPConn)
-	if !ok {
-		c.Close()
-	}
-	return u
+	c, _ := udpsock.FromFile(f)
+	return c
 }
 
 // boundOn reports whether c is bound where a says the game's port is: on

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/internal/cgroup"
 	"github.com/foyerlobby/foyer/internal/roomuser"
+	"github.com/foyerlobby/foyer/internal/udpsock"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
@@ -299,11 +298,7 @@ func (s *Supervisor) bindPort() (uint16, *os.File, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		addr := &net.UDPAddr{Port: int(port)}
-		if s.cfg.Bind.IsValid() {
-			addr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(s.cfg.Bind, port))
-		}
-		c, err := net.ListenUDP("udp", addr)
+		c, err := udpsock.Listen(s.cfg.Bind, port)
 		if err == nil {
 			f, ferr := c.File()
 			c.Close()

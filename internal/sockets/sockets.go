@@ -26,6 +26,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/udpsock"
 )
 
 // socket is one bound socket of the process.
@@ -82,7 +84,7 @@ func record(key string, c syscall.Conn) {
 // ListenUDP is net.ListenUDP, or the socket a predecessor bound for the
 // same network and address.
 func ListenUDP(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
-	return bind(Key(network, laddr.String()), inheritUDP, func() (*net.UDPConn, error) {
+	return bind(Key(network, laddr.String()), udpsock.FromFile, func() (*net.UDPConn, error) {
 		return net.ListenUDP(network, laddr)
 	})
 }
@@ -122,7 +124,7 @@ func ListenUDPGroup(network string, laddr *net.UDPAddr, n int) ([]*net.UDPConn, 
 	at := first.LocalAddr().(*net.UDPAddr)
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return rawControl(rc, reusePort) }}
 	for range n - 1 {
-		c, err := bind(Key(network, at.String()), inheritUDP, func() (*net.UDPConn, error) {
+		c, err := bind(Key(network, at.String()), udpsock.FromFile, func() (*net.UDPConn, error) {
 			pc, err := lc.ListenPacket(context.Background(), network, at.String())
 			if err != nil {
 				return nil, err
@@ -196,19 +198,6 @@ func bind[S syscall.Conn](key string, inherit func(*os.File) (S, error), listen 
 	}
 	record(key, s)
 	return s, nil
-}
-
-func inheritUDP(f *os.File) (*net.UDPConn, error) {
-	pc, err := net.FilePacketConn(f)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := pc.(*net.UDPConn)
-	if !ok {
-		pc.Close()
-		return nil, errors.New("not a UDP socket")
-	}
-	return c, nil
 }
 
 func inheritTCP(f *os.File) (*net.TCPListener, error) {
