@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/internal/cgroup"
@@ -352,9 +354,8 @@ func (s *Supervisor) boot(r *record) {
 		}
 		return
 	}
-	s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
-		Float64("spawn_ms", ms(spawnTime)).Float64("boot_ms", ms(ph.Boot)).Float64("dial_ms", ms(ph.Dial)).
-		Float64("watch_ms", ms(ph.Watch)).Float64("ready_ms", ms(ph.Ready)).Msg("room ready")
+	afterFork(s.log.Info().Uint32("id", r.row.ID).Uint16("port", r.row.Port).Int("pid", r.row.PID).
+		Float64("spawn_ms", ms(spawnTime)), ph, ph.Ready).Msg("room ready")
 	s.remember(r.row.ID, time.Time{}) // the seats it was given while it started
 }
 
@@ -363,6 +364,13 @@ type spawnPhases struct {
 	prep   time.Duration // the room's directory, its user and its cgroups
 	launch host.Phases   // the instance's start, until its first report
 	ready  time.Duration // from there until its game was ready on its port
+}
+
+// afterFork adds to a log line the phases of an instance's start after
+// its fork (ph), its game's start taking ready.
+func afterFork(e *zerolog.Event, ph host.Phases, ready time.Duration) *zerolog.Event {
+	return e.Float64("boot_ms", ms(ph.Boot)).Float64("dial_ms", ms(ph.Dial)).Float64("watch_ms", ms(ph.Watch)).
+		Float64("ready_ms", ms(ready))
 }
 
 // ms is d in milliseconds, for the log.

@@ -273,8 +273,7 @@ func (s *Supervisor) Spawn(ctx context.Context, creator netip.AddrPort, h roomta
 	if r.bootDone != nil {
 		e = e.Bool("starting", true) // the rest is in its "room ready" line
 	} else {
-		e = e.Float64("boot_ms", ms(r.phases.launch.Boot)).Float64("dial_ms", ms(r.phases.launch.Dial)).
-			Float64("watch_ms", ms(r.phases.launch.Watch)).Float64("ready_ms", ms(r.phases.ready))
+		e = afterFork(e, r.phases.launch, r.phases.ready)
 	}
 	e.Str("log", s.dirs.logPath(row.ID)).Msg("room created")
 	return row, nil
