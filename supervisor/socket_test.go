@@ -221,3 +221,35 @@ func TestRunnerLetsItsProgramBindThePort(t *testing.T) {
 		t.Fatalf("the kept server on port %d says %+v", r.Port, in)
 	}
 }
+
+// The port the supervisor binds for a room is bound where the rooms'
+// ports are (Config.Bind), at that address only, while its instance
+// starts as after: the instance keeps the socket it was passed, and
+// another address of the host keeps its own use of the port.
+func TestRoomSocketBoundAtBind(t *testing.T) {
+	s, _, gate := newGated(t, func(c *Config) { c.Bind = loopback })
+	r, err := s.Table().Create(context.Background(), ep("127.0.0.1:9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))); err == nil {
+			c.Close()
+			t.Fatalf("%s: port %d free at %v, where the room is bound", when, r.Port, loopback)
+		}
+		other := netip.AddrFrom4([4]byte{127, 0, 0, 2})
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(other, r.Port)))
+		if err != nil {
+			t.Fatalf("%s: port %d taken at %v too: %v", when, r.Port, other, err)
+		}
+		c.Close()
+	}
+	if !booting(s, r.ID) {
+		t.Fatal("the room was not handed out while its instance started")
+	}
+	check("while its instance starts")
+	setGate(t, gate, "open", true)
+	eventually(t, "the room ready", func() bool { return !booting(s, r.ID) })
+	check("once ready")
+}

@@ -203,6 +203,12 @@ bugs() {
 		'if queued && v == limit.Served {' \
 		'if queued {' \
 		./tests '^TestForgedMillionSourcesMeetTheBounds$'
+	# The supervisor binds a room's port at every address, whatever
+	# bind says.
+	bug supervisor/spawn.go \
+		'c, err := udpsock.Listen(s.cfg.Bind, port)' \
+		'c, err := udpsock.Listen(instance.Assignment{}.Bind, port)' \
+		./supervisor '^TestRoomSocketBoundAtBind$'
 	# Replies to unverified sources are not charged to
 	# unverified_reply_limit.
 	bug internal/limit/guard.go \
