@@ -81,6 +81,23 @@ type batch struct {
 	// drops is the socket's drop counter as the last datagram read said.
 	drops  uint32
 	queued int
+	// n is how many datagrams answer handles, i the one it is at.
+	n, i int
+	// credits are what the batch's sources were admitted for together
+	// (see admitted), one per source that asked.
+	credits []credit
+}
+
+// credit is what a run of a source's requests in a batch, asked for
+// together, got (see admitted): the requests up to the datagram until,
+// the first served of those still to come served with v, and the rest
+// refused, the next with refused; or, with alone, that each asks alone.
+type credit struct {
+	ip         netip.Addr
+	until      int
+	served     int
+	v, refused limit.Verdict
+	alone      bool
 }
 
 // newBatch is the batch of socket c: its system calls batched (on Linux)
@@ -88,8 +105,9 @@ type batch struct {
 // being the loops that read batches like it (0: never raw).
 func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	q := &batch{
-		in:  make([]slot, batchSize),
-		out: make([]reply, batchSize),
+		in:      make([]slot, batchSize),
+		out:     make([]reply, batchSize),
+		credits: make([]credit, 0, batchSize),
 	}
 	if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
 		q.bound = a.AddrPort().Addr().Unmap()
@@ -139,13 +157,69 @@ func (q *batch) datagram(i int) ([]byte, netip.AddrPort, arrival) {
 // is kept for the next one, so that even a flood of dropped replies
 // allocates nothing.
 func (q *batch) answer(n int, handle func(b []byte, from netip.AddrPort, at arrival, out []byte) []byte) {
-	for i := range n {
+	q.n, q.credits = n, q.credits[:0]
+	for q.i = 0; q.i < n; q.i++ {
 		slot := q.queued
-		b, from, at := q.datagram(i)
+		b, from, at := q.datagram(q.i)
 		if out := handle(b, from, at, q.out[slot].b[:0]); q.queued == slot {
 			q.out[slot].b = out[:0]
 		}
 	}
+}
+
+// admitted is the verdict on the datagram answer is at, a request from
+// ip of a kind the batch admits together, which alike tells by its
+// bytes. A run of such requests, the source's datagrams that follow it
+// up to the first that is not alike, asks at once, the first of them
+// for all (together(n)); the others take their verdicts from that
+// answer. One not in a run, or in a run whose answer is that each asks
+// alone (together's false), asks alone. Runs keep a source's requests
+// in order: none is served in place of an earlier one.
+//
+// A datagram counted into a run that fails its later checks is charged
+// all the same: only datagrams shaped as requests of its source count,
+// so the charge is at most its own share of the batch.
+func (q *batch) admitted(ip netip.Addr, alike func(b []byte) bool, together func(n int) (limit.Admission, bool), alone func() limit.Verdict) limit.Verdict {
+	c := q.creditOf(ip)
+	if q.i > c.until { // a new run
+		n := 1
+		c.until, c.alone = q.i, true
+		for j := q.i + 1; j < q.n; j++ {
+			if s := &q.in[j]; s.from.Addr() == ip {
+				if !alike(s.buf[:s.n]) {
+					break
+				}
+				n, c.until = n+1, j
+			}
+		}
+		if n > 1 {
+			if a, ok := together(n); ok {
+				c.served, c.v, c.refused, c.alone = a.Served, a.Verdict, a.Refused, false
+			}
+		}
+	}
+	switch {
+	case c.alone:
+		return alone()
+	case c.served > 0:
+		c.served--
+		return c.v
+	}
+	v := c.refused
+	c.refused = limit.Limited // as its source is now
+	return v
+}
+
+// creditOf is ip's credit in the batch, a new one (no run yet) if it
+// has none.
+func (q *batch) creditOf(ip netip.Addr) *credit {
+	for i := range q.credits {
+		if q.credits[i].ip == ip {
+			return &q.credits[i]
+		}
+	}
+	q.credits = append(q.credits, credit{ip: ip, until: -1})
+	return &q.credits[len(q.credits)-1]
 }
 
 // WriteFrom queues b, the scratch space answer handed out (grown or not),

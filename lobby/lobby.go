@@ -438,7 +438,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 	// Retries do not draw from the CREATE bucket (they run nothing), so
 	// the general bucket is taken first and the CREATE one only for a
 	// request that will run.
-	v := l.guard.Admit(from.Addr(), now)
+	v := l.admit(c, from.Addr(), create, now)
 	if !v.OK() {
 		l.refused(v)
 		return out
@@ -504,6 +504,30 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 }
 
 var errNoRoomZero = errors.New("room 0 is never a room")
+
+// admit is the guard's verdict on a request from ip read at now, a
+// CREATE with create. In a read loop's batch (c) a source's LISTs and
+// JOINs ask together, once (see batch.admitted): a batch is mostly the
+// requests of a client or a few, and the guard's bookkeeping is then paid
+// per source, not per request. A CREATE asks alone: its verdict depends
+// on the requests its source sent before it.
+func (l *Lobby) admit(c sender, ip netip.Addr, create bool, now time.Time) limit.Verdict {
+	q, batched := c.(*batch)
+	if !batched || create {
+		return l.guard.Admit(ip, now)
+	}
+	frozen := l.frozen.Load()
+	return q.admitted(ip, func(b []byte) bool {
+		// The datagrams that reach this point: LISTs, and JOINs unless
+		// the lobby is frozen for a handover (see handle).
+		t := packet.TypeOf(b)
+		return (t == packet.ListRooms || t == packet.JoinRoom && !frozen) && packet.Is(b)
+	}, func(n int) (limit.Admission, bool) {
+		return l.guard.AdmitN(ip, now, n)
+	}, func() limit.Verdict {
+		return l.guard.Admit(ip, now)
+	})
+}
 
 // refused counts a request the guard refused.
 func (l *Lobby) refused(v limit.Verdict) {

@@ -197,6 +197,29 @@ bugs() {
 		'drop[j] = !together && (n == 1 || !allow(rs[j].to.Addr(), len(rs[j].b)))' \
 		'drop[j] = !together' \
 		./lobby '^TestSettleChargesANetworkOnce$'
+	# A CREATE asks with the LISTs after it in its batch: a new source's
+	# first CREATE is no longer charged as unverified.
+	bug lobby/lobby.go \
+		'if !batched || create {' \
+		'if !batched {' \
+		./lobby '^TestBatchAnswersAsOneByOne$'
+	# A run of a source's requests goes on past a datagram of it that
+	# is not alike, taking tokens for requests that ask alone.
+	bug lobby/batch.go \
+		'if !alike(s.buf[:s.n]) {' \
+		'if false && !alike(s.buf[:s.n]) {' \
+		./lobby '^TestBatchAdmitsARunAtOnce$'
+	# Every refusal in a run is a new limited episode.
+	bug lobby/batch.go \
+		'c.refused = limit.Limited // as its source is now' \
+		'c.refused = limit.NewlyLimited' \
+		./lobby '^TestBatchAnswersAsOneByOne$'
+	# Requests asked for together are served only as many as the bucket
+	# shows whole tokens for, where in turn it serves one more.
+	bug internal/limit/limit.go \
+		'if k := min(n, t+1); k > 0 && lim.AllowN(now, k) {' \
+		'if k := min(n, t); k > 0 && lim.AllowN(now, k) {' \
+		./internal/limit '^TestAllowNIsAllowInTurn$'
 	# Replies to unverified sources queued in a batch are charged to
 	# the network budget only.
 	bug lobby/lobby.go \

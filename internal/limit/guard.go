@@ -160,6 +160,13 @@ func (g *Guard) admit(ip netip.Addr, now time.Time, create bool) Verdict {
 	return v
 }
 
+// AdmitN is Admit for n requests from ip read at now, none a CREATE, at
+// once (see Sources.AllowN); when it reports false, the caller asks
+// Admit for each.
+func (g *Guard) AdmitN(ip netip.Addr, now time.Time, n int) (Admission, bool) {
+	return g.Sources.AllowN(ip, now, n, g.UnderPressure(now))
+}
+
 // AllowReply charges a reply of n bytes to ip's network, and to the
 // unverified budget when the request's verdict was ServedUnverified, and
 // reports whether it may be sent.

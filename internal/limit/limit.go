@@ -172,17 +172,9 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now = s.clock.at(now)
-	src, found := s.t.Get(k)
-	switch {
-	case found:
-		src.unverified = src.unverified && pressure
-		src.fresh = src.fresh && create // a create follows its own general take
-	case !s.admit.AllowN(now, 1):
+	src := s.enter(k, now, create, pressure)
+	if src == nil {
 		return Unadmitted
-	default:
-		src = s.t.Insert(k)
-		fill(&src.general, s.general, s.burst)
-		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, true
 	}
 	bucket := &src.general
 	if create {
@@ -192,7 +184,84 @@ func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Ver
 		}
 		bucket = &src.create
 	}
-	ok := bucket.AllowN(now, 1)
+	return src.verdict(bucket.AllowN(now, 1), create)
+}
+
+// Admission is what n requests of one source asked for together got (see
+// Sources.AllowN): the first Served of them are served with Verdict, the
+// next is refused with Refused, and any after it with Limited.
+type Admission struct {
+	Served           int
+	Verdict, Refused Verdict
+}
+
+// AllowN is Allow, not for a create, for n requests from ip at one time
+// (a batch of them read at now) at once: the first ones are served, as
+// many as the bucket holds tokens for, and the rest refused, as they
+// would be asked one after another, for at one time the bucket cannot
+// refill in between. It reports false, having stored nothing, for a
+// source new to the table that the admission budget refuses; the caller
+// then asks Allow for each request, and each is counted as refused.
+func (s *Sources) AllowN(ip netip.Addr, now time.Time, n int, pressure bool) (Admission, bool) {
+	k := keyOf(ip)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = s.clock.at(now)
+	src := s.enter(k, now, false, pressure)
+	if src == nil {
+		return Admission{}, false
+	}
+	src.fresh = src.fresh && n == 1 // the others are its later requests
+	a := Admission{Served: n}
+	if !src.general.AllowN(now, n) {
+		a.Served = most(&src.general, now, n-1)
+	}
+	if a.Served > 0 {
+		a.Verdict = src.verdict(true, false)
+	}
+	if a.Served < n {
+		a.Refused = src.verdict(false, false)
+	}
+	return a, true
+}
+
+// most takes from lim at now as many tokens as it serves, up to n, and
+// returns how many: the tokens it holds, or one more, for it serves a
+// token it lacks by less than a nanosecond's refill.
+func most(lim *rate.Limiter, now time.Time, n int) int {
+	t := int(lim.TokensAt(now))
+	if k := min(n, t+1); k > 0 && lim.AllowN(now, k) {
+		return k
+	}
+	if k := min(n, t); k > 0 && t < n && lim.AllowN(now, k) {
+		return k
+	}
+	return 0
+}
+
+// enter is the state of the source of key k, a request of it asked at
+// now (a create with create); a source new to the table enters it if
+// the admission budget lets it, else enter returns nil. s.mu is held.
+func (s *Sources) enter(k sourceKey, now time.Time, create, pressure bool) *source {
+	src, found := s.t.Get(k)
+	switch {
+	case found:
+		src.unverified = src.unverified && pressure
+		src.fresh = src.fresh && create // a create follows its own general take
+	case !s.admit.AllowN(now, 1):
+		return nil
+	default:
+		src = s.t.Insert(k)
+		fill(&src.general, s.general, s.burst)
+		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, true
+	}
+	return src
+}
+
+// verdict is the verdict on a request of src that its bucket served
+// (ok) or refused, a create with create; it records whether src is
+// limited now.
+func (src *source) verdict(ok, create bool) Verdict {
 	was := src.limited
 	src.limited = !ok
 	switch {

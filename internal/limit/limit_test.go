@@ -1,7 +1,9 @@
 package limit
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -288,5 +290,65 @@ func TestBudgetsHoldWhenClocksArriveOutOfOrder(t *testing.T) {
 				t.Errorf("%d granted over %v, at most %d: a burst of %d and %d a second", granted, span, most, burst, perSecond)
 			}
 		})
+	}
+}
+
+// AllowN for n requests at one time answers as n calls of Allow in turn
+// would: the same verdicts, in order, and the same state after, which
+// the steps that follow read. The model is a second table asked in turn,
+// through random rates, bursts, pressure, creates (which ask alone, as
+// the lobby's do), time steps, and tables small enough that sources are
+// evicted and admission refused.
+func TestAllowNIsAllowInTurn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ips := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"),
+		netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("198.51.100.9")}
+	for trial := range 300 {
+		// Whole rates and times in ms meet the bucket's rounding (it
+		// serves a token it lacks by less than a ns of refill); the
+		// others, any rate and time.
+		rate, unit := 0.1+40*rng.Float64(), 1
+		if trial%2 == 0 {
+			rate, unit = float64(1+rng.IntN(40)), int(time.Millisecond)
+		}
+		c := Config{Rate: rate, Burst: 1 + rng.IntN(8), CreateRate: 1, CreateBurst: 1 + rng.IntN(3),
+			MaxSources: 1 + rng.IntN(len(ips)), AdmitRate: float64(1 + rng.IntN(10)), AdmitBurst: 1 + rng.IntN(3)}
+		together, inTurn := NewSources(c), NewSources(c)
+		now := time.Unix(1_000_000_000, 0)
+		for step := range 200 {
+			now = now.Add(time.Duration(rng.IntN(150_000_000/unit) * unit)) // up to 150 ms
+			ip, pressure := ips[rng.IntN(len(ips))], rng.IntN(4) == 0
+			if rng.IntN(6) == 0 { // a create, alone, with or without its general take
+				create := rng.IntN(2) == 0
+				if got, want := together.Allow(ip, now, create, pressure), inTurn.Allow(ip, now, create, pressure); got != want {
+					t.Fatalf("trial %d step %d: Allow(%v, create %v) %v, in turn %v", trial, step, ip, create, got, want)
+				}
+				continue
+			}
+			n := 1 + rng.IntN(16)
+			var got, want []Verdict
+			if a, ok := together.AllowN(ip, now, n, pressure); ok {
+				for i := range n {
+					switch {
+					case i < a.Served:
+						got = append(got, a.Verdict)
+					case i == a.Served:
+						got = append(got, a.Refused)
+					default:
+						got = append(got, Limited)
+					}
+				}
+			} else {
+				for range n {
+					got = append(got, together.Allow(ip, now, false, pressure))
+				}
+			}
+			for range n {
+				want = append(want, inTurn.Allow(ip, now, false, pressure))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d step %d: %d from %v: %v, in turn %v", trial, step, n, ip, got, want)
+			}
+		}
 	}
 }
