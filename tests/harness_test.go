@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/foyerlobby/foyer/internal/requiretest"
 )
 
 // TestHarnessFromAGamesModule: the README's harness example, as a game's
 // developer writes it in a module of their own that requires Foyer (here
 // by a replace directive pointing at this checkout), passes with a plain
-// `go test`, offline, with the module cache: the harness builds the foyer
-// binary itself. (A game's module that vendors its dependencies has no
+// `go test`, offline, with the module cache as `go mod download` leaves
+// it: the harness builds the foyer binary itself. (A game's module that vendors its dependencies has no
 // cmd/foyer in its vendor directory; the harness then builds it in the
 // foyer module, see foyertest's TestBuildInTheFoyerModule.)
 func TestHarnessFromAGamesModule(t *testing.T) {
@@ -36,6 +38,9 @@ func TestHarnessFromAGamesModule(t *testing.T) {
 	cmd.Env = append(withoutEnv(os.Environ(), "FOYER_BINARY", "GOFLAGS", "GOWORK"),
 		"GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.CombinedOutput()
+	if err != nil {
+		requiretest.ModuleCache(t, out)
+	}
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestExample") {
 		t.Fatalf("go test in the game's module: %v\n%s", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +141,21 @@ func Cgroups(t testing.TB) {
 	t.Helper()
 	if err := writableCgroups(); err != nil {
 		missing(t, "cgroups it may write (root, or a delegated cgroup): "+err.Error())
+	}
+}
+
+// ModuleCache requires that out, what a go command run offline
+// (GOPROXY=off) said, is not that a module it needed is missing from the
+// module cache. `go mod download`, which `make test` runs, fills the
+// cache with Foyer's whole module graph; a build of Foyer alone fetches
+// only the part it reads, and a module that requires Foyer resolves all
+// of it.
+func ModuleCache(t testing.TB, out []byte) {
+	t.Helper()
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "module lookup disabled by GOPROXY=off") {
+			missing(t, "the module cache as `go mod download` fills it ("+strings.TrimSpace(l)+")")
+			return
+		}
 	}
 }

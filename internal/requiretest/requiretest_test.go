@@ -56,3 +56,19 @@ func TestCommand(t *testing.T) {
 		t.Errorf("without quakestat: skipped %q, want %q", r.skipped, want)
 	}
 }
+
+// ModuleCache skips when an offline go command missed a module in the
+// cache, and only then.
+func TestModuleCache(t *testing.T) {
+	t.Setenv(Env, "")
+	var r recorder
+	ModuleCache(&r, []byte("go: finding module\n--- FAIL: TestExample\n"))
+	if r.skipped != "" || r.failed != "" {
+		t.Errorf("a failure of another kind: skipped %q, failed %q", r.skipped, r.failed)
+	}
+	ModuleCache(&r, []byte("go: github.com/fatih/color@v1.13.0 requires\n\tgithub.com/mattn/go-colorable@v0.1.9: module lookup disabled by GOPROXY=off\n"))
+	want := "needs the module cache as `go mod download` fills it (github.com/mattn/go-colorable@v0.1.9: module lookup disabled by GOPROXY=off); `make test` runs it"
+	if r.skipped != want {
+		t.Errorf("a module missing from the cache: skipped %q, want %q", r.skipped, want)
+	}
+}
