@@ -220,11 +220,12 @@ func TestBatchAdmitsARunAtOnce(t *testing.T) {
 		"192.0.2.1 4": {Served: 4, Verdict: limit.ServedUnverified},
 	}
 	q := newBatch(udptest.Listen(t, "127.0.0.1"), false, 0)
-	var asked []string
-	batch := func(ds ...struct {
+	type dg struct {
 		from netip.AddrPort
 		b    string
-	}) []string {
+	}
+	var asked []string
+	batch := func(ds ...dg) []string {
 		for i, d := range ds {
 			s := &q.in[i]
 			s.n, s.from = copy(s.buf, d.b), d.from
@@ -250,10 +251,6 @@ func TestBatchAdmitsARunAtOnce(t *testing.T) {
 			return out
 		})
 		return got
-	}
-	type dg = struct {
-		from netip.AddrPort
-		b    string
 	}
 	got := batch(dg{a, "alike"}, dg{b, "alike"}, dg{a, "alike"}, dg{a, "other"}, dg{a, "alike"},
 		dg{c, "alike"}, dg{b, "alike"}, dg{a, "alike"}, dg{a, "alike"})

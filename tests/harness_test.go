@@ -14,9 +14,10 @@ import (
 // developer writes it in a module of their own that requires Foyer (here
 // by a replace directive pointing at this checkout), passes with a plain
 // `go test`, offline, with the module cache as `go mod download` leaves
-// it: the harness builds the foyer binary itself. (A game's module that vendors its dependencies has no
-// cmd/foyer in its vendor directory; the harness then builds it in the
-// foyer module, see foyertest's TestBuildInTheFoyerModule.)
+// it: the harness builds the foyer binary itself. (A game's module that
+// vendors its dependencies has no cmd/foyer in its vendor directory; the
+// harness then builds it in the foyer module, see foyertest's
+// TestBuildInTheFoyerModule.)
 func TestHarnessFromAGamesModule(t *testing.T) {
 	checkout, err := filepath.Abs("..")
 	if err != nil {

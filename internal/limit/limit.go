@@ -168,23 +168,14 @@ func NewSources(c Config) *Sources {
 // pressure is unverified until it is seen again after the pressure. An
 // IPv4-mapped IPv6 address is the IPv4 source.
 func (s *Sources) Allow(ip netip.Addr, now time.Time, create, pressure bool) Verdict {
-	k := keyOf(ip)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now = s.clock.at(now)
-	src := s.enter(k, now, create, pressure)
-	if src == nil {
+	switch a, ok := s.take(ip, now, 1, create, pressure); {
+	case !ok:
 		return Unadmitted
+	case a.Served == 1:
+		return a.Verdict
+	default:
+		return a.Refused
 	}
-	bucket := &src.general
-	if create {
-		if !src.created {
-			fill(&src.create, s.create, s.cburst)
-			src.created = true
-		}
-		bucket = &src.create
-	}
-	return src.verdict(bucket.AllowN(now, 1), create)
 }
 
 // Admission is what n requests of one source asked for together got (see
@@ -203,24 +194,46 @@ type Admission struct {
 // source new to the table that the admission budget refuses; the caller
 // then asks Allow for each request, and each is counted as refused.
 func (s *Sources) AllowN(ip netip.Addr, now time.Time, n int, pressure bool) (Admission, bool) {
+	return s.take(ip, now, n, false, pressure)
+}
+
+// take is AllowN for n requests, creates with create (which ask one at
+// a time: n is then 1), and Allow with n = 1.
+func (s *Sources) take(ip netip.Addr, now time.Time, n int, create, pressure bool) (Admission, bool) {
 	k := keyOf(ip)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now = s.clock.at(now)
-	src := s.enter(k, now, false, pressure)
-	if src == nil {
+	src, found := s.t.Get(k)
+	switch {
+	case found:
+		src.unverified = src.unverified && pressure
+		src.fresh = src.fresh && create // a create follows its own general take
+	case !s.admit.AllowN(now, 1):
 		return Admission{}, false
+	default:
+		src = s.t.Insert(k)
+		fill(&src.general, s.general, s.burst)
+		// Fresh: this is its only request yet (n > 1 are its later ones too).
+		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, n == 1
 	}
-	src.fresh = src.fresh && n == 1 // the others are its later requests
+	bucket := &src.general
+	if create {
+		if !src.created {
+			fill(&src.create, s.create, s.cburst)
+			src.created = true
+		}
+		bucket = &src.create
+	}
 	a := Admission{Served: n}
-	if !src.general.AllowN(now, n) {
-		a.Served = most(&src.general, now, n-1)
+	if !bucket.AllowN(now, n) {
+		a.Served = most(bucket, now, n-1)
 	}
 	if a.Served > 0 {
-		a.Verdict = src.verdict(true, false)
+		a.Verdict = src.verdict(true, create)
 	}
 	if a.Served < n {
-		a.Refused = src.verdict(false, false)
+		a.Refused = src.verdict(false, create)
 	}
 	return a, true
 }
@@ -229,6 +242,9 @@ func (s *Sources) AllowN(ip netip.Addr, now time.Time, n int, pressure bool) (Ad
 // returns how many: the tokens it holds, or one more, for it serves a
 // token it lacks by less than a nanosecond's refill.
 func most(lim *rate.Limiter, now time.Time, n int) int {
+	if n == 0 {
+		return 0
+	}
 	t := int(lim.TokensAt(now))
 	if k := min(n, t+1); k > 0 && lim.AllowN(now, k) {
 		return k
@@ -237,25 +253,6 @@ func most(lim *rate.Limiter, now time.Time, n int) int {
 		return k
 	}
 	return 0
-}
-
-// enter is the state of the source of key k, a request of it asked at
-// now (a create with create); a source new to the table enters it if
-// the admission budget lets it, else enter returns nil. s.mu is held.
-func (s *Sources) enter(k sourceKey, now time.Time, create, pressure bool) *source {
-	src, found := s.t.Get(k)
-	switch {
-	case found:
-		src.unverified = src.unverified && pressure
-		src.fresh = src.fresh && create // a create follows its own general take
-	case !s.admit.AllowN(now, 1):
-		return nil
-	default:
-		src = s.t.Insert(k)
-		fill(&src.general, s.general, s.burst)
-		src.created, src.limited, src.unverified, src.fresh = false, false, pressure, true
-	}
-	return src
 }
 
 // verdict is the verdict on a request of src that its bucket served
