@@ -64,12 +64,10 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 			if !slices.Equal(flushed, []string{"re:one", "re:three"}) {
 				t.Errorf("batched %v, %s: flushed %q", batched, ip, flushed)
 			}
-			buf := make([]byte, 64)
 			for _, want := range flushed {
-				c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-				n, err := c.conn.Read(buf)
-				if err != nil || string(buf[:n]) != want {
-					t.Errorf("batched %v, %s: client got %q, %v; want %q", batched, ip, buf[:n], err, want)
+				b, err := udptest.Read(c.conn, c.to, 5*time.Second)
+				if err != nil || string(b) != want {
+					t.Errorf("batched %v, %s: client got %q, %v; want %q", batched, ip, b, err, want)
 				}
 			}
 		}
@@ -124,12 +122,10 @@ func TestFlushGoesOnPastAFailedReply(t *testing.T) {
 		if !slices.Equal(sent, []string{"one", "three", "four"}) || !slices.Equal(unsent, []string{"lost"}) {
 			t.Errorf("batched %v: sent %q, unsent %q", batched, sent, unsent)
 		}
-		buf := make([]byte, 64)
 		for _, want := range []string{"one", "three", "four"} {
-			c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			n, err := c.conn.Read(buf)
-			if err != nil || string(buf[:n]) != want {
-				t.Errorf("batched %v: client got %q, %v; want %q", batched, buf[:n], err, want)
+			b, err := udptest.Read(c.conn, c.to, 5*time.Second)
+			if err != nil || string(b) != want {
+				t.Errorf("batched %v: client got %q, %v; want %q", batched, b, err, want)
 			}
 		}
 	}

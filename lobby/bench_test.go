@@ -187,7 +187,7 @@ func replySizes(b *testing.B, addr netip.AddrPort, mix [][]byte) func([]byte) in
 		req = slices.Clone(req)
 		packet.SetSeq(req, uint16(i))
 		c.sendRaw(req)
-		reply, err := udptest.Read(c.conn, 5*time.Second)
+		reply, err := udptest.Read(c.conn, c.to, 5*time.Second)
 		if err != nil || reply == nil {
 			b.Fatalf("no answer to %x: %v", req, err)
 		}

@@ -48,7 +48,7 @@ func (c *extClient) ask(m ext.Message) ext.Message {
 
 func (c *extClient) recvExt(wait time.Duration) (ext.Message, bool) {
 	c.t.Helper()
-	b, err := udptest.Read(c.conn, wait)
+	b, err := udptest.Read(c.conn, c.to, wait)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func probe(t *testing.T, ip string, to netip.AddrPort, req []byte, wait time.Dur
 	udptest.Send(t, c, to, req)
 	a := amplification{in: len(req)}
 	for {
-		b, err := udptest.Read(c, wait)
+		b, err := udptest.Read(c, to, wait)
 		if err != nil {
 			t.Fatal(err)
 		}

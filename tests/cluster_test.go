@@ -27,6 +27,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
 // The cluster tests run real `foyer serve` hosts, each in a network
@@ -680,15 +681,13 @@ func TestClusterBehindOneAddress(t *testing.T) {
 // lobby answers a retry as it answered the first) while none comes.
 func joinOnce(c *net.UDPConn, lobby netip.AddrPort, room uint32) byte {
 	req := encode(compact, joinRoom, 1, 0, joinPayload(room))
-	buf := make([]byte, 2048)
 	for range 5 {
 		c.WriteToUDPAddrPort(req, lobby)
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		n, err := c.Read(buf)
-		if err != nil {
+		b, err := udptest.Read(c, lobby, 2*time.Second)
+		if err != nil || b == nil {
 			continue
 		}
-		if r, err := decode(buf[:n]); err == nil {
+		if r, err := decode(b); err == nil {
 			return r.typ
 		}
 	}

@@ -367,7 +367,7 @@ func TestDeniedSourceGetsNothing(t *testing.T) {
 		}
 		u := newClient(t, ip, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(gunzPort)))
 		u.send(gunzHex(t, gunzSeedRequest))
-		if b, err := udptest.Read(u.conn, quiet); err != nil || b != nil {
+		if b, err := udptest.Read(u.conn, u.to, quiet); err != nil || b != nil {
 			t.Errorf("%s: GunZ answered %x (%v)", ip, b, err)
 		}
 		// TCP: the connection is closed with nothing written.

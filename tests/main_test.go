@@ -391,7 +391,7 @@ func (c *client) recv(wait time.Duration) (reply, bool) {
 // tryRecv is recv for other goroutines than the test's: it reports
 // instead of failing. A zero reply means none came in time.
 func (c *client) tryRecv(wait time.Duration) (reply, error) {
-	b, err := udptest.Read(c.conn, wait)
+	b, err := udptest.Read(c.conn, c.to, wait)
 	if err != nil || b == nil {
 		return reply{}, err
 	}

@@ -70,7 +70,7 @@ func TestReplyLeavesFromTheAddressAsked(t *testing.T) {
 			if _, _, err := srv.WriteMsgUDPAddrPort([]byte("answer"), answer, from); err != nil {
 				t.Fatal(err)
 			}
-			b, err := udptest.Read(c, 300*time.Millisecond)
+			b, err := udptest.Read(c, to, 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,22 +33,30 @@ func Send(t testing.TB, c *net.UDPConn, to netip.AddrPort, b []byte) {
 	}
 }
 
-// Read waits up to wait for one datagram on c. A nil datagram with a nil
-// error means none came in time: a test proving that no answer is sent
-// needs that to be an outcome, not a failure. Read does not fail the test
-// itself so that goroutines other than the test's may call it.
-func Read(c *net.UDPConn, wait time.Duration) ([]byte, error) {
+// Read waits up to wait for one datagram from from on c. A nil datagram
+// with a nil error means none came in time: a test proving that no answer
+// is sent needs that to be an outcome, not a failure. Datagrams from any
+// other address are dropped unread: the port Listen chose may have been
+// another test's a moment before, whose peer can still be answering it.
+// Read does not fail the test itself so that goroutines other than the
+// test's may call it.
+func Read(c *net.UDPConn, from netip.AddrPort, wait time.Duration) ([]byte, error) {
 	buf := make([]byte, 1<<16)
 	if err := c.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return nil, err
 	}
-	n, err := c.Read(buf)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, nil
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	for {
+		n, src, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil, nil
+			}
+			return nil, err
 		}
-		return nil, err
+		if netip.AddrPortFrom(src.Addr().Unmap(), src.Port()) == from {
+			return buf[:n], nil
+		}
 	}
-	return buf[:n], nil
 }

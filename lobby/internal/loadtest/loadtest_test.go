@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/packet"
 )
 
@@ -55,15 +56,13 @@ func TestEchoesPadToTheAskedSize(t *testing.T) {
 				if _, err := client.WriteToUDPAddrPort(req, addr); err != nil {
 					t.Fatal(err)
 				}
-				client.SetReadDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 1<<16)
-				n, err := client.Read(buf)
-				if err != nil {
-					t.Fatal(err)
+				b, err := udptest.Read(client, addr, 5*time.Second)
+				if err != nil || b == nil {
+					t.Fatalf("%x: no answer (%v)", req, err)
 				}
 				want := append(bytes.Clone(req), make([]byte, max(int(req[0])-len(req), 0))...)
-				if !bytes.Equal(buf[:n], want) {
-					t.Errorf("%x answered %x, want %x", req, buf[:n], want)
+				if !bytes.Equal(b, want) {
+					t.Errorf("%x answered %x, want %x", req, b, want)
 				}
 			}
 		})
