@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/udptest"
 
 	"github.com/rs/zerolog"
 
@@ -237,14 +238,10 @@ func send(t testing.TB, from netip.Addr, port uint16, cmd string) {
 func sendFrom(t testing.TB, from netip.Addr, port uint16, cmd string, tries int) bool {
 	t.Helper()
 	c := peerSocket(t, from, port)
-	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))
-	buf := make([]byte, 16)
+	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
 	for range tries {
-		if _, err := c.WriteToUDP([]byte(cmd), to); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		if _, _, err := c.ReadFromUDP(buf); err == nil {
+		udptest.Send(t, c, to, []byte(cmd))
+		if b, err := udptest.Read(c, to, 200*time.Millisecond); err == nil && b != nil {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/packet/game"
 	"github.com/foyerlobby/foyer/room"
@@ -50,16 +51,14 @@ func (p *player) send(typ game.Type) {
 // expect reads until a message of type typ; only pongs may come first.
 func (p *player) expect(typ game.Type) game.Message {
 	p.t.Helper()
-	buf := make([]byte, 1500)
 	for {
-		p.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-		n, _, err := p.conn.ReadFromUDP(buf)
-		if err != nil {
+		b, err := udptest.Read(p.conn, p.room.AddrPort(), 20*time.Second)
+		if err != nil || b == nil {
 			p.t.Fatalf("waiting for %v: %v", typ, err)
 		}
-		m, err := game.Parse(buf[:n])
+		m, err := game.Parse(b)
 		if err != nil {
-			p.t.Fatalf("room sent %x: %v", buf[:n], err)
+			p.t.Fatalf("room sent %x: %v", b, err)
 		}
 		if m.Type == typ {
 			return m

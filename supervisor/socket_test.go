@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/instance/keeper"
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"github.com/foyerlobby/foyer/room"
 )
 
@@ -88,15 +89,11 @@ func TestRoomIsHandedOutWhileItsInstanceStarts(t *testing.T) {
 		t.Fatalf("listed %+v, %v; want room %d on port %d with its creator's seat", row, ok, r.ID, r.Port)
 	}
 	// One datagram, sent once, before the game can read it.
-	c := peerSocket(t, loopback, r.Port)
-	if _, err := c.WriteToUDP([]byte("hello"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, r.Port))); err != nil {
-		t.Fatal(err)
-	}
+	c, game := peerSocket(t, loopback, r.Port), netip.AddrPortFrom(loopback, r.Port)
+	udptest.Send(t, c, game, []byte("hello"))
 	setGate(t, gate, "open", true)
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	buf := make([]byte, 16)
-	if n, _, err := c.ReadFromUDP(buf); err != nil || string(buf[:n]) != "ok" {
-		t.Fatalf("the hello sent while the room started: %q, %v", buf[:n], err)
+	if b, err := udptest.Read(c, game, 20*time.Second); err != nil || string(b) != "ok" {
+		t.Fatalf("the hello sent while the room started: %q, %v", b, err)
 	}
 	eventually(t, "the creator in its room", func() bool {
 		row, _ := listed(s, r.ID)
