@@ -269,12 +269,13 @@ func TestContextEnds(t *testing.T) {
 }
 
 // A port nobody listens on refuses, and the client says so, naming it.
-// The kernel's answer is an ICMP message, which it sends within a budget
-// for the whole machine: other tests sending to closed ports can spend it
-// for a while. And the port, free a moment before, may have been bound
-// since by another test. So a List that timed out, or that met a port
-// taken meanwhile, is asked again at another closed port until one is
-// refused or a minute has passed; any other outcome fails at once.
+// The refusal is an ICMP message, which a kernel may not send on a busy
+// machine: some kernels count it against one budget for the whole
+// machine, loopback included, which other tests sending to closed ports
+// can spend for a while. And the port, free a moment before, may have
+// been bound since by another test. So a List that timed out, or that met
+// a port taken meanwhile, is asked again at another closed port until one
+// is refused or a minute has passed; any other outcome fails at once.
 func TestRefused(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for try := 1; ; try++ {
