@@ -426,15 +426,11 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		return out
 	}
 	l.stats.requests[requestIndex(m.Type)].Add(1) // ParseRequest returns requests only
+	if reason := l.turnedAway(m.Type); reason != "" {
+		l.stats.drop(reason)
+		return out
+	}
 	create := m.Type == packet.CreateRoom
-	if create && l.draining.Load() {
-		l.stats.drop("draining")
-		return out
-	}
-	if m.Type != packet.ListRooms && l.frozen.Load() {
-		l.stats.drop("handover")
-		return out
-	}
 	// Retries do not draw from the CREATE bucket (they run nothing), so
 	// the general bucket is taken first and the CREATE one only for a
 	// request that will run.
@@ -505,6 +501,19 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 
 var errNoRoomZero = errors.New("room 0 is never a room")
 
+// turnedAway is why a request of type t is dropped before the guard is
+// asked, or "": a CREATE while the lobby drains, and all but a LIST while
+// it is frozen for a handover.
+func (l *Lobby) turnedAway(t packet.Type) string {
+	switch {
+	case t == packet.CreateRoom && l.draining.Load():
+		return "draining"
+	case t != packet.ListRooms && l.frozen.Load():
+		return "handover"
+	}
+	return ""
+}
+
 // admit is the guard's verdict on a request from ip read at now, a
 // CREATE with create. In a read loop's batch (c) a source's LISTs and
 // JOINs ask together, once (see batch.admitted): a batch is mostly the
@@ -516,12 +525,10 @@ func (l *Lobby) admit(c sender, ip netip.Addr, create bool, now time.Time) limit
 	if !batched || create {
 		return l.guard.Admit(ip, now)
 	}
-	frozen := l.frozen.Load()
 	return q.admitted(ip, func(b []byte) bool {
-		// The datagrams that reach this point: LISTs, and JOINs unless
-		// the lobby is frozen for a handover (see handle).
+		// A LIST or JOIN that will ask the guard (see handle).
 		t := packet.TypeOf(b)
-		return (t == packet.ListRooms || t == packet.JoinRoom && !frozen) && packet.Is(b)
+		return (t == packet.ListRooms || t == packet.JoinRoom) && l.turnedAway(t) == "" && packet.Is(b)
 	}, func(n int) (limit.Admission, bool) {
 		return l.guard.AdmitN(ip, now, n)
 	}, func() limit.Verdict {
