@@ -197,6 +197,17 @@ bugs() {
 		'drop[j] = !together && (n == 1 || !allow(rs[j].to.Addr(), len(rs[j].b)))' \
 		'drop[j] = !together' \
 		./lobby '^TestSettleChargesANetworkOnce$'
+	# A run counts a JOIN the frozen lobby turns away before the guard:
+	# the requests after it are refused as if it had taken a token.
+	bug lobby/lobby.go \
+		'return (t == packet.ListRooms || t == packet.JoinRoom) && l.turnedAway(t) == "" && packet.Is(b)' \
+		'return (t == packet.ListRooms || t == packet.JoinRoom) && packet.Is(b)' \
+		./lobby '^TestBatchAnswersAsOneByOne$'
+	# A test's UDP read takes another address's datagram for its peer's.
+	bug internal/udptest/udptest.go \
+		'if netip.AddrPortFrom(src.Addr().Unmap(), src.Port()) == from {' \
+		'if src.IsValid() {' \
+		./internal/udptest '^TestReadTakesOnlyItsPeer$'
 	# A CREATE asks with the LISTs after it in its batch: a new source's
 	# first CREATE is no longer charged as unverified.
 	bug lobby/lobby.go \
