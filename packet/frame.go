@@ -2,7 +2,6 @@ package packet
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"slices"
 )
 
@@ -96,7 +95,7 @@ func parseWire(b []byte) (wire, error) {
 		return w, err
 	}
 	n := len(b) - CRCLen
-	if binary.BigEndian.Uint32(b[n:]) != crc32.ChecksumIEEE(b[:n]) {
+	if binary.BigEndian.Uint32(b[n:]) != checksum(b[:n]) {
 		return w, ErrCRC
 	}
 	if !validDir(w.dir) {
@@ -232,7 +231,7 @@ func endFrame(b []byte, start int, h Header, dir Direction) []byte {
 		binary.BigEndian.PutUint16(f[4:], uint16(size))
 		binary.BigEndian.PutUint16(f[6:], uint16(original))
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(f))
+	return binary.BigEndian.AppendUint32(b, checksum(f))
 }
 
 // SetSeq rewrites the sequence id of an encoded datagram in place and
@@ -265,5 +264,5 @@ func setSeqTick(pkt []byte, seq uint16, tick uint32, setTick bool) {
 		binary.BigEndian.PutUint32(pkt[off+2:], tick)
 	}
 	n := len(pkt) - CRCLen
-	binary.BigEndian.PutUint32(pkt[n:], crc32.ChecksumIEEE(pkt[:n]))
+	binary.BigEndian.PutUint32(pkt[n:], checksum(pkt[:n]))
 }
