@@ -95,6 +95,10 @@ type retries struct {
 	n      int // live answers
 	window time.Duration
 	epoch  time.Time // answer.at counts from here (monotonic)
+	// last is the slot of the endpoint begin last found, where finish
+	// and abandon look first: a JOIN answered on its read loop finishes
+	// right after it began.
+	last int
 }
 
 // newRetries keeps at most size answers of at most slot bytes (255 at
@@ -119,7 +123,8 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 	at := now.Sub(r.epoch)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, known := r.t.Get(k.from)
+	e, slot, known := r.t.Find(k.from)
+	r.last = slot
 	switch {
 	case !known:
 		e = r.t.Insert(k.from) // an evicted endpoint's answers go with it
@@ -154,7 +159,10 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 // running returns the endpoint's answers and the index of k's answer
 // while its request runs, or -1. The caller holds r.mu.
 func (r *retries) running(k retryKey) (*answers, int) {
-	e, known := r.t.Get(k.from)
+	e, known := r.t.At(r.last, k.from)
+	if !known {
+		e, known = r.t.Get(k.from)
+	}
 	if !known {
 		return nil, -1
 	}

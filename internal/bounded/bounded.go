@@ -29,11 +29,28 @@ func New[K comparable, V any](max int) *Table[K, V] {
 // Get returns the value stored for k, in place, and marks it used. The
 // pointer is valid until the next Insert.
 func (t *Table[K, V]) Get(k K) (*V, bool) {
+	v, _, ok := t.Find(k)
+	return v, ok
+}
+
+// Find is Get, and also returns the slot that holds k's entry, where At
+// finds it again without hashing k.
+func (t *Table[K, V]) Find(k K) (*V, int, bool) {
 	i, ok := t.index[k]
 	if !ok {
-		return nil, false
+		return nil, -1, false
 	}
 	t.slots[i].used = true
+	return &t.slots[i].val, i, true
+}
+
+// At returns the value stored for k if slot i holds k's entry, as Find
+// said it did: an entry keeps its slot until it is evicted. It leaves the
+// entry's use as it is. The pointer is valid until the next Insert.
+func (t *Table[K, V]) At(i int, k K) (*V, bool) {
+	if i < 0 || i >= len(t.slots) || t.slots[i].key != k {
+		return nil, false
+	}
 	return &t.slots[i].val, true
 }
 

@@ -38,3 +38,32 @@ func TestTableSecondChance(t *testing.T) {
 		t.Errorf("len %d, index %d", tb.Len(), len(tb.index))
 	}
 }
+
+// At finds an entry in the slot Find said, until the entry is evicted:
+// then the slot holds another key, and At finds nothing there.
+func TestAtFindsAnEntryWhereFindSaid(t *testing.T) {
+	tb := New[int, string](2)
+	*tb.Insert(1) = "a"
+	*tb.Insert(2) = "b"
+	_, i, ok := tb.Find(1)
+	if !ok {
+		t.Fatal("1 not found")
+	}
+	if v, ok := tb.At(i, 1); !ok || *v != "a" {
+		t.Fatalf("At(%d, 1) = %v, %v; want a", i, v, ok)
+	}
+	if _, ok := tb.At(i, 2); ok {
+		t.Errorf("At(%d, 2) found 2 in 1's slot", i)
+	}
+	for _, j := range []int{-1, 2} {
+		if _, ok := tb.At(j, 1); ok {
+			t.Errorf("At(%d, 1) found a slot the table does not have", j)
+		}
+	}
+	tb.Get(2) // 2 used again since the hand cleared it: 1 goes first
+	tb.Insert(3)
+	tb.Insert(4)
+	if _, ok := tb.At(i, 1); ok {
+		t.Errorf("At(%d, 1) found 1 after it was evicted", i)
+	}
+}
