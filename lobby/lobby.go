@@ -130,6 +130,7 @@ type Lobby struct {
 
 	jobs       chan request // nil when JOIN runs on the read loop
 	inlineJoin bool
+	joinAt     room.JoinerAt // rooms, if it takes the time a JOIN was read
 	creating   atomic.Int64
 	draining   atomic.Bool
 	frozen     atomic.Bool    // handing over: LIST only
@@ -243,6 +244,7 @@ func newLobby(cfg Config, rooms room.Table, guard *limit.Guard, log zerolog.Logg
 		ctx:        ctx,
 		stop:       stop,
 	}
+	l.joinAt, _ = rooms.(room.JoinerAt)
 	if w, ok := rooms.(room.JoinNeverWaiter); ok && w.JoinNeverWaits() {
 		l.inlineJoin = true
 	} else {
@@ -462,7 +464,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 				err = room.ErrNoRoom
 			}
 			l.failed("join", from, m.RoomID, err)
-			out = l.appendAnswer(out, req, room.Room{}, err)
+			out = l.appendAnswer(out, &req, &room.Room{}, err)
 			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
@@ -488,7 +490,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 	}
 	if l.inlineJoin {
 		req.conn = c
-		return l.join(req, now, out)
+		return l.join(&req, now, out)
 	}
 	select {
 	case l.jobs <- req:
@@ -569,7 +571,7 @@ func (l *Lobby) startCreate(req request, now time.Time) {
 	l.work.Go(func() {
 		defer l.creating.Add(-1)
 		r, err := l.rooms.Create(l.ctx, req.from)
-		if l.handedOver(req, err) {
+		if l.handedOver(&req, err) {
 			return
 		}
 		if err == nil {
@@ -579,14 +581,14 @@ func (l *Lobby) startCreate(req request, now time.Time) {
 		} else {
 			l.failed("create", req.from, 0, err)
 		}
-		l.answer(req, r, err, time.Now(), make([]byte, 0, 32))
+		l.answer(&req, &r, err, time.Now(), make([]byte, 0, 32))
 	})
 }
 
 func (l *Lobby) joinWorker() {
 	buf := make([]byte, 0, 64)
 	for req := range l.jobs {
-		buf = l.join(req, time.Now(), buf)
+		buf = l.join(&req, time.Now(), buf)
 	}
 }
 
@@ -596,8 +598,14 @@ func (l *Lobby) joinWorker() {
 // refills less). A JOIN refused for a room that its held seats fill turns
 // the seat guard on: that is what forged JOINs do. buf is scratch space it
 // returns for reuse.
-func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
-	r, err := l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
+func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
+	var r room.Room
+	var err error
+	if l.joinAt != nil {
+		r, err = l.joinAt.JoinAt(l.ctx, req.room.ID, req.from, req.proof, now)
+	} else {
+		r, err = l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
+	}
 	if l.handedOver(req, err) {
 		return buf
 	}
@@ -616,14 +624,14 @@ func (l *Lobby) join(req request, now time.Time, buf []byte) []byte {
 	default:
 		l.failed("join", req.from, req.asked, err)
 	}
-	return l.answer(req, r, err, now, buf[:0])
+	return l.answer(req, &r, err, now, buf[:0])
 }
 
 // handedOver reports whether req, a CREATE or JOIN that err ended, is to
 // be dropped as one that came during the handover: the lobby froze while
 // it ran, and the table, held for the handover, refused it. Its retry is
 // for the new process to answer.
-func (l *Lobby) handedOver(req request, err error) bool {
+func (l *Lobby) handedOver(req *request, err error) bool {
 	if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() {
 		return false
 	}
@@ -634,7 +642,7 @@ func (l *Lobby) handedOver(req request, err error) bool {
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries
 // and sends it.
-func (l *Lobby) answer(req request, r room.Room, err error, now time.Time, buf []byte) []byte {
+func (l *Lobby) answer(req *request, r *room.Room, err error, now time.Time, buf []byte) []byte {
 	buf = l.appendAnswer(buf, req, r, err)
 	l.retries.finish(req.key, buf)
 	l.send(req.conn, buf, req.from, req.src, req.verdict, now)
@@ -644,7 +652,7 @@ func (l *Lobby) answer(req request, r room.Room, err error, now time.Time, buf [
 // appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for r, or
 // JOIN_FAILED when err is set, in the request's framing, sequence and
 // tick. JOIN_SUCCESS names the room as the JOIN did, masked or not.
-func (l *Lobby) appendAnswer(b []byte, req request, r room.Room, err error) []byte {
+func (l *Lobby) appendAnswer(b []byte, req *request, r *room.Room, err error) []byte {
 	h := packet.Header{Framing: req.h.Framing, Seq: req.h.Seq, Tick: req.h.Tick}
 	m := packet.Message{Header: h, RoomID: r.ID, Port: r.Port}
 	switch {

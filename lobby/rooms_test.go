@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/foyerlobby/foyer/lobby/internal/edgetest"
 	"github.com/foyerlobby/foyer/room"
@@ -56,6 +57,12 @@ func (m *memRooms) Create(ctx context.Context, creator netip.AddrPort) (room.Roo
 }
 
 func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
+	return m.JoinAt(ctx, id, player, proof, time.Now())
+}
+
+// JoinAt is what the lobby calls, the table taking the time (see
+// room.JoinerAt): the gate and the records are kept there.
+func (m *memRooms) JoinAt(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, error) {
 	m.joins.Add(1)
 	if err := pass(ctx, m.joinGate); err != nil {
 		return room.Room{}, err
@@ -65,7 +72,7 @@ func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort, p
 		*m.proofs = append(*m.proofs, proof)
 	}
 	m.mu.Unlock()
-	return m.Rooms.Join(ctx, id, player, proof)
+	return m.Rooms.JoinAt(ctx, id, player, proof, now)
 }
 
 // JoinNeverWaits is the table's answer (true: its Join only takes its

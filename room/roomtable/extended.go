@@ -219,7 +219,7 @@ func (t *Table) named(id uint32, code string) (*entry, error) {
 
 // holdGrant holds req's seat in e and signs its token. t.mu is held.
 func (t *Table) holdGrant(e *entry, req room.JoinRequest) (room.Grant, error) {
-	row, serial, err := t.hold(e, req.Player, req.Proof)
+	row, serial, err := t.hold(e, req.Player, req.Proof, time.Now())
 	if err != nil {
 		return room.Grant{}, err
 	}
@@ -253,7 +253,7 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 		return room.Grant{}, room.ErrClosed
 	}
 	for _, e := range t.fullestFirst(&f) {
-		row, serial, err := t.hold(e, player, room.Unproven)
+		row, serial, err := t.hold(e, player, room.Unproven, time.Now())
 		if err == nil {
 			t.mu.Unlock()
 			return room.Grant{Room: row, Token: t.sign(row.ID, serial, client)}, nil
@@ -287,7 +287,7 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 		// The waiters' seats, held before anyone else may take them.
 		p.serials = make(map[netip.AddrPort]uint32, len(p.waiters))
 		for _, w := range p.waiters {
-			if row, serial, err := t.hold(e, w, room.Unproven); err == nil {
+			if row, serial, err := t.hold(e, w, room.Unproven, time.Now()); err == nil {
 				p.row, p.serials[w] = row, serial
 			}
 		}

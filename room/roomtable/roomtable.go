@@ -286,7 +286,13 @@ func (t *Table) JoinNeverWaits() bool { return true }
 // seat there keeps it, refreshed, and takes no second one, even in a room
 // that is full. A seat taken or refreshed less than a second ago (a tenth
 // of SeatTTL, if that is less) keeps its time.
-func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
+func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
+	return t.JoinAt(ctx, id, player, proof, time.Now())
+}
+
+// JoinAt is Join at now (room.JoinerAt): a seat it holds or refreshes
+// expires SeatTTL after now.
+func (t *Table) JoinAt(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || t.held {
@@ -299,13 +305,13 @@ func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof 
 	if e.password != nil {
 		return room.Room{}, room.ErrWrongPassword // a seed JOIN carries none
 	}
-	row, _, err := t.hold(e, player, proof)
+	row, _, err := t.hold(e, player, proof, now)
 	return row, err
 }
 
-// hold holds a seat in e for player, as Join says, and returns the row
-// and the seat's number. t.mu is held.
-func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Room, uint32, error) {
+// hold holds a seat in e for player at now, as Join says, and returns
+// the row and the seat's number. t.mu is held.
+func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, uint32, error) {
 	id := e.row.ID
 	if e.stopping {
 		return room.Room{}, 0, room.ErrNotJoinable
@@ -332,7 +338,6 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof) (room.Ro
 		}
 		t.stats.SeatsDisplaced++
 	}
-	now := time.Now()
 	if seated && held.current(now, t.cfg.SeatTTL, proven) {
 		return row, held.serial, nil // nothing changed since row was read
 	}

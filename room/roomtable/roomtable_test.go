@@ -258,6 +258,35 @@ func TestSeatRefreshCanWait(t *testing.T) {
 	}
 }
 
+// TestJoinAtHoldsFromItsTime: a seat JoinAt holds lasts SeatTTL from the
+// time it is given, not from when the table ran it, and a refresh counts
+// from its own time too.
+func TestJoinAtHoldsFromItsTime(t *testing.T) {
+	const ttl = 10 * time.Second
+	rooms := roomtabletest.New(t, roomtable.Config{SeatTTL: ttl})
+	r := rooms.Add(room.Room{State: packet.Waiting, MaxPlayers: 4})
+	p := ep("192.0.2.1:1")
+	at := time.Now().Add(time.Hour)
+	for i, step := range []struct {
+		after   time.Duration // since at
+		expires time.Duration // since at
+	}{
+		{0, ttl},
+		{ttl / 20, ttl},         // within a tenth of its time: as it is
+		{ttl / 2, ttl/2 + ttl},  // refreshed from its own time
+		{-ttl / 2, ttl/2 + ttl}, // an earlier time refreshes nothing
+		{2 * ttl, 2*ttl + ttl},  // and a later one refreshes it again
+	} {
+		if _, err := rooms.JoinAt(ctx, r.ID, p, room.Unproven, at.Add(step.after)); err != nil {
+			t.Fatalf("JoinAt %d: %v", i, err)
+		}
+		seats, _, _ := rooms.Seats(r.ID)
+		if len(seats) != 1 || !seats[0].Expires.Equal(at.Add(step.expires)) {
+			t.Fatalf("JoinAt %d at +%v: seats %+v, want one expiring at +%v", i, step.after, seats, step.expires)
+		}
+	}
+}
+
 // TestClosedTableTakesNothing: after Close, registered rooms are gone and
 // nothing new is taken; rooms with a process stay until removed.
 func TestClosedTableTakesNothing(t *testing.T) {
