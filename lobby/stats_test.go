@@ -55,7 +55,8 @@ func (discard) write(out []reply) (int, error) { return len(out), nil }
 // included, without the sockets: handle on each datagram of a batch of
 // batchSize from one client, their replies queued, the batch settled
 // with the reply budget and flushed to a socket that discards them, the
-// clock read once per batch, as a read loop does with a full batch. The
+// clock read once per batch, as a read loop does with a full batch, and
+// the room table handed to the lobby itself, as foyer serve does. The
 // requests must allocate nothing, and neither must the drops, which a
 // flood makes the commonest path.
 func BenchmarkHandle(b *testing.B) {
@@ -95,7 +96,7 @@ func BenchmarkHandle(b *testing.B) {
 				cfg.Rate, cfg.Burst = 1, 1
 			}
 			cfg.ReflectionLimit = math.MaxInt32
-			l := cfg.newLobby(rooms)
+			l := cfg.newLobby(rooms.Rooms) // the table itself, as foyer serve hands it
 			defer l.stop()
 			from := netip.MustParseAddrPort("127.0.0.1:5000")
 			dgrams := make([][]byte, 1<<12)

@@ -68,7 +68,7 @@ type Meta struct {
 }
 
 // Meta is r's description.
-func (r Room) Meta() Meta { return Meta{Name: r.Name, Mode: r.Mode, Map: r.Map, Tags: r.Tags} }
+func (r *Room) Meta() Meta { return Meta{Name: r.Name, Mode: r.Mode, Map: r.Map, Tags: r.Tags} }
 
 // SetMeta replaces r's description with m.
 func (r *Room) SetMeta(m Meta) { r.Name, r.Mode, r.Map, r.Tags = m.Name, m.Mode, m.Map, m.Tags }
@@ -106,7 +106,7 @@ func (f *Filter) Match(r *Room) bool {
 
 // Public reports whether r may be listed: it is not private. A private
 // room is joined by its code alone, and no listing shows it.
-func (r Room) Public() bool { return !r.Private }
+func (r *Room) Public() bool { return !r.Private }
 
 // CreateOptions are what an extended CREATE asks of its room.
 type CreateOptions struct {

@@ -165,13 +165,13 @@ type Room struct {
 
 // Occupied is the room's player count as every listing shows it:
 // connected players plus seats held for players still connecting.
-func (r Room) Occupied() int { return r.Players + r.Seats }
+func (r *Room) Occupied() int { return r.Players + r.Seats }
 
 // JoinError says why a player could not join r now: ErrNotJoinable once
 // the match has begun, ErrFull when every place is taken or held; nil if
 // the player can. It returns the sentinels themselves, unwrapped, so that
 // refusing costs no allocation whatever the JOIN traffic.
-func (r Room) JoinError() error {
+func (r *Room) JoinError() error {
 	if r.begun() {
 		return ErrNotJoinable
 	}
@@ -183,10 +183,10 @@ func (r Room) JoinError() error {
 
 // Joinable reports whether a player could join r now; JoinError says why
 // not.
-func (r Room) Joinable() bool { return !r.begun() && r.Occupied() < r.MaxPlayers }
+func (r *Room) Joinable() bool { return !r.begun() && r.Occupied() < r.MaxPlayers }
 
 // begun reports whether r's match has begun (or ended): no one joins then.
-func (r Room) begun() bool { return r.State != packet.Waiting && r.State != packet.Countdown }
+func (r *Room) begun() bool { return r.State != packet.Waiting && r.State != packet.Countdown }
 
 // Registry puts rooms that run elsewhere (GG2-style registrations) into the
 // one room table, so every edge lists them and JOIN counts their seats like

@@ -192,8 +192,8 @@ bugs() {
 		./packet '^TestChecksumIsIEEE$'
 	# JoinAt holds the seat from the table's clock, not from its time.
 	bug room/roomtable/roomtable.go \
-		'row, _, err := t.hold(e, player, proof, now)' \
-		'row, _, err := t.hold(e, player, proof, time.Now())' \
+		'if _, err := t.hold(e, player, proof, now); err != nil {' \
+		'if _, err := t.hold(e, player, proof, time.Now()); err != nil {' \
 		./room/roomtable '^TestJoinAtHoldsFromItsTime$'
 	# A client's requests all take the same place in the retry cache:
 	# only its latest is remembered.

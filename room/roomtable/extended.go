@@ -219,11 +219,11 @@ func (t *Table) named(id uint32, code string) (*entry, error) {
 
 // holdGrant holds req's seat in e and signs its token. t.mu is held.
 func (t *Table) holdGrant(e *entry, req room.JoinRequest) (room.Grant, error) {
-	row, serial, err := t.hold(e, req.Player, req.Proof, time.Now())
+	serial, err := t.hold(e, req.Player, req.Proof, time.Now())
 	if err != nil {
 		return room.Grant{}, err
 	}
-	return room.Grant{Room: row, Token: t.sign(row.ID, serial, req.Client)}, nil
+	return room.Grant{Room: e.view(), Token: t.sign(e.row.ID, serial, req.Client)}, nil
 }
 
 // pending is a room a quick join is starting, for the quick joins that
@@ -253,10 +253,11 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 		return room.Grant{}, room.ErrClosed
 	}
 	for _, e := range t.fullestFirst(&f) {
-		row, serial, err := t.hold(e, player, room.Unproven, time.Now())
+		serial, err := t.hold(e, player, room.Unproven, time.Now())
 		if err == nil {
+			g := room.Grant{Room: e.view(), Token: t.sign(e.row.ID, serial, client)}
 			t.mu.Unlock()
-			return room.Grant{Room: row, Token: t.sign(row.ID, serial, client)}, nil
+			return g, nil
 		}
 		if err == room.ErrQuota {
 			t.mu.Unlock()
@@ -287,8 +288,8 @@ func (t *Table) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrP
 		// The waiters' seats, held before anyone else may take them.
 		p.serials = make(map[netip.AddrPort]uint32, len(p.waiters))
 		for _, w := range p.waiters {
-			if row, serial, err := t.hold(e, w, room.Unproven, time.Now()); err == nil {
-				p.row, p.serials[w] = row, serial
+			if serial, err := t.hold(e, w, room.Unproven, time.Now()); err == nil {
+				p.row, p.serials[w] = e.view(), serial
 			}
 		}
 	}
@@ -338,7 +339,8 @@ func (t *Table) fullestFirst(f *room.Filter) []*entry {
 		}
 	}
 	slices.SortFunc(out, func(a, b *entry) int {
-		if c := cmp.Compare(b.view().Occupied(), a.view().Occupied()); c != 0 {
+		ra, rb := a.view(), b.view()
+		if c := cmp.Compare(rb.Occupied(), ra.Occupied()); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.row.ID, b.row.ID)

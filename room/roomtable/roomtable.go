@@ -305,21 +305,25 @@ func (t *Table) JoinAt(_ context.Context, id uint32, player netip.AddrPort, proo
 	if e.password != nil {
 		return room.Room{}, room.ErrWrongPassword // a seed JOIN carries none
 	}
-	row, _, err := t.hold(e, player, proof, now)
-	return row, err
+	if _, err := t.hold(e, player, proof, now); err != nil {
+		return room.Room{}, err
+	}
+	return e.view(), nil
 }
 
 // hold holds a seat in e for player at now, as Join says, and returns
-// the row and the seat's number. t.mu is held.
-func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, uint32, error) {
-	id := e.row.ID
+// the seat's number; e.view() is then the room as the JOIN left it. t.mu
+// is held.
+func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time.Time) (uint32, error) {
 	if e.stopping {
-		return room.Room{}, 0, room.ErrNotJoinable
+		return 0, room.ErrNotJoinable
 	}
-	row := e.view()
-	err := row.JoinError()
+	// The stored row's count of seats is view's to set: set here too, for
+	// JoinError to read in place, without a copy of the row.
+	e.row.Seats = e.seats.len()
+	err := e.row.JoinError()
 	if err == room.ErrNotJoinable {
-		return room.Room{}, 0, err
+		return 0, err
 	}
 	// A player already holding a seat keeps it, refreshed, even in a room
 	// that is full: its seat is one of those that fill it. A proven player
@@ -330,31 +334,31 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time
 	if !seated && e.seats.ofIP(player.Addr()) >= t.cfg.SeatsPerAddress {
 		// Proven or not: a proof shows only that an IP read a list.
 		t.stats.SeatsOverQuota++
-		return room.Room{}, 0, room.ErrQuota
+		return 0, room.ErrQuota
 	}
 	if err != nil && !seated {
 		if !proven || !e.seats.dropOldestUnproven() {
-			return room.Room{}, 0, err
+			return 0, err
 		}
 		t.stats.SeatsDisplaced++
 	}
 	if seated && held.current(now, t.cfg.SeatTTL, proven) {
-		return row, held.serial, nil // nothing changed since row was read
+		return held.serial, nil // nothing changes
 	}
 	t.seatsChanged(e, refreshBy(held, proven))
 	if !e.seats.hold(player, now.Add(t.cfg.SeatTTL), seatKind{proven: proven}) {
-		return e.view(), e.seats.serialOf(player), nil
+		return e.seats.serialOf(player), nil
 	}
 	t.stats.SeatsHeld++
-	row = e.view()
+	row := e.view()
 	t.emit(room.Event{Kind: room.Changed, Room: row})
 	// Seats come from remote requests: one line each at debug level only,
 	// counted in Stats.SeatsHeld.
 	if ev := t.log.Debug(); ev.Enabled() {
-		ev.Uint32("id", id).Stringer("player", player).Int("players", row.Players).
+		ev.Uint32("id", row.ID).Stringer("player", player).Int("players", row.Players).
 			Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
 	}
-	return row, e.seats.serialOf(player), nil
+	return e.seats.serialOf(player), nil
 }
 
 // Hold stops Create and Join (they fail with room.ErrClosed) while on,
