@@ -91,9 +91,7 @@ func (h *busHost) hosts(t *testing.T) float64 {
 // as ever.
 func TestClusterBusRefusesStrangers(t *testing.T) {
 	t.Run("nats-server", func(t *testing.T) {
-		if _, err := exec.LookPath("nats-server"); err != nil {
-			t.Fatalf("this test needs Debian's nats-server (make deps installs it): %v", err)
-		}
+		natsServer := debianNATS(t)
 		dir := t.TempDir()
 		var users strings.Builder
 		for _, name := range []string{"a", "b"} {
@@ -107,7 +105,7 @@ func TestClusterBusRefusesStrangers(t *testing.T) {
 		conf := filepath.Join(dir, "nats.conf")
 		os.WriteFile(conf, fmt.Appendf(nil, "listen: 127.0.0.1:%d\njetstream { store_dir: %q }\nauthorization {\n  users = [\n%s  ]\n}\n",
 			port, filepath.Join(dir, "store"), users.String()), 0o600)
-		srv := exec.Command("nats-server", "-c", conf)
+		srv := exec.Command(natsServer, "-c", conf)
 		out := &logtest.Buffer{}
 		srv.Stdout, srv.Stderr = out, out
 		if err := srv.Start(); err != nil {

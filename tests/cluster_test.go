@@ -426,8 +426,17 @@ func converged(t testing.TB, hosts []*clusterHost) bool {
 	return true
 }
 
-// natsServer is Debian's nats-server with JetStream, in its namespace.
+// debianNATS requires Debian's nats-server and returns its path: it is
+// in /usr/sbin, which is not on every user's PATH.
+func debianNATS(t testing.TB) string {
+	t.Helper()
+	return requiretest.Command(t, "nats-server", "/usr/sbin/nats-server")
+}
+
+// natsServer is Debian's nats-server (at path) with JetStream, in its
+// namespace.
 type natsServer struct {
+	path      string
 	ns, store string
 	cmd       *exec.Cmd
 	log       *logtest.Buffer
@@ -436,7 +445,7 @@ type natsServer struct {
 func (n *natsServer) start(t *testing.T) {
 	t.Helper()
 	n.log = &logtest.Buffer{}
-	n.cmd = exec.Command("ip", "netns", "exec", n.ns, "nats-server", "-js", "-a", clusterNATS.String(), "-p", "4222", "-sd", n.store)
+	n.cmd = exec.Command("ip", "netns", "exec", n.ns, n.path, "-js", "-a", clusterNATS.String(), "-p", "4222", "-sd", n.store)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("nats-server: %v", err)
@@ -475,11 +484,11 @@ func clusterCreate(t *testing.T, cn *clusterNet, lobby netip.Addr) cliSeatJSON {
 // and comes back; a host cut off for 20 s while the NATS server restarts
 // leaves and comes back, and every view converges on the same rooms.
 func TestClusterBehindOneAddress(t *testing.T) {
-	requiretest.Command(t, "nft")         // the forwarder
-	requiretest.Command(t, "nats-server") // Debian's
+	requiretest.Command(t, "nft") // the forwarder
+	server := debianNATS(t)
 	start := time.Now()
 	cn := newClusterNet(t)
-	nats := &natsServer{ns: cn.member("n", clusterNATS), store: t.TempDir()}
+	nats := &natsServer{path: server, ns: cn.member("n", clusterNATS), store: t.TempDir()}
 	nats.start(t)
 	cluster := fmt.Sprintf("nats = \"nats://%v:4222\"\npublic_addr = %q", clusterNATS, clusterPublic)
 	var hosts []*clusterHost
