@@ -464,7 +464,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 				err = room.ErrNoRoom
 			}
 			l.failed("join", from, m.RoomID, err)
-			out = l.appendAnswer(out, &req, &room.Room{}, err)
+			out = l.appendAnswer(out, &req, nil, err)
 			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
@@ -650,20 +650,18 @@ func (l *Lobby) answer(req *request, r *room.Room, err error, now time.Time, buf
 }
 
 // appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for r, or
-// JOIN_FAILED when err is set, in the request's framing, sequence and
-// tick. JOIN_SUCCESS names the room as the JOIN did, masked or not.
+// JOIN_FAILED when err is set (r is not read then: it may be nil), in the
+// request's framing, sequence and tick. JOIN_SUCCESS names the room as
+// the JOIN did, masked or not.
 func (l *Lobby) appendAnswer(b []byte, req *request, r *room.Room, err error) []byte {
-	h := packet.Header{Framing: req.h.Framing, Seq: req.h.Seq, Tick: req.h.Tick}
-	m := packet.Message{Header: h, RoomID: r.ID, Port: r.Port}
+	m := packet.Message{Header: packet.Header{Framing: req.h.Framing, Seq: req.h.Seq, Tick: req.h.Tick}}
 	switch {
 	case err != nil:
-		m = packet.Message{Header: h}
 		m.Type = packet.JoinFailed
 	case req.h.Type == packet.CreateRoom:
-		m.Type = packet.RoomCreated
+		m.Type, m.RoomID, m.Port = packet.RoomCreated, r.ID, r.Port
 	default:
-		m.Type = packet.JoinSuccess
-		m.RoomID = req.asked
+		m.Type, m.RoomID, m.Port = packet.JoinSuccess, req.asked, r.Port
 	}
 	out, encErr := m.Append(b)
 	if encErr != nil { // a fixed-size message cannot fail to encode

@@ -60,8 +60,7 @@ func TestAtFindsAnEntryWhereFindSaid(t *testing.T) {
 			t.Errorf("At(%d, 1) found a slot the table does not have", j)
 		}
 	}
-	tb.Get(2) // 2 used again since the hand cleared it: 1 goes first
-	tb.Insert(3)
+	tb.Insert(3) // the table is full: 3 and 4 take 1's and 2's slots
 	tb.Insert(4)
 	if _, ok := tb.At(i, 1); ok {
 		t.Errorf("At(%d, 1) found 1 after it was evicted", i)
