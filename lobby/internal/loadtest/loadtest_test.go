@@ -14,11 +14,7 @@ import (
 
 func listen(t *testing.T) (*net.UDPConn, netip.AddrPort) {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := udptest.Listen(t, "127.0.0.1")
 	return c, c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
