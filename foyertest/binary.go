@@ -209,17 +209,34 @@ func StartBinary(t testing.TB, opts ...Option) *Lobby {
 // waitListening reads a listener's address from the log line (message
 // msg) foyer serve writes once it is bound.
 func (l *Lobby) waitListening(msg string) (netip.AddrPort, error) {
+	var ap netip.AddrPort
+	err := l.waitLog(msg, func(log string) bool {
+		var ok bool
+		ap, ok = listeningAddr(log, msg)
+		return ok
+	})
+	return ap, err
+}
+
+// waitLog waits up to 30 s for found to report the log complete, checking
+// again whenever a child's log may have grown. what names the wait in
+// its error.
+func (l *Lobby) waitLog(what string, found func(log string) bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var exited <-chan struct{}
+	if l.child != nil {
+		exited = l.child.exited
+	}
 	for {
-		if ap, ok := listeningAddr(l.logs.String(), msg); ok {
-			return ap, nil
+		if found(l.logs.String()) {
+			return nil
 		}
 		select {
-		case <-l.child.exited:
-			return netip.AddrPort{}, fmt.Errorf("foyer serve exited before %q: %v", msg, l.child.err)
+		case <-exited:
+			return fmt.Errorf("foyer serve exited before %q: %v", what, l.child.err)
 		case <-ctx.Done():
-			return netip.AddrPort{}, fmt.Errorf("foyer serve did not log %q within 30s", msg)
+			return fmt.Errorf("no %q in the log within 30s", what)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBuildInTheFoyerModule: where the module under test cannot build
@@ -33,5 +34,27 @@ func TestBuildInTheFoyerModule(t *testing.T) {
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "foyer ") {
 		t.Fatalf("the binary built: %q, %v", out, err)
+	}
+}
+
+// WaitLog waits for a line written after it is called, the way a child's
+// log arrives through its pipe, and only a whole message counts.
+func TestWaitLogWaitsForTheWholeMessage(t *testing.T) {
+	l := &Lobby{t: t, logs: &logBuffer{}}
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		time.Sleep(50 * time.Millisecond)
+		l.logs.Write([]byte(`{"level":"info","message":"room created later"}` + "\n"))
+		time.Sleep(50 * time.Millisecond)
+		l.logs.Write([]byte(`{"level":"info","id":7,"message":"room created"}` + "\n"))
+	}()
+	l.WaitLog("room created")
+	if !strings.Contains(l.Log(), `"id":7`) {
+		t.Fatalf("WaitLog returned before its line:\n%s", l.Log())
+	}
+	<-written
+	if hasMessage(`{"message":"room created later"}`, "room created") || hasMessage(`{"message":"room"}`, "room created") {
+		t.Error("hasMessage matched a different message")
 	}
 }

@@ -34,6 +34,7 @@
 package foyertest
 
 import (
+	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -111,8 +112,32 @@ func (l *Lobby) Client(opts ...client.Option) *client.Client {
 }
 
 // Log returns what the lobby has logged so far, as JSON lines at debug
-// level. It is also written to the test log when the test fails.
+// level. It is also written to the test log when the test fails. A
+// StartBinary lobby's log comes through a pipe, so a line may arrive
+// after the answer that followed it: see WaitLog.
 func (l *Lobby) Log() string { return l.logs.String() }
+
+// WaitLog waits up to 30 s for a log line whose message is msg, and fails
+// the test if none comes.
+func (l *Lobby) WaitLog(msg string) {
+	l.t.Helper()
+	if err := l.waitLog(msg, func(log string) bool { return hasMessage(log, msg) }); err != nil {
+		l.t.Fatalf("foyertest: %v", err)
+	}
+}
+
+// hasMessage reports whether a JSON line of log has the message msg.
+func hasMessage(log, msg string) bool {
+	for line := range strings.Lines(log) {
+		var l struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == msg {
+			return true
+		}
+	}
+	return false
+}
 
 // logBuffer collects log lines written from several goroutines.
 type logBuffer struct {
