@@ -42,6 +42,9 @@ probe = "endpoint"`) // never ready: exiting always comes first, however slow th
 	if r := c.request(compact, createRoom, 1, nil); r.typ != joinFailed {
 		t.Fatalf("CREATE answered %#x", r.typ)
 	}
+	// The log comes through a pipe and may lag the answer: the failure,
+	// logged after the retries, says the lines before it are in.
+	awaitSpawnFailure(t, s, `exited with status 2 before it was ready; its last lines: \"cannot load map `)
 	retries := s.logs.lines("server not ready, trying another port")
 	if len(retries) != 2 || retries[0]["port"] == retries[1]["port"] {
 		t.Fatalf("retried %d times: %v", len(retries), retries)
