@@ -464,7 +464,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 				err = room.ErrNoRoom
 			}
 			l.failed("join", from, m.RoomID, err)
-			out = l.appendAnswer(out, &req, nil, err)
+			out = l.appendAnswer(out, &req, 0, 0, err)
 			l.send(c, out, from, at.replyFrom, v, now)
 			return out
 		}
@@ -581,7 +581,7 @@ func (l *Lobby) startCreate(req request, now time.Time) {
 		} else {
 			l.failed("create", req.from, 0, err)
 		}
-		l.answer(&req, &r, err, time.Now(), make([]byte, 0, 32))
+		l.answer(&req, r.ID, r.Port, err, time.Now(), make([]byte, 0, 32))
 	})
 }
 
@@ -599,24 +599,18 @@ func (l *Lobby) joinWorker() {
 // the seat guard on: that is what forged JOINs do. buf is scratch space it
 // returns for reuse.
 func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
-	var r room.Room
-	var err error
-	if l.joinAt != nil {
-		r, err = l.joinAt.JoinAt(l.ctx, req.room.ID, req.from, req.proof, now)
-	} else {
-		r, err = l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
-	}
+	h, err := l.hold(req, now)
 	if l.handedOver(req, err) {
 		return buf
 	}
 	switch {
 	case err == nil:
 		l.stats.granted[1].Add(1)
-		if r.Occupied() != req.room.Occupied() { // a new seat, not a refreshed one
+		if h.Occupied != req.room.Occupied() { // a new seat, not a refreshed one
 			l.lists.changed()
 		}
 		if e := l.log.Debug(); e.Enabled() { // spares the hot path the interface conversion
-			e.Uint32("room", r.ID).Stringer("player", req.from).Bool("proven", req.proof == room.SawListing).Msg("seat held")
+			e.Uint32("room", req.room.ID).Stringer("player", req.from).Bool("proven", req.proof == room.SawListing).Msg("seat held")
 		}
 	case err == room.ErrFull && req.room.Seats > 0:
 		l.cookies.trigger(now)
@@ -624,7 +618,16 @@ func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
 	default:
 		l.failed("join", req.from, req.asked, err)
 	}
-	return l.answer(req, &r, err, now, buf[:0])
+	return l.answer(req, req.asked, h.Port, err, now, buf[:0])
+}
+
+// hold asks the table for req's seat at now.
+func (l *Lobby) hold(req *request, now time.Time) (room.Held, error) {
+	if l.joinAt != nil {
+		return l.joinAt.JoinAt(l.ctx, req.room.ID, req.from, req.proof, now)
+	}
+	r, err := l.rooms.Join(l.ctx, req.room.ID, req.from, req.proof)
+	return room.Held{Port: r.Port, Occupied: r.Occupied()}, err
 }
 
 // handedOver reports whether req, a CREATE or JOIN that err ended, is to
@@ -642,26 +645,29 @@ func (l *Lobby) handedOver(req *request, err error) bool {
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries
 // and sends it.
-func (l *Lobby) answer(req *request, r *room.Room, err error, now time.Time, buf []byte) []byte {
-	buf = l.appendAnswer(buf, req, r, err)
+func (l *Lobby) answer(req *request, id uint32, port uint16, err error, now time.Time, buf []byte) []byte {
+	buf = l.appendAnswer(buf, req, id, port, err)
 	l.retries.finish(req.key, buf)
 	l.send(req.conn, buf, req.from, req.src, req.verdict, now)
 	return buf
 }
 
-// appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for r, or
-// JOIN_FAILED when err is set (r is not read then: it may be nil), in the
-// request's framing, sequence and tick. JOIN_SUCCESS names the room as
-// the JOIN did, masked or not.
-func (l *Lobby) appendAnswer(b []byte, req *request, r *room.Room, err error) []byte {
+// appendAnswer encodes ROOM_CREATED or JOIN_SUCCESS for room id on port,
+// or JOIN_FAILED when err is set, in the request's framing, sequence and
+// tick. JOIN_SUCCESS names the room as the JOIN did (id is req.asked),
+// masked or not.
+func (l *Lobby) appendAnswer(b []byte, req *request, id uint32, port uint16, err error) []byte {
 	m := packet.Message{Header: packet.Header{Framing: req.h.Framing, Seq: req.h.Seq, Tick: req.h.Tick}}
 	switch {
 	case err != nil:
 		m.Type = packet.JoinFailed
 	case req.h.Type == packet.CreateRoom:
-		m.Type, m.RoomID, m.Port = packet.RoomCreated, r.ID, r.Port
+		m.Type = packet.RoomCreated
 	default:
-		m.Type, m.RoomID, m.Port = packet.JoinSuccess, req.asked, r.Port
+		m.Type = packet.JoinSuccess
+	}
+	if err == nil {
+		m.RoomID, m.Port = id, port
 	}
 	out, encErr := m.Append(b)
 	if encErr != nil { // a fixed-size message cannot fail to encode

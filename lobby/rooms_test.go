@@ -57,22 +57,33 @@ func (m *memRooms) Create(ctx context.Context, creator netip.AddrPort) (room.Roo
 }
 
 func (m *memRooms) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
-	return m.JoinAt(ctx, id, player, proof, time.Now())
+	if err := m.joining(ctx, proof); err != nil {
+		return room.Room{}, err
+	}
+	return m.Rooms.Join(ctx, id, player, proof)
 }
 
 // JoinAt is what the lobby calls, the table taking the time (see
-// room.JoinerAt): the gate and the records are kept there.
-func (m *memRooms) JoinAt(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, error) {
+// room.JoinerAt).
+func (m *memRooms) JoinAt(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Held, error) {
+	if err := m.joining(ctx, proof); err != nil {
+		return room.Held{}, err
+	}
+	return m.Rooms.JoinAt(ctx, id, player, proof, now)
+}
+
+// joining counts a JOIN, waits at the gate and records its proof.
+func (m *memRooms) joining(ctx context.Context, proof room.Proof) error {
 	m.joins.Add(1)
 	if err := pass(ctx, m.joinGate); err != nil {
-		return room.Room{}, err
+		return err
 	}
 	m.mu.Lock()
 	if m.proofs != nil {
 		*m.proofs = append(*m.proofs, proof)
 	}
 	m.mu.Unlock()
-	return m.Rooms.JoinAt(ctx, id, player, proof, now)
+	return nil
 }
 
 // JoinNeverWaits is the table's answer (true: its Join only takes its

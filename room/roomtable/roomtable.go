@@ -286,29 +286,46 @@ func (t *Table) JoinNeverWaits() bool { return true }
 // seat there keeps it, refreshed, and takes no second one, even in a room
 // that is full. A seat taken or refreshed less than a second ago (a tenth
 // of SeatTTL, if that is less) keeps its time.
-func (t *Table) Join(ctx context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
-	return t.JoinAt(ctx, id, player, proof, time.Now())
+func (t *Table) Join(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof) (room.Room, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, err := t.join(id, player, proof, time.Now())
+	if err != nil {
+		return room.Room{}, err
+	}
+	return e.view(), nil
 }
 
 // JoinAt is Join at now (room.JoinerAt): a seat it holds or refreshes
 // expires SeatTTL after now.
-func (t *Table) JoinAt(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Room, error) {
+func (t *Table) JoinAt(_ context.Context, id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (room.Held, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	e, err := t.join(id, player, proof, now)
+	if err != nil {
+		return room.Held{}, err
+	}
+	e.row.Seats = e.seats.len() // as in hold: view's to set, set in place
+	return room.Held{Port: e.row.Port, Occupied: e.row.Occupied()}, nil
+}
+
+// join is Join at now, returning the room's entry as the JOIN left it.
+// t.mu is held.
+func (t *Table) join(id uint32, player netip.AddrPort, proof room.Proof, now time.Time) (*entry, error) {
 	if t.closed || t.held {
-		return room.Room{}, room.ErrClosed
+		return nil, room.ErrClosed
 	}
 	e := t.rooms[id]
 	if id == 0 || e == nil || !e.listed || e.row.Private {
-		return room.Room{}, room.ErrNoRoom
+		return nil, room.ErrNoRoom
 	}
 	if e.password != nil {
-		return room.Room{}, room.ErrWrongPassword // a seed JOIN carries none
+		return nil, room.ErrWrongPassword // a seed JOIN carries none
 	}
 	if _, err := t.hold(e, player, proof, now); err != nil {
-		return room.Room{}, err
+		return nil, err
 	}
-	return e.view(), nil
+	return e, nil
 }
 
 // hold holds a seat in e for player at now, as Join says, and returns

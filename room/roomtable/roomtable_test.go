@@ -258,6 +258,41 @@ func TestSeatRefreshCanWait(t *testing.T) {
 	}
 }
 
+// TestJoinAtSaysWhatTheTableLists: what JoinAt returns of a room is its
+// port and its count of places taken as the JOIN left them, players and
+// seats both, whether the JOIN took a seat or refreshed one; a refused
+// JOIN returns nothing.
+func TestJoinAtSaysWhatTheTableLists(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	r := rooms.Add(room.Room{State: packet.Waiting, Players: 1, MaxPlayers: 3})
+	ctx := context.Background()
+	for i, step := range []struct {
+		player   string
+		occupied int
+		err      error
+	}{
+		{"192.0.2.1:1", 2, nil},
+		{"192.0.2.1:1", 2, nil}, // refreshed
+		{"192.0.2.2:1", 3, nil},
+		{"192.0.2.3:1", 0, room.ErrFull},
+	} {
+		h, err := rooms.JoinAt(ctx, r.ID, ep(step.player), room.Unproven, time.Now())
+		if err != step.err {
+			t.Fatalf("JOIN %d: %v, want %v", i, err, step.err)
+		}
+		want := room.Held{}
+		if err == nil {
+			want = room.Held{Port: r.Port, Occupied: step.occupied}
+		}
+		if h != want {
+			t.Fatalf("JOIN %d: %+v, want %+v", i, h, want)
+		}
+		if listed := rooms.List().Rooms; len(listed) != 1 || err == nil && listed[0].Occupied() != h.Occupied {
+			t.Fatalf("JOIN %d: %+v, but the table lists %+v", i, h, listed)
+		}
+	}
+}
+
 // TestJoinAtHoldsFromItsTime: a seat JoinAt holds lasts SeatTTL from the
 // time it is given, not from when the table ran it, and a refresh counts
 // from its own time too.
