@@ -36,72 +36,69 @@ type Frame struct {
 	Payload []byte // aliases the input unless it was compressed
 }
 
-// wire is a datagram whose framing, length, CRC and packetType hold.
+// wire is what a datagram's framing says besides its Header, which is
+// kept apart so that a parser fills its caller's in place.
 type wire struct {
-	hdr      Header
 	dir      Direction
 	flagged  bool   // legacy version byte has the compressed bit
 	original int    // originalSize
-	payload  []byte // as sent, aliasing the input
+	payload  []byte // as sent, aliasing the input, until inflate inflates it
 }
 
 // readHeader checks what a header alone can tell: the framing, its size,
 // the legacy magic and version, and that the length matches payloadSize.
-// It does not check the CRC.
-func readHeader(b []byte) (wire, error) {
-	var w wire
+// It does not check the CRC. It fills h and w in place: a header
+// returned by value would be built of narrow stores and copied with wide
+// loads, which the processor cannot forward, on every datagram.
+func readHeader(b []byte, h *Header, w *wire) error {
 	hl := CompactHeaderLen
 	if len(b) > 0 && b[0] == legacyMagic[0] {
 		hl = LegacyHeaderLen
 	}
 	if len(b) < hl+CRCLen {
-		return w, ErrShort
+		return ErrShort
 	}
 	var sizes []byte
 	if hl == LegacyHeaderLen {
 		if [4]byte(b[:4]) != legacyMagic || b[4]&^legacyCompressed != legacyVersion {
-			return w, ErrMagic
+			return ErrMagic
 		}
-		w.hdr.Framing = Legacy
+		*h = Header{Framing: Legacy, Type: Type(b[6]), Seq: binary.BigEndian.Uint16(b[7:]), Tick: binary.BigEndian.Uint32(b[9:])}
 		w.flagged = b[4]&legacyCompressed != 0
 		w.dir = Direction(b[5])
-		w.hdr.Type = Type(b[6])
-		w.hdr.Seq = binary.BigEndian.Uint16(b[7:])
-		w.hdr.Tick = binary.BigEndian.Uint32(b[9:])
 		sizes = b[13:17]
 	} else {
-		w.hdr.Framing = Compact
+		*h = Header{Framing: Compact, Type: Type(b[1]), Seq: binary.BigEndian.Uint16(b[2:])}
+		w.flagged = false
 		w.dir = Direction(b[0])
-		w.hdr.Type = Type(b[1])
-		w.hdr.Seq = binary.BigEndian.Uint16(b[2:])
 		sizes = b[4:8]
 	}
 	n := int(binary.BigEndian.Uint16(sizes))
 	if len(b) != hl+n+CRCLen {
-		return w, ErrLength
+		return ErrLength
 	}
 	w.original = int(binary.BigEndian.Uint16(sizes[2:]))
 	w.payload = b[hl : hl+n : hl+n]
-	w.hdr.Compressed = w.original > n
-	return w, nil
+	h.Compressed = w.original > n
+	return nil
 }
 
 func validDir(d Direction) bool { return d == ClientToServer || d == ServerToClient }
 
-// parseWire checks the framing layer up to, not including, compression.
-func parseWire(b []byte) (wire, error) {
-	w, err := readHeader(b)
-	if err != nil {
-		return w, err
+// parseWire checks the framing layer up to, not including, compression,
+// filling h and w in place (see readHeader).
+func parseWire(b []byte, h *Header, w *wire) error {
+	if err := readHeader(b, h, w); err != nil {
+		return err
 	}
 	n := len(b) - CRCLen
 	if binary.BigEndian.Uint32(b[n:]) != checksum(b[:n]) {
-		return w, ErrCRC
+		return ErrCRC
 	}
 	if !validDir(w.dir) {
-		return w, ErrPacketType
+		return ErrPacketType
 	}
-	return w, nil
+	return nil
 }
 
 // Is reports whether b looks like a datagram in either framing: a valid
@@ -110,8 +107,9 @@ func parseWire(b []byte) (wire, error) {
 // the CRC, so a server can route or drop a datagram cheaply; only [Parse]
 // and [ParseFrame] validate.
 func Is(b []byte) bool {
-	w, err := readHeader(b)
-	return err == nil && validDir(w.dir)
+	var h Header
+	var w wire
+	return readHeader(b, &h, &w) == nil && validDir(w.dir)
 }
 
 // TypeOf returns the message type in the header of a datagram in either
@@ -143,18 +141,18 @@ func ParseFrame(b []byte) (Frame, error) { return ParseFrameMax(b, MaxPayload) }
 // (ErrCompression) before anything is inflated, so that a hostile block
 // costs a receiver no more than a plain datagram.
 func ParseFrameMax(b []byte, max int) (Frame, error) {
-	w, err := parseWire(b)
-	if err != nil {
+	var h Header
+	var w wire
+	if err := parseWire(b, &h, &w); err != nil {
 		return Frame{}, err
 	}
-	if w.hdr.Compressed && w.original > max {
+	if h.Compressed && w.original > max {
 		return Frame{}, ErrCompression
 	}
-	p, err := inflate(w)
-	if err != nil {
+	if err := inflate(&h, &w); err != nil {
 		return Frame{}, err
 	}
-	return Frame{Header: w.hdr, Dir: w.dir, Payload: p}, nil
+	return Frame{Header: h, Dir: w.dir, Payload: w.payload}, nil
 }
 
 // AppendFrame appends a datagram carrying payload to b. If h.Compressed is

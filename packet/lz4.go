@@ -13,39 +13,41 @@ import (
 const maxExpansion = 255
 
 // checkCompression applies the size rules that hold before any inflating.
-func checkCompression(w wire) error {
+func checkCompression(h *Header, w *wire) error {
 	n := len(w.payload)
-	if w.hdr.Framing == Legacy && !w.flagged && w.original == 0 {
+	if h.Framing == Legacy && !w.flagged && w.original == 0 {
 		return nil // the original game's encoder leaves it 0 on a plain payload
 	}
 	if w.original < n {
 		return ErrCompression
 	}
-	if w.hdr.Framing == Legacy && w.flagged != (w.original > n) {
+	if h.Framing == Legacy && w.flagged != (w.original > n) {
 		return ErrCompression
 	}
 	return nil
 }
 
-// inflate returns w's payload, inflated if it is an LZ4 block. originalSize
-// is a 16-bit field, so the buffer never exceeds 64 KiB, and it is refused
-// outright when the block could not possibly inflate that far.
-func inflate(w wire) ([]byte, error) {
-	if err := checkCompression(w); err != nil {
-		return nil, err
+// inflate leaves in w.payload its payload inflated, if header h says it
+// is an LZ4 block. originalSize is a 16-bit field, so the buffer never exceeds 64
+// KiB, and it is refused outright when the block could not possibly
+// inflate that far.
+func inflate(h *Header, w *wire) error {
+	if err := checkCompression(h, w); err != nil {
+		return err
 	}
-	if !w.hdr.Compressed {
-		return w.payload, nil
+	if !h.Compressed {
+		return nil
 	}
 	if w.original > maxExpansion*len(w.payload)+16 {
-		return nil, ErrCompression
+		return ErrCompression
 	}
 	out := make([]byte, w.original)
 	n, err := lz4.UncompressBlock(w.payload, out)
 	if err != nil || n != w.original {
-		return nil, ErrCompression
+		return ErrCompression
 	}
-	return out, nil
+	w.payload = out
+	return nil
 }
 
 // compressor is one encoder's LZ4 state and a scratch block one byte short

@@ -22,41 +22,50 @@ const (
 //
 // Fixed-size messages decode without allocating. A ROOM_LIST allocates its
 // Rooms only after its size has been checked against the bytes received.
-func Parse(b []byte) (Message, error) { return parse(b, false) }
+func Parse(b []byte) (Message, error) {
+	var m Message
+	if err := parse(b, false, &m); err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
 
 // ParseRequest is Parse for a server, which takes requests only: a
 // message that travels server to client fails with ErrNotRequest once its
 // framing, CRC and packetType hold, before its payload is inflated or
 // read (a ROOM_LIST's LZ4 block inflates 200-fold).
-func ParseRequest(b []byte) (Message, error) { return parse(b, true) }
-
-func parse(b []byte, requests bool) (Message, error) {
-	w, err := parseWire(b)
-	if err != nil {
-		return Message{}, err
-	}
-	d := w.hdr.Type.Dir()
-	if d == 0 {
-		return Message{}, ErrUnknownType
-	}
-	if d != w.dir {
-		return Message{}, ErrDirection
-	}
-	if requests && d != ClientToServer {
-		return Message{}, ErrNotRequest
-	}
-	if w.hdr.Compressed && !w.hdr.Type.holds(w.original) {
-		return Message{}, ErrCompression // refused before inflating anything
-	}
-	p, err := inflate(w)
-	if err != nil {
-		return Message{}, err
-	}
-	m := Message{Header: w.hdr}
-	if err := m.decodePayload(p); err != nil {
+func ParseRequest(b []byte) (Message, error) {
+	var m Message
+	if err := parse(b, true, &m); err != nil {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// parse is Parse, or ParseRequest with requests, decoding into m, which
+// is zero.
+func parse(b []byte, requests bool, m *Message) error {
+	var w wire
+	if err := parseWire(b, &m.Header, &w); err != nil {
+		return err
+	}
+	d := m.Type.Dir()
+	if d == 0 {
+		return ErrUnknownType
+	}
+	if d != w.dir {
+		return ErrDirection
+	}
+	if requests && d != ClientToServer {
+		return ErrNotRequest
+	}
+	if m.Compressed && !m.Type.holds(w.original) {
+		return ErrCompression // refused before inflating anything
+	}
+	if err := inflate(&m.Header, &w); err != nil {
+		return err
+	}
+	return m.decodePayload(w.payload)
 }
 
 // holds reports whether a payload of n bytes can be a message of type t:
