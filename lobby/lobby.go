@@ -422,8 +422,8 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 	if ext.Is(packet.TypeOf(b)) {
 		return l.handleExt(c, later, os, b, from, at, now, out)
 	}
-	m, err := packet.ParseRequest(b)
-	if err != nil {
+	var m packet.Message
+	if err := m.UnmarshalRequest(b); err != nil {
 		l.stats.drop(packet.Reason(err))
 		return out
 	}

@@ -36,10 +36,18 @@ func Parse(b []byte) (Message, error) {
 // read (a ROOM_LIST's LZ4 block inflates 200-fold).
 func ParseRequest(b []byte) (Message, error) {
 	var m Message
-	if err := parse(b, true, &m); err != nil {
+	if err := m.UnmarshalRequest(b); err != nil {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// UnmarshalRequest is ParseRequest into m, which it overwrites; after an
+// error m holds nothing of use. A server's read loop decodes every
+// datagram into the one Message, sparing the copy of a returned one.
+func (m *Message) UnmarshalRequest(b []byte) error {
+	*m = Message{}
+	return parse(b, true, m)
 }
 
 // parse is Parse, or ParseRequest with requests, decoding into m, which

@@ -714,3 +714,21 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+// UnmarshalRequest decodes as ParseRequest does, into a Message it
+// overwrites whole: nothing of what it held before is left, whatever the
+// next datagram is.
+func TestUnmarshalRequestOverwrites(t *testing.T) {
+	m := Message{Header: Header{Framing: Legacy, Type: RoomList, Seq: 9, Tick: 9, Compressed: true}, RoomID: 9, Port: 9, Rooms: sampleRooms(2)}
+	for _, v := range variants() {
+		b, err := v.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantErr := ParseRequest(b)
+		err = m.UnmarshalRequest(b)
+		if err != wantErr || err == nil && !reflect.DeepEqual(m, want) {
+			t.Fatalf("%s: UnmarshalRequest gave %+v, %v; ParseRequest %+v, %v", name(v), m, err, want, wantErr)
+		}
+	}
+}
