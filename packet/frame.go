@@ -212,22 +212,19 @@ func endFrame(b []byte, start int, h Header, dir Direction) []byte {
 	}
 	size := len(b) - start - hl
 	f := b[start:]
+	// The header goes in eight bytes at a store: the checksum reads it
+	// back at once, eight bytes at a time, which the processor forwards
+	// from one store but not from several narrower ones.
 	if h.Framing == Legacy {
-		copy(f, legacyMagic[:])
-		f[4] = legacyVersion
+		version := uint64(legacyVersion)
 		if size < original {
-			f[4] |= legacyCompressed
+			version |= legacyCompressed
 		}
-		f[5], f[6] = byte(dir), byte(h.Type)
-		binary.BigEndian.PutUint16(f[7:], h.Seq)
-		binary.BigEndian.PutUint32(f[9:], h.Tick)
-		binary.BigEndian.PutUint16(f[13:], uint16(size))
-		binary.BigEndian.PutUint16(f[15:], uint16(original))
+		binary.BigEndian.PutUint64(f, uint64(binary.BigEndian.Uint32(legacyMagic[:]))<<32|version<<24|uint64(dir)<<16|uint64(h.Type)<<8|uint64(h.Seq>>8))
+		binary.BigEndian.PutUint64(f[8:], uint64(h.Seq&0xff)<<56|uint64(h.Tick)<<24|uint64(size)<<8|uint64(original>>8))
+		f[16] = byte(original)
 	} else {
-		f[0], f[1] = byte(dir), byte(h.Type)
-		binary.BigEndian.PutUint16(f[2:], h.Seq)
-		binary.BigEndian.PutUint16(f[4:], uint16(size))
-		binary.BigEndian.PutUint16(f[6:], uint16(original))
+		binary.BigEndian.PutUint64(f, uint64(dir)<<56|uint64(h.Type)<<48|uint64(h.Seq)<<32|uint64(size)<<16|uint64(original))
 	}
 	return binary.BigEndian.AppendUint32(b, checksum(f))
 }
