@@ -280,7 +280,9 @@ func (q *batch) settle(allow func(to netip.Addr, n int) bool, dropped func()) {
 			dropped()
 			continue
 		}
-		rs[kept], rs[i] = rs[i], rs[kept] // buffers swap places, none is lost
+		if kept != i { // a reply swapped with itself is copied for nothing
+			rs[kept], rs[i] = rs[i], rs[kept] // buffers swap places, none is lost
+		}
 		kept++
 	}
 	q.queued = kept
