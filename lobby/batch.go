@@ -86,6 +86,8 @@ type batch struct {
 	// credits are what the batch's sources were admitted for together
 	// (see admitted), one per source that asked.
 	credits []credit
+	// counts wait for Lobby.flush to add them to the lobby's counters.
+	counts batchCounts
 }
 
 // credit is what a run of a source's requests in a batch, asked for

@@ -343,7 +343,7 @@ func TestBatchAnswersAsOneByOne(t *testing.T) {
 				m, err := packet.Parse(r.b)
 				replies = append(replies, fmt.Sprintf("%v %#x seq %d (%v)", r.to, m.Type, m.Seq, err))
 			}
-			q.flush(l.sent)
+			l.flush(q)
 		}
 		return replies, l.Stats()
 	}

@@ -400,7 +400,7 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 		}
 		q.answer(n, handle)
 		l.settle(q, now)
-		q.flush(l.sent)
+		l.flush(q)
 		return nil
 	})
 	if err != nil {
@@ -427,7 +427,11 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		l.stats.drop(packet.Reason(err))
 		return out
 	}
-	l.stats.requests[requestIndex(m.Type)].Add(1) // ParseRequest returns requests only
+	if q, ok := c.(*batch); ok { // UnmarshalRequest decodes requests only
+		q.counts.requests[requestIndex(m.Type)]++
+	} else {
+		l.stats.requests[requestIndex(m.Type)].Add(1)
+	}
 	if reason := l.turnedAway(m.Type); reason != "" {
 		l.stats.drop(reason)
 		return out
@@ -605,7 +609,11 @@ func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
 	}
 	switch {
 	case err == nil:
-		l.stats.granted[1].Add(1)
+		if q, ok := req.conn.(*batch); ok {
+			q.counts.joins++
+		} else {
+			l.stats.granted[1].Add(1)
+		}
 		if h.Occupied != req.room.Occupied() { // a new seat, not a refreshed one
 			l.lists.changed()
 		}
@@ -726,6 +734,22 @@ func (l *Lobby) settle(q *batch, now time.Time) {
 	q.settle(func(to netip.Addr, n int) bool {
 		return l.guard.AllowReply(to, n, limit.Served, now)
 	}, func() { l.stats.drop("reflection") })
+}
+
+// flush sends the replies of a read loop's batch and adds its counts to
+// the lobby's: those of its requests and joins before the replies go
+// out, as when each is counted on its own, and those of its replies once
+// they have.
+func (l *Lobby) flush(q *batch) {
+	l.stats.add(&q.counts) // requests and joins, before their replies
+	q.flush(func(b []byte, ok bool) {
+		if t := packet.TypeOf(b); ok && !ext.Is(t) {
+			q.counts.replies[replyIndex(t)]++
+			return
+		}
+		l.sent(b, ok)
+	})
+	l.stats.add(&q.counts)
 }
 
 // sent counts a reply that went out, by its type, or a send error.

@@ -100,6 +100,37 @@ func replyIndex(t packet.Type) int {
 	return 3
 }
 
+// batchCounts are a read loop's counts of its batch's requests, joins
+// granted and replies sent, added to the lobby's counters once a batch
+// per type (see Lobby.flush) rather than once a datagram: each add is an
+// atomic one, and with several read loops their counters' cache lines
+// would go from core to core on every request.
+type batchCounts struct {
+	requests [len(counters{}.requests)]uint64
+	replies  [len(counters{}.replies)]uint64
+	joins    uint64
+}
+
+// add adds b's counts to c and zeroes them.
+func (c *counters) add(b *batchCounts) {
+	addEach(c.requests[:], b.requests[:])
+	addEach(c.replies[:], b.replies[:])
+	if b.joins > 0 {
+		c.granted[1].Add(b.joins)
+		b.joins = 0
+	}
+}
+
+// addEach adds ns[i] to cs[i] where it is not zero, and zeroes it.
+func addEach(cs []*tally.Counter, ns []uint64) {
+	for i, n := range ns {
+		if n > 0 {
+			cs[i].Add(n)
+			ns[i] = 0
+		}
+	}
+}
+
 func (c *counters) drop(reason string) { c.drops.Add(reason) }
 
 func (c *counters) fail(reason string) { c.failures.Add(reason) }

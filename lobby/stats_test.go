@@ -116,7 +116,7 @@ func BenchmarkHandle(b *testing.B) {
 					continue // an iteration is a datagram, answered with its batch
 				}
 				l.settle(q, now)
-				q.flush(l.sent)
+				l.flush(q)
 				now = time.Now()
 				for k := range batchSize {
 					s := &q.in[k]
@@ -125,5 +125,61 @@ func BenchmarkHandle(b *testing.B) {
 				q.answer(batchSize, handle)
 			}
 		})
+	}
+}
+
+// statsAtWrite is a batch's I/O that reads nothing and, as it sends the
+// batch's replies, looks at the lobby's counters.
+type statsAtWrite struct {
+	l    *Lobby
+	seen Stats
+}
+
+func (w *statsAtWrite) read([]slot) (int, error) { return 0, nil }
+
+func (w *statsAtWrite) write(out []reply) (int, error) {
+	w.seen = w.l.Stats()
+	return len(out), nil
+}
+
+// A read loop counts its batch's requests and joins at once, but before
+// their replies go out, as if each were counted on its own: a client
+// that has its answer finds its request counted. The replies are counted
+// once they have gone out, and nothing is left to count twice.
+func TestBatchCountedBeforeItsRepliesGoOut(t *testing.T) {
+	rooms := newMemRooms(t, 1)
+	rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 4, State: packet.Waiting})
+	l := testConfig().newLobby(rooms.Rooms)
+	t.Cleanup(l.stop)
+	w := &statsAtWrite{l: l}
+	q := newBatch(udptest.Listen(t, "127.0.0.1"), false, 0)
+	q.io = w
+	var os offers
+	from := netip.MustParseAddrPort("127.0.0.1:5000")
+	for i, m := range []packet.Message{
+		{Header: packet.Header{Type: packet.ListRooms, Seq: 1}},
+		{Header: packet.Header{Type: packet.JoinRoom, Seq: 2}, RoomID: 1},
+		{Header: packet.Header{Type: packet.ListRooms, Seq: 3}},
+	} {
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.in[i].n, q.in[i].from = copy(q.in[i].buf, b), from
+	}
+	now := time.Now()
+	q.answer(3, func(d []byte, from netip.AddrPort, at arrival, out []byte) []byte {
+		return l.handle(q, discard{}, &os, d, from, at, now, out)
+	})
+	l.settle(q, now)
+	l.flush(q)
+	if r, g := w.seen.Requests, w.seen.Granted; r["list"] != 2 || r["join"] != 1 || g["join"] != 1 || w.seen.Replies["room_list"]+w.seen.Replies["join_success"] != 0 {
+		t.Errorf("as the replies went out: requests %v, granted %v, replies %v; want 2 LISTs and a JOIN granted, no reply yet", r, g, w.seen.Replies)
+	}
+	if s := l.Stats(); s.Replies["room_list"] != 2 || s.Replies["join_success"] != 1 || s.Requests["list"] != 2 || s.Granted["join"] != 1 {
+		t.Errorf("after the batch: requests %v, granted %v, replies %v", s.Requests, s.Granted, s.Replies)
+	}
+	if q.counts != (batchCounts{}) {
+		t.Errorf("counts left in the batch: %+v", q.counts)
 	}
 }

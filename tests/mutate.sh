@@ -201,6 +201,12 @@ bugs() {
 		"e.row.Seats = e.seats.len() // as in hold: view's to set, set in place" \
 		'// the count as hold left it' \
 		./room/roomtable '^TestJoinAtSaysWhatTheTableLists$'
+	# A read loop counts its batch's requests only after their replies
+	# have gone out.
+	bug lobby/lobby.go \
+		'l.stats.add(&q.counts) // requests and joins, before their replies' \
+		'// counted with the replies' \
+		./lobby '^TestBatchCountedBeforeItsRepliesGoOut$'
 	# UnmarshalRequest leaves what the Message held before.
 	bug packet/message.go \
 		'*m = Message{}' \
