@@ -232,8 +232,8 @@ func (t *loadTotal) p(ds []time.Duration) float64 {
 }
 
 // interleave runs the generator against each target once per b.Loop
-// iteration, the order rotating, each with its shape (shapes[i], or the
-// one shape for all), and returns the totals by target.
+// iteration, in the orders of runOrder, each with its shape (shapes[i],
+// or the one shape for all), and returns the totals by target.
 func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	b.Helper()
 	if len(shapes) == 1 {
@@ -244,8 +244,7 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	}
 	totals := make([]loadTotal, len(targets))
 	for i := 0; b.Loop(); i++ {
-		for j := range targets {
-			k := (i + j) % len(targets)
+		for _, k := range runOrder(len(targets), i) {
 			totals[k].add(load(b, targets[k], shapes[k]))
 		}
 	}
@@ -255,6 +254,34 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 			totals[i].lost, totals[i].types)
 	}
 	return totals
+}
+
+// runOrder is the order in which iteration i runs n targets: the rows of
+// a Williams square, in turn. Each target runs first, last and in every
+// place equally often, and runs right after each of the others equally
+// often over n iterations (2n for an odd n): what a run leaves behind
+// (sockets draining, caches, a server's own work after its load) weighs
+// on every target alike. Rotating one order would have each target always
+// follow the same one.
+func runOrder(n, i int) []int {
+	// The first row: 0, 1, n-1, 2, n-2, ...; row r adds r to each.
+	first := make([]int, n)
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			first[j] = (j + 1) / 2
+		} else {
+			first[j] = n - j/2
+		}
+	}
+	r := i % n
+	order := make([]int, n)
+	for j, t := range first {
+		order[j] = (t + r) % n
+	}
+	if n%2 == 1 && i/n%2 == 1 { // an odd square balances with its mirror
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // edgeLobby starts `foyer serve` at info level (under wrap, when set)
