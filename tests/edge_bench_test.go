@@ -28,8 +28,9 @@ import (
 // too: one that reads and writes a datagram per system call, and one that
 // batches with recvmmsg/sendmmsg through the lobby's own code (package
 // mmsg), the limit of the lobby's I/O whatever its work per datagram. The
-// runs of one benchmark are interleaved, the order rotating, so that a
-// load that comes and goes on the machine weighs on every server alike.
+// runs of one benchmark are interleaved, in balanced orders (runOrder),
+// so that a load that comes and goes on the machine, and what one run
+// leaves for the next, weigh on every server alike.
 //
 // Every server's CPU time is its own process's (utime + stime in
 // /proc/PID/stat), read before and after each run: CPU per answered
