@@ -56,17 +56,25 @@ const usageTTL = time.Second
 // treeSeq numbers the trees of the supervisors of one process.
 var treeSeq atomic.Uint32
 
-// treeName is the name of the supervisor's cgroup subtree: fixed for a
-// state directory, so that the supervisor started next with it finds its
-// rooms, whatever process it is (an upgrade's); else this supervisor's
-// own, since the rooms die with it.
+// treeName is the name of the supervisor's cgroup subtree and of its
+// door's table: fixed for a state directory (StateName); else this
+// supervisor's own, since the rooms die with it.
 func treeName(stateDir string) string {
 	if stateDir != "" {
-		h := fnv.New64a()
-		h.Write([]byte(filepath.Clean(stateDir)))
-		return fmt.Sprintf("foyer-s%016x", h.Sum64())
+		return StateName(stateDir)
 	}
 	return fmt.Sprintf("foyer-%d-%d", os.Getpid(), treeSeq.Add(1))
+}
+
+// StateName is the name under which a lobby with state directory dir
+// keeps, in the kernel, what of its rooms outlives it: their cgroup
+// subtree and the nftables table (family inet) of their door. It is fixed
+// for the directory, so that the process started next with it finds them,
+// whatever process it is (an upgrade's).
+func StateName(dir string) string {
+	h := fnv.New64a()
+	h.Write([]byte(filepath.Clean(dir)))
+	return fmt.Sprintf("foyer-s%016x", h.Sum64())
 }
 
 // cgroupName is the name of room id's cgroups in the tree.

@@ -354,7 +354,7 @@ func (l *keptLobby) cleanup() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	removeDoors(l.t, l.logs)
+	removeStateDoor(l.t, l.stateDir)
 	os.RemoveAll(l.stateDir)
 	if l.t.Failed() {
 		l.t.Logf("lobby log:\n%s", l.logs)

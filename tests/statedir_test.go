@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/foyerlobby/foyer/internal/nftdoor"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/supervisor"
 )
 
 // stateDirConfig writes a config whose rooms keep their state in dir.
@@ -99,16 +101,20 @@ func TestStateDirTrustedOnlyWhenOurs(t *testing.T) {
 // shortDir makes an empty directory, 0700, whose path is short enough for
 // a state_dir (a room's socket path must fit a unix socket address),
 // removed at the end of the test with its parent, which lets others
-// through (the rooms' users reach their directories in the state_dir).
+// through (the rooms' users reach their directories in the state_dir),
+// and with the door table named for it, if a lobby left one.
 func shortDir(t *testing.T) string {
 	t.Helper()
 	base, err := os.MkdirTemp("", "fy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	chmod(t, base, 0o711)
 	dir := filepath.Join(base, "s")
+	t.Cleanup(func() {
+		removeStateDoor(t, dir)
+		os.RemoveAll(base)
+	})
+	chmod(t, base, 0o711)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +125,23 @@ func chmod(t *testing.T, path string, mode fs.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A door table left by a lobby of a state directory (killed for good, or
+// of a build broken on purpose) goes with the directory at the end of the
+// test: no test leaves one on the machine.
+func TestStateDoorGoesWithItsDirectory(t *testing.T) {
+	requiretest.Root(t)
+	var name string
+	t.Run("lobby", func(t *testing.T) {
+		name = supervisor.StateName(shortDir(t))
+		if _, err := nftdoor.Open(name); err != nil { // and never removed
+			t.Fatal(err)
+		}
+	})
+	if ok, err := nftdoor.Exists(name); ok || err != nil {
+		nftdoor.Sweep(func(n string) bool { return n == name })
+		t.Fatalf("table inet %s outlived its state directory's test (%v)", name, err)
 	}
 }
