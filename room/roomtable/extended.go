@@ -333,14 +333,13 @@ func deletePending(ps []*pending, p *pending) []*pending {
 func (t *Table) fullestFirst(f *room.Filter) []*entry {
 	var out []*entry
 	for _, e := range t.rooms {
-		row := e.view()
-		if e.listed && !e.stopping && e.key == "" && !row.Private && e.password == nil && row.Joinable() && f.Match(&row) {
+		row := e.current()
+		if e.listed && !e.stopping && e.key == "" && !row.Private && e.password == nil && row.Joinable() && f.Match(row) {
 			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b *entry) int {
-		ra, rb := a.view(), b.view()
-		if c := cmp.Compare(rb.Occupied(), ra.Occupied()); c != 0 {
+		if c := cmp.Compare(b.current().Occupied(), a.current().Occupied()); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.row.ID, b.row.ID)

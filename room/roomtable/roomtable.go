@@ -305,8 +305,8 @@ func (t *Table) JoinAt(_ context.Context, id uint32, player netip.AddrPort, proo
 	if err != nil {
 		return room.Held{}, err
 	}
-	e.row.Seats = e.seats.len() // as in hold: view's to set, set in place
-	return room.Held{Port: e.row.Port, Occupied: e.row.Occupied()}, nil
+	row := e.current()
+	return room.Held{Port: row.Port, Occupied: row.Occupied()}, nil
 }
 
 // join is Join at now, returning the room's entry as the JOIN left it.
@@ -335,10 +335,7 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time
 	if e.stopping {
 		return 0, room.ErrNotJoinable
 	}
-	// The stored row's count of seats is view's to set: set here too, for
-	// JoinError to read in place, without a copy of the row.
-	e.row.Seats = e.seats.len()
-	err := e.row.JoinError()
+	err := e.current().JoinError()
 	if err == room.ErrNotJoinable {
 		return 0, err
 	}
@@ -410,12 +407,16 @@ func (t *Table) Close() {
 	}
 }
 
-// view is e's table row.
-func (e *entry) view() room.Room {
-	row := e.row
-	row.Seats = e.seats.len()
-	return row
+// current is e's row with its count of seats brought up to date, in
+// place, for the row's own methods (JoinError, Occupied) to read there
+// without a copy. t.mu is held.
+func (e *entry) current() *room.Room {
+	e.row.Seats = e.seats.len()
+	return &e.row
 }
+
+// view is a copy of e's table row, as it is now. t.mu is held.
+func (e *entry) view() room.Room { return *e.current() }
 
 // emit records a change of the table and hands it to every watcher that
 // keeps up. t.mu is held.
