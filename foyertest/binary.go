@@ -1,7 +1,6 @@
 package foyertest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -245,15 +244,11 @@ func (l *Lobby) waitLog(what string, found func(log string) bool) error {
 // listeningAddr finds the first address of the log line msg, whose
 // "listen" is one address or a list.
 func listeningAddr(log, msg string) (netip.AddrPort, bool) {
-	sc := bufio.NewScanner(strings.NewReader(log))
-	for sc.Scan() {
+	for b := range messageLines(log, msg) {
 		var line struct {
-			Message string          `json:"message"`
-			Listen  json.RawMessage `json:"listen"`
+			Listen json.RawMessage `json:"listen"`
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Message != msg {
-			continue
-		}
+		json.Unmarshal(b, &line) // it parsed once already
 		var one string
 		var many []string
 		switch {

@@ -35,6 +35,7 @@ package foyertest
 
 import (
 	"encoding/json"
+	"iter"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -128,15 +129,24 @@ func (l *Lobby) WaitLog(msg string) {
 
 // hasMessage reports whether a JSON line of log has the message msg.
 func hasMessage(log, msg string) bool {
-	for line := range strings.Lines(log) {
-		var l struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Message == msg {
-			return true
-		}
+	for range messageLines(log, msg) {
+		return true
 	}
 	return false
+}
+
+// messageLines yields the JSON lines of log whose message is msg.
+func messageLines(log, msg string) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for line := range strings.Lines(log) {
+			var l struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Message == msg && !yield([]byte(line)) {
+				return
+			}
+		}
+	}
 }
 
 // logBuffer collects log lines written from several goroutines.
