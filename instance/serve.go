@@ -84,6 +84,7 @@ func Serve(g Game) {
 	s.cgroup = os.Getenv(instancepb.EnvRoomCgroup)
 	s.inherited = inheritedSocket(os.Getenv(instancepb.EnvRoomSocket))
 	os.Unsetenv(instancepb.EnvRoomSocket) // the number means nothing to what the game starts
+	s.ownSocketDir()
 	if s.runner != nil && s.inherited != nil {
 		// A Runner's program binds the port itself.
 		s.inherited.Close()
@@ -224,6 +225,11 @@ type server struct {
 	host    int          // the pid of the host an instance without orphan ends with
 	self    proc.Stat    // this process, read at the start
 	stderr  *os.File     // descriptor 2, whatever Serve put in os.Stderr
+	// socketDir is the directory of go-plugin's socket the instance made
+	// for itself, when its host named none; removed on exit, since
+	// go-plugin removes the socket only when its server closes, and the
+	// instance exits without closing it. "" when the host named one.
+	socketDir string
 	// inherited is the room's socket the host bound and passed, until
 	// Start takes it; nil without.
 	inherited *net.UDPConn
@@ -427,7 +433,26 @@ func (s *server) exit(code int, hostGone bool) {
 	if hostGone || s.hostless() {
 		s.endRoom()
 	}
+	if s.socketDir != "" {
+		os.RemoveAll(s.socketDir)
+	}
 	os.Exit(code)
+}
+
+// ownSocketDir gives go-plugin a directory of the instance's own for its
+// socket when the host named none (a Foyer host always names one), so
+// that the socket goes on exit rather than staying in the temporary
+// directory.
+func (s *server) ownSocketDir() {
+	if os.Getenv(plugin.EnvUnixSocketDir) != "" {
+		return
+	}
+	dir, err := os.MkdirTemp("", "foyer-instance-")
+	if err != nil {
+		return // go-plugin's default, the temporary directory itself
+	}
+	s.socketDir = dir
+	os.Setenv(plugin.EnvUnixSocketDir, dir)
 }
 
 // hostless reports whether no host will end the room: the host of an

@@ -374,6 +374,10 @@ func (p *Process) dial(client *plugin.Client, r *procRunner) error {
 	if err := p.watch(false); err != nil {
 		return err
 	}
+	// The socket was for making the connection, which the host now
+	// holds: a directory of go-plugin's goes at once, so that a host that
+	// dies without cleaning up (SIGKILL) leaves nothing behind.
+	r.dropOwnDir()
 	p.phases = Phases{
 		Fork: r.forked.Sub(r.begun), Boot: r.handshook.Sub(r.forked),
 		Dial: dialed.Sub(r.handshook), Watch: time.Since(dialed),

@@ -113,12 +113,13 @@ func TestMain(m *testing.M) {
 		os.WriteFile(os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"), []byte(strconv.Itoa(p.PID())), 0o600)
 		time.Sleep(time.Hour)
 	case "host":
-		// A host that launches one instance, then waits to be killed.
-		p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"))})
+		// A host that launches one instance, reports its pid once
+		// connected, then waits to be killed.
+		p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", "")})
 		if err != nil {
 			os.Exit(3)
 		}
-		_ = p
+		os.WriteFile(os.Getenv("FOYER_TEST_GRANDCHILD_PID_FILE"), []byte(strconv.Itoa(p.PID())), 0o600)
 		time.Sleep(time.Hour)
 	}
 	os.Exit(4)
@@ -648,10 +649,14 @@ func TestInstanceNoticesItsHostsEnd(t *testing.T) {
 }
 
 // instanceDiesWithItsHost starts a host in mode, which launches an
-// instance, kills the host and waits for the instance to be gone.
+// instance, kills the host and waits for the instance to be gone. Neither
+// leaves anything in the temporary directory: not the instance's socket,
+// nor a directory made for it.
 func instanceDiesWithItsHost(t *testing.T, mode string) {
 	t.Helper()
 	host, file := selfCommandReportingChild(t, mode)
+	tmp := t.TempDir()
+	host.Env = append(host.Env, "TMPDIR="+tmp)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -659,6 +664,9 @@ func instanceDiesWithItsHost(t *testing.T, mode string) {
 	host.Process.Kill()
 	host.Wait()
 	waitGone(t, inst)
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Fatalf("%s left %s in the temporary directory", mode, left[0].Name())
+	}
 }
 
 func TestRunByHand(t *testing.T) {

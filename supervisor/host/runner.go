@@ -41,7 +41,7 @@ type procRunner struct {
 	start     func(*exec.Cmd) error
 	log       zerolog.Logger
 	socketDir string // where the instance's socket is made
-	ownDir    bool   // socketDir is go-plugin's: removed here once the process is gone
+	ownDir    bool   // socketDir is go-plugin's: removed here once connected, or the process is gone
 	head      *head  // the first lines it printed
 
 	stdout, stderr *os.File // read ends
@@ -94,9 +94,7 @@ func (r *procRunner) Start(context.Context) error {
 		}
 		outR.Close()
 		errR.Close()
-		if r.ownDir {
-			os.RemoveAll(r.socketDir)
-		}
+		r.dropOwnDir()
 		return err
 	}
 	r.stdout, r.stderr = outR, errR
@@ -110,6 +108,15 @@ func (r *procRunner) Start(context.Context) error {
 	go r.forwardStderr()
 	go r.wait()
 	return nil
+}
+
+// dropOwnDir removes the socket's directory if it is go-plugin's, made
+// for this instance alone. A directory the caller gave stays: a host
+// that restarts finds the socket there.
+func (r *procRunner) dropOwnDir() {
+	if r.ownDir {
+		os.RemoveAll(r.socketDir)
+	}
 }
 
 // started reports whether the process was started.
@@ -127,11 +134,8 @@ func (r *procRunner) wait() {
 	r.reaped, r.code, r.signal = true, code, sig
 	r.mu.Unlock()
 	// The socket is dead with its server; go-plugin would remove its
-	// directory too, but only once every pipe is drained. A directory
-	// the caller gave is the caller's to remove.
-	if r.ownDir {
-		os.RemoveAll(r.socketDir)
-	}
+	// directory too, but only once every pipe is drained.
+	r.dropOwnDir()
 	close(r.done)
 	time.AfterFunc(pipeLinger, func() {
 		r.stdout.Close()
