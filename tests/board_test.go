@@ -249,6 +249,9 @@ func newBoardBrowser(t *testing.T, path string) *boardBrowser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(profile),
+		// Its singleton socket's directory goes in the profile too: a
+		// browser ended by a kill leaves it behind.
+		chromedp.Env("TMPDIR="+profile),
 		chromedp.WindowSize(1920, 1080),
 		chromedp.CombinedOutput(b.output),
 	)

@@ -50,16 +50,12 @@ var loadbench struct {
 	err  error
 }
 
-// loadbenchBinary builds the load generator once per test process.
+// loadbenchBinary builds the load generator once per test process,
+// beside the binaries TestMain built (and removes).
 func loadbenchBinary(b *testing.B) string {
 	b.Helper()
 	loadbench.once.Do(func() {
-		dir, err := os.MkdirTemp("", "foyer-loadbench-")
-		if err != nil {
-			loadbench.err = err
-			return
-		}
-		loadbench.path = filepath.Join(dir, "loadbench")
+		loadbench.path = filepath.Join(filepath.Dir(bin), "loadbench")
 		cmd := exec.Command("go", "build", "-o", loadbench.path, "../lobby/internal/loadtest/loadbench")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
