@@ -224,6 +224,10 @@ type server struct {
 	out   *output
 	probe *prober   // probe "teeworlds" only
 	ep    *endpoint // probe "endpoint" only
+	// tmpHome is the private directory made for this run when the host
+	// gave the room none, removed once the server and what it left are
+	// gone; "" otherwise.
+	tmpHome string
 
 	mu     sync.Mutex
 	reaped bool // after this, the pid may belong to someone else
@@ -233,10 +237,17 @@ type server struct {
 }
 
 // start starts the server on a's port, in a fresh private directory.
-func (k *Keeper) start(a instance.Assignment) (*server, error) {
-	home, err := freshHome()
+func (k *Keeper) start(a instance.Assignment) (_ *server, err error) {
+	home, temp, err := freshHome()
 	if err != nil {
 		return nil, fmt.Errorf("keeper: private HOME: %w", err)
+	}
+	if temp {
+		defer func() {
+			if err != nil {
+				os.RemoveAll(home)
+			}
+		}()
 	}
 	var bind string
 	if a.Bind.IsValid() && !a.Bind.IsUnspecified() {
@@ -287,6 +298,9 @@ func (k *Keeper) start(a instance.Assignment) (*server, error) {
 		}
 	}
 	s := &server{argv0: argv[0], out: newOutput(), probe: p, ep: ep, exited: make(chan struct{})}
+	if temp {
+		s.tmpHome = home
+	}
 	k.reaping.Do(k.reapOrphans)
 	k.children.Lock()
 	err = proc.StartOnForkThread(cmd)
@@ -367,21 +381,26 @@ func (k *Keeper) wait(s *server) {
 		s.log.Warn().Err(err).Msg("what the server left behind is not all dead")
 	}
 	k.reapAdopted()
+	if s.tmpHome != "" {
+		os.RemoveAll(s.tmpHome)
+	}
 	s.exit()
 }
 
 // freshHome empties the room's home directory, or makes a temporary one
-// when the host gave the room no directory.
-func freshHome() (string, error) {
+// (temp), which the keeper removes once its server is gone, when the host
+// gave the room no directory.
+func freshHome() (home string, temp bool, err error) {
 	dir := os.Getenv(instancepb.EnvRoomDir)
 	if dir == "" {
-		return os.MkdirTemp("", "foyer-room-")
+		home, err = os.MkdirTemp("", "foyer-room-")
+		return home, true, err
 	}
-	home := filepath.Join(dir, "home")
+	home = filepath.Join(dir, "home")
 	if err := os.RemoveAll(home); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return home, os.Mkdir(home, 0o700)
+	return home, false, os.Mkdir(home, 0o700)
 }
 
 // exit records how the reaped server ended.

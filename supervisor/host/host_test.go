@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/foyerlobby/foyer/instance"
 	"github.com/foyerlobby/foyer/instance/instancepb"
+	"github.com/foyerlobby/foyer/instance/keeper"
 	"github.com/foyerlobby/foyer/instance/refroom"
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/packet"
@@ -49,6 +51,13 @@ func TestMain(m *testing.M) {
 	switch mode {
 	case "game":
 		instance.Serve(&testGame{})
+	case "keeper":
+		// A keeper of a server that sleeps, as foyer-room runs one.
+		k, err := keeper.New(keeper.Config{Command: []string{"sleep", "3600"}, Probe: keeper.ProbeNone}, zerolog.Nop(), io.Discard)
+		if err != nil {
+			os.Exit(3)
+		}
+		instance.Serve(k)
 	case "refroom":
 		// The reference room, as `foyer instance` runs it.
 		instance.Serve(refroom.New(zerolog.New(os.Stderr)))
@@ -666,6 +675,34 @@ func instanceDiesWithItsHost(t *testing.T, mode string) {
 	waitGone(t, inst)
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Fatalf("%s left %s in the temporary directory", mode, left[0].Name())
+	}
+}
+
+// TestKeeperWithoutRoomDirectoryLeavesNothing runs a keeper under a host
+// that gives its room no directory: its server runs in a private
+// directory the keeper makes, which goes with the server.
+func TestKeeperWithoutRoomDirectoryLeavesNothing(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	cmd := selfCommand("keeper", "")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kill(t, p) })
+	if err := p.Start(ctx, instance.Assignment{RoomID: 7, Port: freePort(t), MaxPlayers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if made, _ := os.ReadDir(tmp); len(made) != 1 || !strings.HasPrefix(made[0].Name(), "foyer-room-") {
+		t.Fatalf("the keeper's server runs without a private directory: %v", made)
+	}
+	p.Stop(patience)
+	waitExit(t, p)
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Fatalf("the keeper left %s in the temporary directory", left[0].Name())
 	}
 }
 
