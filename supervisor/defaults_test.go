@@ -1,10 +1,16 @@
 package supervisor
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/foyerlobby/foyer/internal/proc"
 )
 
 // TestConfigDefaultsAndValidation: the defaults are those config.toml
@@ -36,6 +42,44 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		tune(&bad)
 		if _, err := New(bad, zerolog.Nop()); err == nil {
 			t.Errorf("%s: New accepted %+v", name, bad)
+		}
+	}
+}
+
+// A lobby without a state directory keeps its rooms' directories in the
+// temporary one: where TMPDIR is too long for the rooms' sockets to fit a
+// unix socket address, the supervisor says so at its start, rather than
+// run a lobby whose every room fails. One just short enough is taken.
+func TestTempDirTooLongForSocketsIsRefused(t *testing.T) {
+	base, err := os.MkdirTemp("", "") // t.TempDir's name is too long
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	self, err := proc.ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("/%s%d.%d-4294967295", tempPrefix, os.Getpid(), self.StartTicks)
+	fit := maxStateDir - len(name) - len(base) - 1 // the longest name under base that fits
+	if fit < 1 {
+		t.Fatalf("the test's temporary directory %s leaves no room", base)
+	}
+	for _, n := range []int{fit, fit + 1} {
+		dir := filepath.Join(base, strings.Repeat("d", n))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("TMPDIR", dir)
+		d, err := openDirs("", zerolog.Nop())
+		switch {
+		case n == fit && err != nil:
+			t.Fatalf("TMPDIR of %d bytes: %v", len(dir), err)
+		case n > fit && (err == nil || !strings.Contains(err.Error(), "TMPDIR")):
+			t.Fatalf("TMPDIR of %d bytes: %v, want a refusal naming TMPDIR", len(dir), err)
+		}
+		if d != nil {
+			d.close()
 		}
 	}
 }

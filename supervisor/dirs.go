@@ -84,7 +84,14 @@ func openDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("supervisor: own start time: %w", err)
 		}
-		root, err := os.MkdirTemp("", fmt.Sprintf("%s%d.%d-", tempPrefix, os.Getpid(), self.StartTicks))
+		prefix := fmt.Sprintf("%s%d.%d-", tempPrefix, os.Getpid(), self.StartTicks)
+		// os.MkdirTemp ends the name with up to 10 digits.
+		if longest := filepath.Join(os.TempDir(), prefix) + "4294967295"; len(longest) > maxStateDir {
+			return nil, fmt.Errorf("supervisor: the temporary directory %q is too long for the rooms' sockets: "+
+				"the rooms' directory there would take %d bytes, %d at most; set a shorter TMPDIR, or state_dir",
+				os.TempDir(), len(longest), maxStateDir)
+		}
+		root, err := os.MkdirTemp("", prefix)
 		if err != nil {
 			return nil, fmt.Errorf("supervisor: rooms directory: %w", err)
 		}
