@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/tmptest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 
 	"github.com/rs/zerolog"
@@ -32,6 +33,11 @@ var testroomBin string
 // starts a thousand), then runs the tests, and checks that they left no
 // process and no cgroup behind.
 func TestMain(m *testing.M) {
+	leftTemps, err := tmptest.Own()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "supervisor-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,6 +57,10 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	if left := leftovers(); left != "" {
 		fmt.Fprintln(os.Stderr, "FAIL: left behind:", left)
+		code = 1
+	}
+	if left := leftTemps(); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: left behind:", strings.Join(left, ", "))
 		code = 1
 	}
 	os.Exit(code)

@@ -257,12 +257,14 @@ func rel(p string) string { return strings.TrimPrefix(p, "/") }
 
 // command returns argv to run as root in the root, in its network
 // namespace. nsenter and chroot exec what follows: the process started
-// is argv's. The root's own PATH finds what dpkg and the scripts run.
+// is argv's. The root's own PATH finds what dpkg and the scripts run, and
+// its own /tmp takes their temporary files.
 func (r *debRoot) command(ctx context.Context, argv ...string) *exec.Cmd {
 	enter := []string{"--target", strconv.Itoa(r.holder.Process.Pid), "--mount", "--net", "chroot", r.dir}
 	cmd := exec.CommandContext(ctx, "nsenter", append(enter, argv...)...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", // dpkg's messages untranslated
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"TMPDIR=/tmp") // the root's own: this process's is not in it
 	return cmd
 }
 

@@ -34,10 +34,22 @@ func TestHarnessFromAGamesModule(t *testing.T) {
 	}
 	// Offline: nothing is fetched, no checksum database is asked; the
 	// missing requirements and sums are written as `go get` would.
+	// The game's tests get a temporary directory of their own, where the
+	// harness leaves its build for a later run to remove: it goes at the
+	// end of this test. Its name is short, for the rooms' sockets under
+	// it, and it lets the rooms' users through, as /tmp does.
+	tmp, err := os.MkdirTemp("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "./...")
 	cmd.Dir = dir
-	cmd.Env = append(withoutEnv(os.Environ(), "FOYER_BINARY", "GOFLAGS", "GOWORK"),
-		"GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(withoutEnv(os.Environ(), "FOYER_BINARY", "GOFLAGS", "GOWORK", "TMPDIR"),
+		"GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOFLAGS=-mod=mod", "TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		requiretest.ModuleCache(t, out)

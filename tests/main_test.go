@@ -33,6 +33,7 @@ import (
 
 	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/internal/tmptest"
 	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
@@ -52,6 +53,11 @@ func TestMain(m *testing.M) {
 	// for how it ends) as for any child.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "child subreaper:", err)
+		os.Exit(1)
+	}
+	leftTemps, err := tmptest.Own()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	dir, err := os.MkdirTemp("", "foyer-tests-")
@@ -83,7 +89,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopWatch()
 	os.RemoveAll(dir)
-	if left := leftovers(cgroupsBefore); len(left) > 0 {
+	left := append(leftovers(cgroupsBefore), leftTemps()...)
+	if len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: the tests left behind:", strings.Join(left, ", "))
 		code = 1
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/foyerlobby/foyer/internal/proc"
+	"github.com/foyerlobby/foyer/internal/tmptest"
 
 	"github.com/rs/zerolog"
 
@@ -43,7 +44,17 @@ func TestMain(m *testing.M) {
 	mode := os.Getenv(modeEnv)
 	if mode == "" {
 		noExitSleep()
-		os.Exit(m.Run())
+		leftTemps, err := tmptest.Own()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		code := m.Run()
+		if left := leftTemps(); len(left) > 0 {
+			fmt.Fprintln(os.Stderr, "FAIL: left behind:", strings.Join(left, ", "))
+			code = 1
+		}
+		os.Exit(code)
 	}
 	if f := os.Getenv(pidFileEnv); f != "" {
 		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600)
@@ -657,6 +668,19 @@ func TestInstanceNoticesItsHostsEnd(t *testing.T) {
 	instanceDiesWithItsHost(t, "plain-host")
 }
 
+// shortTemp is an empty directory for a process's temporary files,
+// removed at the end of the test: one a unix socket's path fits under,
+// where t.TempDir's long name may not.
+func shortTemp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // instanceDiesWithItsHost starts a host in mode, which launches an
 // instance, kills the host and waits for the instance to be gone. Neither
 // leaves anything in the temporary directory: not the instance's socket,
@@ -664,7 +688,7 @@ func TestInstanceNoticesItsHostsEnd(t *testing.T) {
 func instanceDiesWithItsHost(t *testing.T, mode string) {
 	t.Helper()
 	host, file := selfCommandReportingChild(t, mode)
-	tmp := t.TempDir()
+	tmp := shortTemp(t)
 	host.Env = append(host.Env, "TMPDIR="+tmp)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -683,7 +707,7 @@ func instanceDiesWithItsHost(t *testing.T, mode string) {
 // directory the keeper makes, which goes with the server.
 func TestKeeperWithoutRoomDirectoryLeavesNothing(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
+	tmp := shortTemp(t)
 	cmd := selfCommand("keeper", "")
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
