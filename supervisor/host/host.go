@@ -62,7 +62,8 @@ type LaunchConfig struct {
 	// Dir is the room's private directory, which must exist: the
 	// instance's socket is made there, where Attach finds it again, and
 	// the instance logs there once nobody reads its stderr. The caller
-	// removes it. Empty: a temporary directory of go-plugin's.
+	// removes it. Empty: a temporary directory of go-plugin's, removed
+	// once the host is connected (nothing is left if the host is killed).
 	Dir string
 	// Grace, when positive, lets the instance outlive its host: it has no
 	// parent-death signal and keeps playing for Grace without a host,
