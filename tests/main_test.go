@@ -654,19 +654,44 @@ func (s *server) listening(t testing.TB, msg string, deadline time.Time) netip.A
 	return netip.AddrPort{}
 }
 
-// instancePID returns the pid the supervisor logged for room id. The log
-// reaches the test through a pipe, so it may lag the reply: poll.
+// instancePID is the pid of room id's instance, from its "room created"
+// line: as soon as it forked.
 func (s *server) instancePID(id uint32) int {
 	s.t.Helper()
+	return pidOf(s.loggedLine(id, "room created"))
+}
+
+// readyPID is the pid of room id's instance once its game is ready: a
+// room in play, not one still starting. A room handed out while it
+// starts says so in its "room created" line ("starting"), and is ready at
+// its "room ready" line.
+func (s *server) readyPID(id uint32) int {
+	s.t.Helper()
+	m := s.loggedLine(id, "room created")
+	if m["starting"] == true {
+		m = s.loggedLine(id, "room ready")
+	}
+	return pidOf(m)
+}
+
+// loggedLine waits up to 10 s for the line msg of room id that names a
+// pid, and returns it. The log reaches the test through a pipe, so it may
+// lag the reply: it polls.
+func (s *server) loggedLine(id uint32, msg string) map[string]any {
+	s.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range s.logs.lines("room created") {
-			if v, ok := m["id"].(float64); ok && uint32(v) == id {
-				if pid, ok := m["pid"].(float64); ok && pid > 0 {
-					return int(pid)
-				}
+		for _, m := range s.logs.lines(msg) {
+			if v, ok := m["id"].(float64); ok && uint32(v) == id && pidOf(m) > 0 {
+				return m
 			}
 		}
 	}
-	s.t.Fatalf("no pid logged for room %d:\n%s", id, s.logs)
-	return 0
+	s.t.Fatalf("no %q line with a pid for room %d:\n%s", msg, id, s.logs)
+	return nil
+}
+
+// pidOf is the pid a log line names, 0 if none.
+func pidOf(m map[string]any) int {
+	pid, _ := m["pid"].(float64)
+	return int(pid)
 }
