@@ -22,9 +22,10 @@ import (
 	"github.com/foyerlobby/foyer/supervisor/host"
 )
 
-// roomDir is a short private directory: a socket path must fit a unix
-// socket address.
-func roomDir(t *testing.T) string {
+// shortDir is a private directory, removed at the end of the test, with
+// a name short enough for a unix socket's path under it (t.TempDir's may
+// not be): a room's, or a process's temporary one.
+func shortDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rd")
 	if err != nil {
@@ -62,7 +63,7 @@ func nextStatus(t *testing.T, ch <-chan host.Status) host.Status {
 // from gets it back with Rewatch.
 func TestAttachTakesALaunchedInstanceOver(t *testing.T) {
 	t.Parallel()
-	dir := roomDir(t)
+	dir := shortDir(t)
 	p, err := host.Launch(context.Background(), host.LaunchConfig{Cmd: selfCommand("game", ""), Dir: dir, Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -668,19 +668,6 @@ func TestInstanceNoticesItsHostsEnd(t *testing.T) {
 	instanceDiesWithItsHost(t, "plain-host")
 }
 
-// shortTemp is an empty directory for a process's temporary files,
-// removed at the end of the test: one a unix socket's path fits under,
-// where t.TempDir's long name may not.
-func shortTemp(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // instanceDiesWithItsHost starts a host in mode, which launches an
 // instance, kills the host and waits for the instance to be gone. Neither
 // leaves anything in the temporary directory: not the instance's socket,
@@ -688,7 +675,7 @@ func shortTemp(t *testing.T) string {
 func instanceDiesWithItsHost(t *testing.T, mode string) {
 	t.Helper()
 	host, file := selfCommandReportingChild(t, mode)
-	tmp := shortTemp(t)
+	tmp := shortDir(t)
 	host.Env = append(host.Env, "TMPDIR="+tmp)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -707,7 +694,7 @@ func instanceDiesWithItsHost(t *testing.T, mode string) {
 // directory the keeper makes, which goes with the server.
 func TestKeeperWithoutRoomDirectoryLeavesNothing(t *testing.T) {
 	t.Parallel()
-	tmp := shortTemp(t)
+	tmp := shortDir(t)
 	cmd := selfCommand("keeper", "")
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
