@@ -317,6 +317,9 @@ func BenchmarkKilledInstanceLeavesTheList(b *testing.B) {
 		d := time.Since(killed)
 		worst, total, n = max(worst, d), total+d, n+1
 	}
+	if failed := len(s.logs.lines("spawn failed")); failed > 0 {
+		b.Fatalf("%d of %d rooms were killed before they were ready: their starts failed", failed, n)
+	}
 	b.ReportMetric(float64(total.Microseconds())/1e3/float64(n), "unlist-ms")
 	b.ReportMetric(float64(worst.Microseconds())/1e3, "worst-unlist-ms")
 }
