@@ -133,7 +133,7 @@ func TestAttachTakesALaunchedInstanceOver(t *testing.T) {
 // from an instance.
 func TestAttachRefusesWhatIsNoRoom(t *testing.T) {
 	t.Parallel()
-	dir := roomDir(t)
+	dir := shortDir(t)
 	if _, _, err := host.Attach(context.Background(), filepath.Join(dir, "plugin1"), zerolog.Nop()); !errors.Is(err, host.ErrGone) {
 		t.Fatalf("no socket: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestAttachRefusesWhatIsNoRoom(t *testing.T) {
 func TestOrphanEndsAfterItsGrace(t *testing.T) {
 	t.Parallel()
 	for _, adopt := range []bool{false, true} {
-		dir := roomDir(t)
+		dir := shortDir(t)
 		hostCmd, file := selfCommandReportingChild(t, "grace-host")
 		hostCmd.Env = append(hostCmd.Env, "FOYER_TEST_ROOM_DIR="+dir, "FOYER_TEST_PORT="+strconv.Itoa(int(freePort(t))))
 		if err := hostCmd.Start(); err != nil {
@@ -197,4 +197,19 @@ func TestLaunchOfAGameServerSaysSo(t *testing.T) {
 	if !errors.Is(err, host.ErrNotAnInstance) || !strings.Contains(err.Error(), `it printed "hello, I am not a handshake"`) {
 		t.Fatalf("launch: %v", err)
 	}
+}
+
+// An instance launched in a room's directory needs nothing of the
+// temporary directory: its socket, and the directory go-plugin makes for
+// one, go in the room's. A host whose TMPDIR is gone still launches it.
+func TestLaunchInARoomDirectoryNeedsNoTempDir(t *testing.T) {
+	dir := shortDir(t)
+	t.Setenv("TMPDIR", filepath.Join(dir, "gone"))
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	p, err := host.Launch(ctx, host.LaunchConfig{Cmd: selfCommand("game", ""), Dir: dir})
+	if err != nil {
+		t.Fatalf("Launch with TMPDIR gone: %v", err)
+	}
+	kill(t, p)
 }

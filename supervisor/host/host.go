@@ -276,7 +276,15 @@ func newLaunch(cfg LaunchConfig) (*launch, error) {
 	}
 
 	r := &procRunner{cmd: cmd, start: start, log: cfg.Log, done: make(chan struct{}), head: newHead(), begun: time.Now()}
+	var sockets *plugin.UnixSocketConfig
+	if cfg.Dir != "" {
+		// go-plugin makes a directory for the socket before the runner
+		// says where it goes: in the room's, the temporary directory has
+		// no say (it need not even exist).
+		sockets = &plugin.UnixSocketConfig{TempDir: cfg.Dir}
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
+		UnixSocketConfig: sockets,
 		HandshakeConfig:  instancepb.Handshake,
 		Plugins:          plugin.PluginSet{instancepb.PluginName: &instancepb.Plugin{}},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
