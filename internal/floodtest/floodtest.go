@@ -39,6 +39,9 @@ type Config struct {
 	Networks int
 	// Rate is datagrams per second; 0 sends as fast as one core can.
 	Rate int
+	// Once ends the flood when each source has sent one datagram, rather
+	// than cycling through the sources until ctx is done.
+	Once bool
 }
 
 // batch is how many datagrams one sendmmsg call carries.
@@ -47,7 +50,8 @@ const batch = 64
 // headers is the IPv4 and UDP headers' length.
 const headers = 20 + 8
 
-// Run sends until ctx is done and returns how many datagrams went out.
+// Run sends until ctx is done (or, with Once, until every source has
+// sent) and returns how many datagrams went out.
 func Run(ctx context.Context, c Config) (uint64, error) {
 	if !c.To.Addr().Is4() || c.Sources < 1 || len(c.Payload) > 1400 || c.Networks < 0 || c.Networks > MaxNetworks {
 		return 0, errors.New("flood: want an IPv4 target, at least one source, at most MaxNetworks networks and a payload of at most 1400 bytes")
@@ -91,14 +95,23 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 				}
 			}
 		}
-		for i := range bufs[:per] {
-			setSource(bufs[i], next, c.Networks)
-			next = (next + 1) % c.Sources
+		k := per
+		if c.Once {
+			if sent == uint64(c.Sources) {
+				break
+			}
+			k = min(k, c.Sources-int(sent))
 		}
-		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(per), 0, 0, 0)
+		for i := range bufs[:k] {
+			setSource(bufs[i], (next+i)%c.Sources, c.Networks)
+		}
+		// What the kernel did not take is sent again, from the same
+		// sources, so that they go out in turn.
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(k), 0, 0, 0)
 		switch errno {
 		case 0:
 			sent += uint64(n)
+			next = (next + int(n)) % c.Sources
 		case unix.ENOBUFS, unix.EAGAIN, unix.EINTR:
 		default:
 			return sent, fmt.Errorf("flood: sendmmsg: %w", errno)

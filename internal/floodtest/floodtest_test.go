@@ -77,3 +77,42 @@ func TestRunSpreadsOverNetworks(t *testing.T) {
 		}
 	}
 }
+
+// A flood sent once ends when every source has sent one datagram, and
+// each arrives once.
+func TestRunOnceSendsEachSourceOnce(t *testing.T) {
+	requiretest.RawSocket(t)
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetReadBuffer(1 << 20); err != nil { // all of it is queued before the reads
+		t.Fatal(err)
+	}
+	const sources = 3*batch + 5 // full batches and a last part
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a flood that does not end
+	defer cancel()
+	sent, err := Run(ctx, Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: []byte("hello"), Sources: sources, Once: true})
+	if err != nil || sent != sources {
+		t.Fatalf("sent %d of %d sources: %v", sent, sources, err)
+	}
+	seen := map[netip.AddrPort]int{}
+	buf := make([]byte, 64)
+	c.SetReadDeadline(time.Now().Add(time.Second)) // the datagrams are queued already
+	for {
+		_, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			break
+		}
+		seen[from]++
+	}
+	for i := range sources {
+		if seen[Source(i)] != 1 {
+			t.Errorf("source %d (%v) arrived %d times", i, Source(i), seen[Source(i)])
+		}
+	}
+	if len(seen) != sources {
+		t.Errorf("%d sources arrived, want %d", len(seen), sources)
+	}
+}
