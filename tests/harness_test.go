@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/foyerlobby/foyer/internal/requiretest"
+	"github.com/foyerlobby/foyer/internal/tmptest"
 )
 
 // TestHarnessFromAGamesModule: the README's harness example, as a game's
@@ -36,16 +37,12 @@ func TestHarnessFromAGamesModule(t *testing.T) {
 	// missing requirements and sums are written as `go get` would.
 	// The game's tests get a temporary directory of their own, where the
 	// harness leaves its build for a later run to remove: it goes at the
-	// end of this test. Its name is short, for the rooms' sockets under
-	// it, and it lets the rooms' users through, as /tmp does.
-	tmp, err := os.MkdirTemp("", "")
+	// end of this test.
+	tmp, err := tmptest.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
-	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command("go", "test", "-count=1", "-v", "./...")
 	cmd.Dir = dir
 	cmd.Env = append(withoutEnv(os.Environ(), "FOYER_BINARY", "GOFLAGS", "GOWORK", "TMPDIR"),
