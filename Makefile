@@ -79,8 +79,11 @@ deps:
 	$(call apt_install,$(DEB_PACKAGES))
 	$(GO) mod download
 
+# vet also fails on any Go file gofmt would change.
 vet:
 	$(GO) vet ./...
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .); \
+	if [ -n "$$unformatted" ]; then echo "not formatted (gofmt -w):"; echo "$$unformatted"; exit 1; fi
 
 # test runs every test. A plain `go test ./...` skips, each with its reason,
 # the tests whose requirements are missing (root, a package above, network
@@ -110,7 +113,6 @@ mutate: deps
 	FOYER_TEST_ALL=1 GO=$(GO) ./tests/mutate.sh
 
 lint: vet
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 
 # proto regenerates the instance service's Go code with pinned tools:

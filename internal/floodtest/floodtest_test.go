@@ -90,8 +90,9 @@ func TestRunOnceSendsEachSourceOnce(t *testing.T) {
 	if err := c.SetReadBuffer(1 << 20); err != nil { // all of it is queued before the reads
 		t.Fatal(err)
 	}
-	const sources = 3*batch + 5 // full batches and a last part
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a flood that does not end
+	// Full batches and a last part; a timeout for a flood that does not end.
+	const sources = 3*batch + 5
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sent, err := Run(ctx, Config{To: c.LocalAddr().(*net.UDPAddr).AddrPort(), Payload: []byte("hello"), Sources: sources, Once: true})
 	if err != nil || sent != sources {
