@@ -84,7 +84,7 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 	var sent uint64
 	next := 0
 	start := time.Now()
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && (!c.Once || sent < uint64(c.Sources)) {
 		if c.Rate > 0 {
 			due := start.Add(time.Duration(sent) * time.Second / time.Duration(c.Rate))
 			if d := time.Until(due); d > 0 {
@@ -97,9 +97,6 @@ func Run(ctx context.Context, c Config) (uint64, error) {
 		}
 		k := per
 		if c.Once {
-			if sent == uint64(c.Sources) {
-				break
-			}
 			k = min(k, c.Sources-int(sent))
 		}
 		for i := range bufs[:k] {
