@@ -1,10 +1,8 @@
 package foyertest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/foyerlobby/foyer/internal/tmptest"
@@ -15,18 +13,10 @@ import (
 // the binary, which a game's tests leave for their next run to remove
 // (removeOrphanedBuilds) and these remove now.
 func TestMain(m *testing.M) {
-	leftTemps, err := tmptest.Own()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	doneTemps := tmptest.Own()
 	code := m.Run()
 	if built.path != "" {
 		os.RemoveAll(filepath.Dir(built.path))
 	}
-	if left := leftTemps(); len(left) > 0 {
-		fmt.Fprintln(os.Stderr, "FAIL: left behind:", strings.Join(left, ", "))
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(doneTemps(code))
 }

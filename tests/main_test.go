@@ -55,11 +55,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "child subreaper:", err)
 		os.Exit(1)
 	}
-	leftTemps, err := tmptest.Own()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	doneTemps := tmptest.Own()
 	dir, err := os.MkdirTemp("", "foyer-tests-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -89,12 +85,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopWatch()
 	os.RemoveAll(dir)
-	left := append(leftovers(cgroupsBefore), leftTemps()...)
-	if len(left) > 0 {
+	if left := leftovers(cgroupsBefore); len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: the tests left behind:", strings.Join(left, ", "))
 		code = 1
 	}
-	os.Exit(code)
+	os.Exit(doneTemps(code))
 }
 
 // runEnv marks the processes of this test run, by their environment.

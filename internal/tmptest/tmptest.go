@@ -5,8 +5,10 @@
 package tmptest
 
 import (
+	"fmt"
+	"io"
 	"os"
-	"slices"
+	"strings"
 )
 
 // Dir makes a new directory in the temporary one for a test's processes,
@@ -25,22 +27,32 @@ func Dir() (string, error) {
 	return dir, nil
 }
 
-// Own points TMPDIR, for the rest of the process and every process it
-// starts, at a new directory made by Dir. left, called once the tests
-// have run, names what is left in it, and removes it.
-func Own() (left func() []string, err error) {
+// stderr is where Own's report goes.
+var stderr io.Writer = os.Stderr
+
+// Own, for a TestMain, points TMPDIR, for the rest of the process and
+// every process it starts, at a new directory made by Dir; if none can be
+// made it says why and exits. done, called with the tests' exit code once
+// they have run, removes the directory and returns the code, or, if
+// anything was left in it, names what and returns a failure.
+func Own() (done func(code int) int) {
 	dir, err := Dir()
 	if err != nil {
-		return nil, err
+		fmt.Fprintln(stderr, "tmptest:", err)
+		os.Exit(1)
 	}
 	os.Setenv("TMPDIR", dir)
-	return func() []string {
+	return func(code int) int {
 		entries, _ := os.ReadDir(dir)
-		var names []string
-		for _, e := range entries {
-			names = append(names, "temporary "+e.Name())
-		}
 		os.RemoveAll(dir)
-		return slices.Clip(names)
-	}, nil
+		if len(entries) == 0 {
+			return code
+		}
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name()
+		}
+		fmt.Fprintln(stderr, "FAIL: left in the temporary directory:", strings.Join(names, ", "))
+		return 1
+	}
 }

@@ -44,17 +44,8 @@ func TestMain(m *testing.M) {
 	mode := os.Getenv(modeEnv)
 	if mode == "" {
 		noExitSleep()
-		leftTemps, err := tmptest.Own()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		code := m.Run()
-		if left := leftTemps(); len(left) > 0 {
-			fmt.Fprintln(os.Stderr, "FAIL: left behind:", strings.Join(left, ", "))
-			code = 1
-		}
-		os.Exit(code)
+		doneTemps := tmptest.Own()
+		os.Exit(doneTemps(m.Run()))
 	}
 	if f := os.Getenv(pidFileEnv); f != "" {
 		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600)
