@@ -166,6 +166,37 @@ func gg2Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// gg2Registrant is a registration and the game server that sends it.
+type gg2Registrant struct {
+	game *gg2Game
+	reg  gg2.Registration
+}
+
+// gg2RegisterUntil sends the registrations, sixteen every 10 ms, and sends
+// them all again each second, as real servers register again, until cond
+// holds, failing after 20 s: a burst of a thousand overflows the lobby's
+// socket buffer on a loaded machine, and the kernel drops what does not
+// fit.
+func gg2RegisterUntil(t testing.TB, regs []gg2Registrant, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		for i, r := range regs {
+			r.game.register(r.reg)
+			if i%16 == 15 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		for again := time.Now().Add(time.Second); time.Now().Before(again); time.Sleep(20 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 // seqs hands out native request sequence numbers.
 type seqs uint16
 

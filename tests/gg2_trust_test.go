@@ -153,14 +153,16 @@ func TestGG2NothingUnprovenOffered(t *testing.T) {
 // is listed.
 func TestGG2TableQuotaPerNetwork(t *testing.T) {
 	f := gg2Start(t, "udp_transport = true")
+	var regs []gg2Registrant
 	for a := range 64 {
 		g := gg2GameAt(t, fmt.Sprintf("127.0.%d.%d", 10+a/16, 1+a%16), f.gg2)
 		for p := range 16 {
-			g.register(gg2Registration(t, gg2.Counted, gg2.UDP, uint16(20000+p), "filler", 8, 0))
+			regs = append(regs, gg2Registrant{g, gg2Registration(t, gg2.Counted, gg2.UDP, uint16(20000+p), "filler", 8, 0)})
 		}
-		time.Sleep(10 * time.Millisecond) // the lobby's socket buffer holds a few hundred
 	}
-	gg2Eventually(t, "the fill refused per network", func() bool { return gg2Metric(t, f.server, "network_full") >= 64*16-4*128 })
+	gg2RegisterUntil(t, regs, "the networks filled and the rest refused", func() bool {
+		return f.metrics(t)["foyer_gg2_registered"] == 4*128 && gg2Metric(t, f.server, "network_full") >= 64*16-4*128
+	})
 	if n := f.metrics(t)["foyer_gg2_registered"]; n != 4*128 {
 		t.Errorf("%v servers registered from 4 networks, want 4 x 128", n)
 	}

@@ -71,16 +71,16 @@ func TestSlowReadersCannotDenyLists(t *testing.T) {
 	// Lists as large as they get: a thousand servers with long names, of
 	// 8 networks, in version 1's legacy list too.
 	long := strings.Repeat("FREE SKINS ", 80)
+	var regs []gg2Registrant
 	for a := range 64 {
 		g := gg2GameAt(t, fmt.Sprintf("127.0.%d.%d", 50+a/8, 1+a%8), f.gg2)
 		for p := range 16 {
 			r := gg2Registration(t, gg2.Counted, gg2.UDP, uint16(20000+p), long, 8, 0)
 			r.KeyValues = append(r.KeyValues, gg2.KeyValue{Key: "protocol_id", Value: legacyID(1)})
-			g.register(r)
+			regs = append(regs, gg2Registrant{g, r})
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	gg2Eventually(t, "the servers registered", func() bool { return f.metrics(t)["foyer_gg2_registered"] == 1024 })
+	gg2RegisterUntil(t, regs, "the servers registered", func() bool { return f.metrics(t)["foyer_gg2_registered"] == 1024 })
 	listQuery := gg2.ListQuery{Lobby: gg2.GG2LobbyUUID}.Append(nil)
 	if n := len(tcpQuery(t, f.gg2, listQuery)); n < 200<<10 || n > 256<<10 {
 		t.Fatalf("the list is %d bytes", n)
