@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -27,7 +28,10 @@ import (
 // the same generator against two echo servers, each a process of its own
 // too: one that reads and writes a datagram per system call, and one that
 // batches with recvmmsg/sendmmsg through the lobby's own code (package
-// mmsg), the limit of the lobby's I/O whatever its work per datagram. The
+// mmsg), the limit of the lobby's I/O whatever its work per datagram.
+// Each echo is as long as the lobby's answer to its request (a ten-room
+// ROOM_LIST is 124 bytes, its LIST 12), as the in-process benchmark's
+// echoes are: the bytes a server sends are part of its I/O. The
 // runs of one benchmark are interleaved, in balanced orders (runOrder),
 // so that a load that comes and goes on the machine, and what one run
 // leaves for the next, weigh on every server alike.
@@ -76,14 +80,19 @@ type target struct {
 	pid  int
 }
 
-// startEchoServer runs `loadbench echo` until the benchmark ends.
-func startEchoServer(b *testing.B, batched bool) target {
+// startEchoServer runs `loadbench echo` until the benchmark ends, its
+// echoes as long as lengths says by the request's type (see
+// replyLengths).
+func startEchoServer(b *testing.B, batched bool, lengths map[byte]int) target {
 	b.Helper()
 	t := target{name: "echo"}
 	args := []string{"echo"}
 	if batched {
 		t.name = "batched_echo"
 		args = append(args, "-batched")
+	}
+	for typ, n := range lengths {
+		args = append(args, "-size", fmt.Sprintf("%x=%d", typ, n))
 	}
 	cmd := exec.Command(loadbenchBinary(b), args...)
 	stdin, err := cmd.StdinPipe() // closing it ends the server
@@ -370,8 +379,19 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 // these: before and after a change, in one run.
 func BenchmarkEdgeVsEcho(b *testing.B) {
 	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10)
-	targets := []target{lobby, startEchoServer(b, false), startEchoServer(b, true)}
 	rows := edgeRows(b, ids)
+	lengths, types := replyLengths(b, lobby, rows)
+	for _, row := range rows {
+		if typ := types[row.shape.mix[0][1]]; typ != row.reply {
+			b.Fatalf("the lobby answered %s with %#x, not %#x", row.name, typ, row.reply)
+		}
+	}
+	targets := []target{lobby, startEchoServer(b, false, lengths), startEchoServer(b, true, lengths)}
+	for _, echo := range targets[1:] {
+		if got, _ := replyLengths(b, echo, rows); !maps.Equal(got, lengths) {
+			b.Fatalf("%s answers %v bytes by request type, the lobby %v", echo.name, got, lengths)
+		}
+	}
 	var baseRows []edgeRow
 	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
 		base, baseIDs := edgeLobbyOf(b, path, "baseline", "readers = 1\n", 10)
@@ -393,6 +413,25 @@ func BenchmarkEdgeVsEcho(b *testing.B) {
 			}
 		})
 	}
+}
+
+// replyLengths asks t each row's first request once, from a socket of
+// its own, and returns the length of the answer by the request's type
+// (its second byte), and the answers' own types by the same.
+func replyLengths(b *testing.B, t target, rows []edgeRow) (lengths map[byte]int, types map[byte]byte) {
+	b.Helper()
+	c := newClient(b, "127.0.0.1", t.addr)
+	lengths, types = map[byte]int{}, map[byte]byte{}
+	for _, row := range rows {
+		req := row.shape.mix[0]
+		c.send(req)
+		got, err := udptest.Read(c.conn, c.to, 5*time.Second)
+		if err != nil || len(got) < 2 {
+			b.Fatalf("%s: no answer to %x: %v", t.name, req, err)
+		}
+		lengths[req[1]], types[req[1]] = len(got), got[1]
+	}
+	return lengths, types
 }
 
 // loopbackSources returns n addresses of 127.1.0.0/24, each with a port

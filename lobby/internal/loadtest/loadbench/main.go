@@ -3,10 +3,12 @@
 // binary) and its baselines are measured from outside, each with its own
 // CPU time. It is a test tool: nothing ships it.
 //
-//	loadbench echo [-batched] [-listen ADDR]
+//	loadbench echo [-batched] [-listen ADDR] [-size TYPE=LEN ...]
 //	    serve a UDP echo (one datagram per system call, or recvmmsg and
-//	    sendmmsg with -batched); print the bound address on a line, then
-//	    serve until stdin closes
+//	    sendmmsg with -batched), each echo zero-padded to LEN bytes when
+//	    the request's type (its second byte, in hex) is TYPE, as long as
+//	    the server's answer it stands in for; print the bound address on
+//	    a line, then serve until stdin closes
 //	loadbench load -target ADDR -sources IP,IP,... -window N -duration D
 //	    -timeout D -request HEX [-request HEX ...]
 //	    run loadtest.Window and print its result as JSON
@@ -25,6 +27,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,6 +66,8 @@ func echo(args []string) error {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	batched := fs.Bool("batched", false, "recvmmsg/sendmmsg, 16 datagrams per call")
 	listen := fs.String("listen", "127.0.0.1:0", "UDP address to serve")
+	sizes := replySizes{}
+	fs.Var(sizes, "size", "TYPE=LEN: echo requests of type TYPE (hex) LEN bytes long (repeated)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,8 +88,35 @@ func echo(args []string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin) // the parent is gone, or done
 		c.Close()
 	}()
-	serve(c, func(req []byte) int { return len(req) }) // each datagram's own bytes
+	serve(c, sizes.of)
 	return nil
+}
+
+// replySizes is a repeated -size flag: how long an echo is, by the
+// request's type.
+type replySizes map[byte]int
+
+func (r replySizes) String() string { return fmt.Sprint(map[byte]int(r)) }
+
+func (r replySizes) Set(s string) error {
+	typ, n, ok := strings.Cut(s, "=")
+	t, err := strconv.ParseUint(typ, 16, 8)
+	if err != nil || !ok {
+		return fmt.Errorf("%q is not TYPE=LEN, TYPE a byte in hex", s)
+	}
+	if r[byte(t)], err = strconv.Atoi(n); err != nil || r[byte(t)] < 0 {
+		return fmt.Errorf("%q: LEN is not a length", s)
+	}
+	return nil
+}
+
+// of is how long the echo of req is: its own length, unless a -size
+// says more for its type.
+func (r replySizes) of(req []byte) int {
+	if len(req) < 2 {
+		return len(req)
+	}
+	return max(len(req), r[req[1]])
 }
 
 // requests is a repeated -request flag.
