@@ -4,9 +4,11 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"time"
 
 	"github.com/foyerlobby/foyer/internal/limit"
 	"github.com/foyerlobby/foyer/internal/replyaddr"
+	"github.com/foyerlobby/foyer/internal/sockfilter"
 )
 
 // batchSize is how many datagrams a read loop takes from its socket per
@@ -23,6 +25,13 @@ const batchSize = 16
 // Linux. Elsewhere they read and write a datagram per call through the
 // standard library (stdIO).
 const batchIO = runtime.GOOS == "linux"
+
+// dropCheck is how often at most a read loop asks the kernel for its
+// socket's drop count (SO_MEMINFO, a system call), to tell a flood: one
+// that overruns a receive buffer lasts far longer. Attached to every
+// datagram instead (SO_RXQ_OVFL), the count cost the kernel a control
+// message per datagram.
+const dropCheck = time.Millisecond
 
 // slot is one datagram read: its bytes, control messages and sender.
 type slot struct {
@@ -71,15 +80,19 @@ func (s stdIO) write(out []reply) (int, error) {
 // is done (flush). Replies made later, by CREATE or a JOIN worker, go
 // straight to the socket. Only its loop uses a batch.
 type batch struct {
-	io  socketIO
-	in  []slot
-	out []reply // out[:queued] wait for flush
+	io   socketIO
+	conn *net.UDPConn
+	in   []slot
+	out  []reply // out[:queued] wait for flush
 	// bound is the socket's own address: where every datagram arrived
 	// and its replies leave from, unless it is a wildcard, when the
 	// datagram's control message says (and a reply carries one back).
 	bound netip.Addr
-	// drops is the socket's drop counter as the last datagram read said.
+	// drops is the socket's drop count when the loop last looked, at
+	// looked (see dropped): 0 at first, so that datagrams dropped before
+	// the loop began to read count too.
 	drops  uint32
+	looked time.Time
 	queued int
 	// n is how many datagrams answer handles, i the one it is at.
 	n, i int
@@ -107,6 +120,7 @@ type credit struct {
 // being the loops that read batches like it (0: never raw).
 func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	q := &batch{
+		conn:    c,
 		in:      make([]slot, batchSize),
 		out:     make([]reply, batchSize),
 		credits: make([]credit, 0, batchSize),
@@ -128,18 +142,25 @@ func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 }
 
 // read waits for at least one datagram and returns how many it read into
-// q.in, and whether the socket dropped datagrams since the last read (a
-// flood: the kernel could not hand them over fast enough).
-func (q *batch) read() (n int, dropped bool, err error) {
-	n, err = q.io.read(q.in)
-	if err != nil || n == 0 {
-		return n, false, err
+// q.in.
+func (q *batch) read() (int, error) { return q.io.read(q.in) }
+
+// dropped reports whether the kernel dropped datagrams at the socket
+// since the loop last looked (a flood, if it could not hand them over
+// fast enough; see Lobby.flooded), looking at most once per dropCheck,
+// at now. Where the count cannot be read it reports false.
+func (q *batch) dropped(now time.Time) bool {
+	if now.Sub(q.looked) < dropCheck {
+		return false
 	}
-	s := &q.in[n-1]
-	if _, drops, ok := parseControl(s.oob[:s.oobn]); ok {
-		dropped, q.drops = drops != q.drops, drops
+	q.looked = now
+	drops, err := sockfilter.Drops(q.conn)
+	if err != nil {
+		return false
 	}
-	return n, dropped, nil
+	moved := drops != q.drops
+	q.drops = drops
+	return moved
 }
 
 // datagram returns the i-th datagram read, its sender and where it
@@ -148,7 +169,7 @@ func (q *batch) datagram(i int) ([]byte, netip.AddrPort, arrival) {
 	s := &q.in[i]
 	at := arrival{to: q.bound}
 	if q.bound.IsUnspecified() {
-		at, _, _ = parseControl(s.oob[:s.oobn])
+		at = parseControl(s.oob[:s.oobn])
 	}
 	return s.buf[:s.n], s.from, at
 }

@@ -39,7 +39,7 @@ func TestBatchReadsAnswersAndFlushes(t *testing.T) {
 			var got [][]byte
 			var flushed []string
 			for len(got) < len(sent) {
-				n, _, err := q.read()
+				n, err := q.read()
 				if err != nil {
 					t.Fatalf("batched %v, %s: read: %v", batched, ip, err)
 				}

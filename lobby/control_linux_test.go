@@ -2,11 +2,16 @@ package lobby
 
 import (
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/foyerlobby/foyer/internal/sockfilter"
+	"github.com/foyerlobby/foyer/internal/udptest"
 )
 
 // cmsg appends a control message of level and type carrying data, padded
@@ -24,19 +29,54 @@ func cmsg(oob []byte, level, typ int32, data []byte, last bool) []byte {
 	return append(oob, b...)
 }
 
-// A datagram's control messages are read one after the other: the drop
-// counter and the destination address both, the last one unpadded.
+// A datagram's control messages are read one after the other: one of
+// another kind before the destination address is passed over, and the
+// last one may be unpadded.
 func TestParseControlReadsEveryMessage(t *testing.T) {
 	drops := binary.NativeEndian.AppendUint32(nil, 7)
 	var info [unix.SizeofInet4Pktinfo]byte
 	copy(info[8:12], []byte{192, 0, 2, 5})
 	oob := cmsg(nil, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, drops, false)
 	oob = cmsg(oob, unix.IPPROTO_IP, unix.IP_PKTINFO, info[:], true)
-	at, n, ok := parseControl(oob)
-	if at.to != netip.MustParseAddr("192.0.2.5") || n != 7 || !ok {
-		t.Fatalf("parsed %v, %d drops, %v; want 192.0.2.5, 7, true", at.to, n, ok)
+	if at := parseControl(oob); at.to != netip.MustParseAddr("192.0.2.5") {
+		t.Fatalf("parsed %v; want 192.0.2.5", at.to)
 	}
-	if at, _, ok := parseControl(oob[:len(oob)-1]); at.to.IsValid() || !ok {
-		t.Fatalf("a message cut short: parsed %v, %v; want only the drops", at.to, ok)
+	if at := parseControl(oob[:len(oob)-1]); at.to.IsValid() {
+		t.Fatalf("a message cut short: parsed %v; want none", at.to)
+	}
+}
+
+// A loop sees the kernel's drops at its socket: those from before it
+// looked first, then each new run of them, asking the kernel at most
+// once per dropCheck.
+func TestBatchSeesDropsAtMostOncePerCheck(t *testing.T) {
+	srv := udptest.Listen(t, "127.0.0.1")
+	c := dial(t, "127.0.0.1", srv.LocalAddr().(*net.UDPAddr).AddrPort())
+	overflow := func() {
+		t.Helper()
+		before, err := sockfilter.Drops(srv)
+		for i := 0; err == nil && i < 100_000; i++ {
+			c.sendRaw(make([]byte, 1024))
+			if now, _ := sockfilter.Drops(srv); now != before {
+				return
+			}
+		}
+		t.Fatalf("the socket dropped nothing (%v)", err)
+	}
+	q := newBatch(srv, true, 0)
+	overflow()
+	now := time.Now()
+	if !q.dropped(now) {
+		t.Fatal("drops from before the first look not seen")
+	}
+	overflow()
+	if q.dropped(now.Add(dropCheck - 1)) {
+		t.Fatal("looked again within dropCheck")
+	}
+	if !q.dropped(now.Add(dropCheck)) {
+		t.Fatal("new drops not seen a dropCheck later")
+	}
+	if q.dropped(now.Add(3 * dropCheck)) {
+		t.Fatal("drops seen twice")
 	}
 }

@@ -10,9 +10,8 @@ import (
 // standard library, which attaches no control messages (see stdConn).
 const controlSpace = 0
 
-// enableControl does nothing: without the drop counter the lobby never
-// sees pressure, and without destination addresses a wildcard socket
-// offers only the host's own rooms.
+// enableControl does nothing: without destination addresses a wildcard
+// socket offers only the host's own rooms.
 func enableControl(*net.UDPConn, bool, bool) error { return nil }
 
-func parseControl([]byte) (arrival, uint32, bool) { return arrival{}, 0, false }
+func parseControl([]byte) arrival { return arrival{} }

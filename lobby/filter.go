@@ -16,8 +16,8 @@ import (
 // parse, no wake-up. What passes is parsed in full as before.
 //
 // The kernel counts a datagram its filter drops where it counts one it
-// had no room for (the socket's drops, SO_RXQ_OVFL), so with a filter the
-// count alone no longer tells a flood: see flooded.
+// had no room for (the socket's drop count, SO_MEMINFO), so with a filter
+// the count alone no longer tells a flood: see flooded.
 
 // nativeRequests and extRequests are the request types the lobby serves.
 var (
@@ -39,9 +39,9 @@ func (l *Lobby) filter() []sockfilter.Shape {
 	return shapes
 }
 
-// flooded reports whether a read of n datagrams that saw the kernel's
-// drop count move is the sign of a flood: a receive buffer that ran
-// over. Without a filter every drop is one. With a filter, a buffer can
+// flooded reports whether a read of n datagrams after which the
+// kernel's drop count was seen to move is the sign of a flood: a receive
+// buffer that ran over. Without a filter every drop is one. With a filter, a buffer can
 // only have run over if the loop fell behind, and then the read that
 // follows finds a full batch waiting: every datagram the filter lets
 // through is short enough that a receive buffer holds many batches of

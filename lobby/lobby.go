@@ -377,8 +377,9 @@ func isTimeout(err error) bool {
 // see tally.ReadLoop), a batch of datagrams at a time; the replies to a
 // batch leave together. A loop told to end stops at its read deadline,
 // once every datagram it read is answered.
-// A socket whose kernel dropped datagrams since its last read, while its
-// loop fell behind, is flooded: the guard hears of it (see flooded).
+// A socket whose kernel dropped datagrams since its loop last looked
+// (see batch.dropped), while the loop fell behind, is flooded: the guard
+// hears of it (see flooded).
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO, l.readLoops())
 	var os offers
@@ -387,7 +388,7 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 		return l.handle(q, direct{c}, &os, b, from, at, now, out)
 	}
 	err := tally.ReadLoop(l.stats.readErrors, func() error {
-		n, dropped, err := q.read()
+		n, err := q.read()
 		if err != nil {
 			if l.ending.Load() && isTimeout(err) {
 				return net.ErrClosed // ends the loop cleanly
@@ -395,7 +396,7 @@ func (l *Lobby) readLoop(c *net.UDPConn) error {
 			return err
 		}
 		now = time.Now()
-		if dropped && l.flooded(n) {
+		if q.dropped(now) && l.flooded(n) {
 			l.guard.Pressure(now)
 		}
 		q.answer(n, handle)
