@@ -30,7 +30,11 @@ func Drops(c *net.UDPConn) (uint32, error) {
 	var mem [meminfoVars]uint32
 	err := sockets.Control(c, func(fd int) error {
 		n := uint32(unsafe.Sizeof(mem))
-		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
+		// Raw: it never blocks, and a read loop making its calls raw
+		// asks it every millisecond. A call the runtime is told of
+		// wakes its monitor thread when that sleeps, which then stays
+		// up polling: under load, more CPU than the call.
+		_, _, errno := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
 			uintptr(unsafe.Pointer(&mem[0])), uintptr(unsafe.Pointer(&n)), 0)
 		if errno != 0 {
 			return errno
