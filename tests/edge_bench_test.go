@@ -192,16 +192,18 @@ func cpuTime(b *testing.B, pid int) (all, user time.Duration) {
 	return time.Duration(st.UTime+st.STime) * clockTick, time.Duration(st.UTime) * clockTick
 }
 
-// loadTotal is the runs against one server, summed.
+// loadTotal is the runs against one server, summed, and each of them.
 type loadTotal struct {
 	answered, lost int
 	elapsed, cpu   time.Duration
 	user           time.Duration
 	p50s, p99s     []time.Duration
 	types          map[uint8]int
+	runs           []loadRun
 }
 
 func (t *loadTotal) add(r loadRun) {
+	t.runs = append(t.runs, r)
 	t.answered += r.res.Answered
 	t.lost += r.res.Lost
 	t.elapsed += r.res.Elapsed
@@ -371,7 +373,10 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 // echo's, each one's CPU per answered request and the ratio of the
 // lobby's to the batched echo's (target: at most 1.1), and the part of
 // the lobby's and the batched echo's CPU spent in user space, their own
-// work (the rest is the kernel's, mostly receiving and sending).
+// work (the rest is the kernel's, mostly receiving and sending). The
+// two ratios to the batched echo come also as the lowest and highest of
+// a single round's (_min, _max): how far one round strays from the
+// totals, what a run's figures can be trusted to.
 //
 // With FOYER_BENCH_BASELINE set to the path of another build's foyer
 // binary (one that knows the readers key), that build runs too, with one
@@ -454,13 +459,20 @@ func loopbackSockets(n int) []netip.AddrPort {
 }
 
 // reportEdge reports a lobby's (l) rate and CPU against the echo's (e)
-// and the batched echo's (eb), its metrics' names prefixed with prefix.
+// and the batched echo's (eb), its metrics' names prefixed with prefix:
+// the ratios of the totals, and the lowest and highest of each round's
+// (see roundRatios), which show how far one round strays.
 func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
+	rate, cpu := roundRatios(l, eb)
 	b.ReportMetric(l.rate(), prefix+"lobby_req/s")
 	b.ReportMetric(l.rate()/e.rate(), prefix+"ratio_echo")
 	b.ReportMetric(l.rate()/eb.rate(), prefix+"ratio_batched")
+	b.ReportMetric(slices.Min(rate), prefix+"ratio_batched_min")
+	b.ReportMetric(slices.Max(rate), prefix+"ratio_batched_max")
 	b.ReportMetric(l.cpuPerRequest(), prefix+"lobby_cpu_µs/req")
 	b.ReportMetric(l.cpuPerRequest()/eb.cpuPerRequest(), prefix+"cpu_ratio")
+	b.ReportMetric(slices.Min(cpu), prefix+"cpu_ratio_min")
+	b.ReportMetric(slices.Max(cpu), prefix+"cpu_ratio_max")
 	b.ReportMetric(l.userPerRequest(), prefix+"lobby_user_µs/req")
 	b.ReportMetric(l.p(l.p99s), prefix+"lobby_p99_µs")
 	if prefix == "" {
@@ -469,6 +481,22 @@ func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
 		b.ReportMetric(eb.cpuPerRequest(), "batched_cpu_µs/req")
 		b.ReportMetric(eb.userPerRequest(), "batched_user_µs/req")
 	}
+}
+
+// roundRatios are, for each round, the ratio of l's rate to eb's and of
+// l's CPU per request to eb's, the two runs of the round set against
+// each other. A round's CPU times count in ticks of 10 ms (clockTick):
+// a run of a second at half a core is about 50 of them, so a round's CPU
+// ratio is good to a few hundredths, the totals' to a few thousandths.
+func roundRatios(l, eb loadTotal) (rate, cpu []float64) {
+	for i := range min(len(l.runs), len(eb.runs)) {
+		var lr, er loadTotal
+		lr.add(l.runs[i])
+		er.add(eb.runs[i])
+		rate = append(rate, lr.rate()/er.rate())
+		cpu = append(cpu, lr.cpuPerRequest()/er.cpuPerRequest())
+	}
+	return rate, cpu
 }
 
 // BenchmarkReaders is the native edge with one reader and with one per
