@@ -39,12 +39,12 @@ func (l *Lobby) filter() []sockfilter.Shape {
 	return shapes
 }
 
-// flooded reports whether a read of n datagrams after which the
-// kernel's drop count was seen to move is the sign of a flood: a receive
-// buffer that ran over. Without a filter every drop is one. With a filter, a buffer can
-// only have run over if the loop fell behind, and then the read that
-// follows finds a full batch waiting: every datagram the filter lets
-// through is short enough that a receive buffer holds many batches of
-// them. A drop seen on a read that did not fill the batch is the
+// flooded reports whether a read of n datagrams after which the kernel's
+// drop count was seen to move is the sign of a flood: a receive buffer
+// that ran over. Without a filter every drop is one. With a filter, a
+// buffer can only have run over if the loop fell behind, and then the
+// read that follows finds a full batch waiting: every datagram the filter
+// lets through is short enough that a receive buffer holds many batches
+// of them. A drop seen on a read that did not fill the batch is the
 // filter's.
 func (l *Lobby) flooded(n int) bool { return !l.cfg.Filter || n == batchSize }

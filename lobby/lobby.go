@@ -379,7 +379,9 @@ func isTimeout(err error) bool {
 // once every datagram it read is answered.
 // A socket whose kernel dropped datagrams since its loop last looked
 // (see batch.dropped), while the loop fell behind, is flooded: the guard
-// hears of it (see flooded).
+// hears of it (see flooded). The loop looks after any read, full or not,
+// so that a full read is charged only with the drops since the look
+// before, at most a dropCheck earlier, not with a filter's from long ago.
 func (l *Lobby) readLoop(c *net.UDPConn) error {
 	q := newBatch(c, batchIO, l.readLoops())
 	var os offers
