@@ -99,24 +99,26 @@ type replySizes map[byte]int
 func (r replySizes) String() string { return fmt.Sprint(map[byte]int(r)) }
 
 func (r replySizes) Set(s string) error {
-	typ, n, ok := strings.Cut(s, "=")
+	typ, length, ok := strings.Cut(s, "=")
 	t, err := strconv.ParseUint(typ, 16, 8)
 	if err != nil || !ok {
 		return fmt.Errorf("%q is not TYPE=LEN, TYPE a byte in hex", s)
 	}
-	if r[byte(t)], err = strconv.Atoi(n); err != nil || r[byte(t)] < 0 {
+	n, err := strconv.Atoi(length)
+	if err != nil || n < 0 {
 		return fmt.Errorf("%q: LEN is not a length", s)
 	}
+	r[byte(t)] = n
 	return nil
 }
 
-// of is how long the echo of req is: its own length, unless a -size
-// says more for its type.
+// of is how long a -size says the echo of req is, 0 if none does (the
+// echo is then as long as req: see loadtest.Echo).
 func (r replySizes) of(req []byte) int {
 	if len(req) < 2 {
-		return len(req)
+		return 0
 	}
-	return max(len(req), r[req[1]])
+	return r[req[1]]
 }
 
 // requests is a repeated -request flag.
