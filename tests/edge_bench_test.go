@@ -197,7 +197,6 @@ type loadTotal struct {
 	answered, lost int
 	elapsed, cpu   time.Duration
 	user           time.Duration
-	p50s, p99s     []time.Duration
 	types          map[uint8]int
 	runs           []loadRun
 }
@@ -209,8 +208,6 @@ func (t *loadTotal) add(r loadRun) {
 	t.elapsed += r.res.Elapsed
 	t.cpu += r.cpu
 	t.user += r.user
-	t.p50s = append(t.p50s, r.res.P50)
-	t.p99s = append(t.p99s, r.res.P99)
 	if t.types == nil {
 		t.types = map[uint8]int{}
 	}
@@ -233,11 +230,19 @@ func (t *loadTotal) perRequest(d time.Duration) float64 {
 	return float64(d) / float64(time.Microsecond) / float64(max(t.answered, 1))
 }
 
-func (t *loadTotal) p(ds []time.Duration) float64 {
-	ds = slices.Clone(ds)
+// median is the median over the runs of what of says of each (a
+// percentile of its latencies), in µs.
+func (t *loadTotal) median(of func(loadResult) time.Duration) float64 {
+	ds := make([]time.Duration, len(t.runs))
+	for i, r := range t.runs {
+		ds[i] = of(r.res)
+	}
 	slices.Sort(ds)
 	return float64(ds[len(ds)/2]) / float64(time.Microsecond)
 }
+
+func runP50(r loadResult) time.Duration { return r.P50 }
+func runP99(r loadResult) time.Duration { return r.P99 }
 
 // interleave runs the generator against each target once per b.Loop
 // iteration, in the orders of runOrder, each with its shape (shapes[i],
@@ -258,7 +263,7 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	}
 	for i, t := range targets {
 		b.Logf("%s: %.0f req/s, %.2f µs CPU/req, p50 %.0f µs, p99 %.0f µs, %d lost, replies by type %v",
-			t.name, totals[i].rate(), totals[i].cpuPerRequest(), totals[i].p(totals[i].p50s), totals[i].p(totals[i].p99s),
+			t.name, totals[i].rate(), totals[i].cpuPerRequest(), totals[i].median(runP50), totals[i].median(runP99),
 			totals[i].lost, totals[i].types)
 	}
 	return totals
@@ -474,7 +479,7 @@ func reportEdge(b *testing.B, prefix string, l, e, eb loadTotal) {
 	b.ReportMetric(slices.Min(cpu), prefix+"cpu_ratio_min")
 	b.ReportMetric(slices.Max(cpu), prefix+"cpu_ratio_max")
 	b.ReportMetric(l.userPerRequest(), prefix+"lobby_user_µs/req")
-	b.ReportMetric(l.p(l.p99s), prefix+"lobby_p99_µs")
+	b.ReportMetric(l.median(runP99), prefix+"lobby_p99_µs")
 	if prefix == "" {
 		b.ReportMetric(e.rate(), "echo_req/s")
 		b.ReportMetric(eb.rate(), "batched_req/s")
