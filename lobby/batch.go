@@ -116,8 +116,9 @@ type credit struct {
 }
 
 // newBatch is the batch of socket c: its system calls batched (on Linux)
-// if batched is set, and then raw while mmsg.Raw(callers) holds, callers
-// being the loops that read batches like it (0: never raw).
+// if batched is set, and then raw, giving the processor up now and then
+// while mmsg.Yields(callers) holds, callers being the loops that read
+// batches like it (0: never raw).
 func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	q := &batch{
 		conn:    c,

@@ -328,22 +328,28 @@ bugs() {
 		'k := min(n, len(b.h))' \
 		'k := len(b.h); _ = n' \
 		./internal/mmsg '^TestBatchRoundTrip$'
-	# The read loops make raw calls even when they take every processor.
+	# The read loops never give their processors up when they take every
+	# one.
 	bug internal/mmsg/mmsg.go \
-		'func Raw(callers int) bool { return callers < runtime.GOMAXPROCS(0) }' \
-		'func Raw(callers int) bool { return callers <= runtime.GOMAXPROCS(0) }' \
-		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
+		'func Yields(callers int) bool { return callers >= runtime.GOMAXPROCS(0) }' \
+		'func Yields(callers int) bool { return callers > runtime.GOMAXPROCS(0) }' \
+		./lobby '^TestReadersYieldWithNoProcessorToSpare$'
 	# The lobby counts the loops of one listen address only.
 	bug lobby/lobby.go \
 		'func (l *Lobby) readLoops() int { return len(l.conns) }' \
 		'func (l *Lobby) readLoops() int { return len(l.conns) / len(l.addrs) }' \
-		./lobby '^TestRawCallsOnlyWithAProcessorToSpare$'
-	# A batch keeps the raw-call choice of its first call when GOMAXPROCS
+		./lobby '^TestReadersYieldWithNoProcessorToSpare$'
+	# A batch keeps the yielding choice of its first call when GOMAXPROCS
 	# changes.
 	bug internal/mmsg/mmsg.go \
 		'if b.calls%rawRecheck == 0 {' \
 		'if b.calls == 0 {' \
-		./internal/mmsg '^TestRawFollowsGOMAXPROCS$'
+		./internal/mmsg '^TestYieldFollowsGOMAXPROCS$'
+	# A caller that takes every processor says it yields but never does.
+	bug internal/mmsg/mmsg.go \
+		'		runtime.Gosched()' \
+		'		_ = 0' \
+		./internal/mmsg '^TestYieldLetsTheReadyRun$'
 	# The room SDK stops building off Linux: package proc's process
 	# control is no longer Linux's alone.
 	bug internal/proc/handle.go \

@@ -18,12 +18,14 @@
 // CPU time per request. But a raw call keeps its processor: the other
 // goroutines, and the poller that wakes them, get it only when the caller
 // waits on the poller (its socket empty) or the runtime preempts it, and
-// under load neither may come for a while. So a caller makes raw calls
-// only while there are fewer such callers than processors (GOMAXPROCS):
-// with as many readers as processors, or more, requests waited over
-// 200 ms for a reader the poller had not woken. Go changes GOMAXPROCS
-// when the process's CPU quota changes, so a batch looks at it again
-// every rawRecheck calls.
+// under load neither may come for a while: with as many raw callers as
+// processors (GOMAXPROCS), or more, requests once waited over 200 ms for
+// a reader the poller had not woken. So callers that leave no processor
+// to spare (Yields) give theirs up every rawYield calls
+// (runtime.Gosched): the goroutines that are ready run then, and those
+// the poller wakes are ready within the runtime monitor's tick (10 ms).
+// Go changes GOMAXPROCS when the process's CPU quota changes, so a batch
+// looks at it again every rawRecheck calls.
 package mmsg
 
 import (
@@ -56,11 +58,12 @@ type Batch struct {
 	iov    []unix.Iovec
 	oobLen []int // the control buffers' lengths, restored before a read
 
-	// callers is how many goroutines loop on batches as this one's does
-	// (see Raw), 0 if its calls are never raw; raw is Raw(callers) when
-	// last looked at, calls the calls made so far.
+	// callers is how many goroutines loop on batches as this one's does,
+	// 0 if its calls are never raw; yield is Yields(callers) when last
+	// looked at, calls the calls made so far.
 	callers int
 	raw     bool
+	yield   bool
 	calls   uint
 
 	// The call in flight: its system call, how many headers it passes,
@@ -77,24 +80,28 @@ type Batch struct {
 // GOMAXPROCS: under load, when raw calls matter, several a second.
 const rawRecheck = 256
 
-// Raw says whether callers goroutines that each loop on batches may make
-// their calls raw: only while they are fewer than the processors that run
-// goroutines (GOMAXPROCS now), so that one is always left for the rest of
-// the process and for the poller that wakes a caller (see the package's
-// comment).
-func Raw(callers int) bool { return callers < runtime.GOMAXPROCS(0) }
+// rawYield is how many calls a batch whose callers leave no processor to
+// spare makes between two times it gives its processor up: under load a
+// few hundred times a second, each well under a microsecond.
+const rawYield = 64
+
+// Yields says whether callers goroutines that each loop on batches, their
+// calls raw, leave no processor to spare: they are as many as the
+// processors that run goroutines (GOMAXPROCS now), or more. Each then
+// gives its processor up every rawYield calls (see the package's comment).
+func Yields(callers int) bool { return callers >= runtime.GOMAXPROCS(0) }
 
 // New returns a batch of n datagrams on c, for one of callers goroutines
-// that each loop on batches of their own: its calls are raw while
-// Raw(callers) holds, looked at again every rawRecheck calls, and never
-// if callers is 0.
+// that each loop on batches of their own: its calls are raw unless
+// callers is 0, and it gives its processor up every rawYield calls while
+// Yields(callers) holds, looked at again every rawRecheck calls.
 func New(c *net.UDPConn, n, callers int) (*Batch, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	b := &Batch{rc: rc, h: make([]Header, n), name: make([]unix.RawSockaddrInet6, n),
-		iov: make([]unix.Iovec, n), oobLen: make([]int, n), callers: callers}
+		iov: make([]unix.Iovec, n), oobLen: make([]int, n), callers: callers, raw: callers > 0}
 	b.syscall = func(fd uintptr) bool {
 		call := unix.Syscall6
 		if b.raw {
@@ -175,7 +182,10 @@ func (b *Batch) Send(n int) (int, error) {
 // says EAGAIN) and returns how many messages it handled.
 func (b *Batch) call(do func(func(uintptr) bool) error, trap uintptr, k int) (int, error) {
 	if b.calls%rawRecheck == 0 {
-		b.raw = b.callers > 0 && Raw(b.callers)
+		b.yield = b.raw && Yields(b.callers)
+	}
+	if b.yield && b.calls%rawYield == rawYield-1 {
+		runtime.Gosched()
 	}
 	b.calls++
 	b.trap, b.k = trap, k

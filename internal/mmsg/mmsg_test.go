@@ -112,21 +112,13 @@ func TestRecvWaitsForTheDeadline(t *testing.T) {
 	}
 }
 
-// A batch's calls are raw while its callers are fewer than GOMAXPROCS,
-// which it looks at again every rawRecheck calls: Go changes GOMAXPROCS
-// when the process's CPU quota changes.
-func TestRawFollowsGOMAXPROCS(t *testing.T) {
+// A batch of raw calls gives its processor up while its callers leave
+// none to spare, which it looks at again every rawRecheck calls: Go
+// changes GOMAXPROCS when the process's CPU quota changes. Its calls stay
+// raw whatever GOMAXPROCS says.
+func TestYieldFollowsGOMAXPROCS(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cl, err := net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	srv, cl := pair(t)
 	r, _ := New(srv, 1, 1)
 	r.SetBuffer(0, make([]byte, 8), nil)
 	srv.SetReadDeadline(time.Now().Add(time.Minute))
@@ -141,10 +133,49 @@ func TestRawFollowsGOMAXPROCS(t *testing.T) {
 	for _, procs := range []int{2, 1, 3, 2} {
 		runtime.GOMAXPROCS(procs)
 		reads(rawRecheck)
-		if want := procs > 1; r.raw != want {
-			t.Errorf("1 caller, GOMAXPROCS %d: raw calls %v after %d calls, want %v", procs, r.raw, rawRecheck, want)
+		if want := procs <= 1; r.yield != want || !r.raw {
+			t.Errorf("1 caller, GOMAXPROCS %d, after %d calls: yields %v, raw %v; want %v, true", procs, rawRecheck, r.yield, r.raw, want)
 		}
 	}
+}
+
+// A caller that leaves no processor to spare, and never waits on the
+// poller (its sends always go), lets a goroutine that is ready run within
+// rawYield calls: with one processor, nothing else would run it before
+// the runtime preempted the caller, after 10 ms at the soonest.
+func TestYieldLetsTheReadyRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	srv, cl := pair(t)
+	w, _ := New(cl, 1, 1)
+	w.SetDatagram(0, []byte{1}, nil, srv.LocalAddr().(*net.UDPAddr).AddrPort())
+	ran := make(chan struct{})
+	go close(ran)
+	for range rawYield {
+		if _, err := w.Send(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-ran:
+	default:
+		t.Errorf("a ready goroutine did not run in %d raw calls of a caller that leaves no processor to spare", rawYield)
+	}
+}
+
+// pair is a socket on 127.0.0.1 and a client connected to it.
+func pair(t *testing.T) (srv, cl *net.UDPConn) {
+	t.Helper()
+	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cl, err = net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return srv, cl
 }
 
 func isTimeout(err error) bool {

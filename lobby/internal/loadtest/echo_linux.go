@@ -14,10 +14,10 @@ const echoBatch = 16
 
 // EchoBatched is Echo with the lobby's I/O, its very code (package
 // mmsg): it reads a batch of datagrams per system call (recvmmsg) and
-// sends their echoes in one (sendmmsg), its calls raw by the lobby's rule
-// (mmsg.Raw, for its one loop). It is the limit of what a
-// server reading and writing as the lobby does can do, whatever its work
-// per datagram.
+// sends their echoes in one (sendmmsg), its calls raw, yielding by the
+// lobby's rule (mmsg.Yields, for its one loop). It is the limit of what
+// a server reading and writing as the lobby does can do, whatever its
+// work per datagram.
 func EchoBatched(c *net.UDPConn, size func(req []byte) int) {
 	r, err := mmsg.New(c, echoBatch, 1)
 	if err != nil {
