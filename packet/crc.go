@@ -3,6 +3,8 @@ package packet
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math/bits"
+	"sync"
 )
 
 // crcTables are the IEEE CRC-32's tables for eight bytes at a step
@@ -46,4 +48,76 @@ func checksum(b []byte) uint32 {
 		c = t[0][byte(c)^v] ^ c>>8
 	}
 	return ^c
+}
+
+// The CRC of a datagram changed in a few bytes follows from its old CRC
+// and the change alone: a CRC-32 is linear in its message, so two
+// messages of the same length that differ by d at some offset, with z
+// bytes after it, have CRCs that differ by d's CRC register (from zero,
+// not inverted) carried over z zero bytes. Carrying a register over zero
+// bytes is linear too, and over 2^i of them it is a table lookup per
+// byte of the register: so a change costs a few lookups per set bit of
+// z, whatever the datagram's length.
+
+// maxCarry is how many zero bytes carry can pass, the longest UDP
+// datagram's worth and more.
+const maxCarry = 1<<16 - 1
+
+// zeroRuns are the tables of carrying the CRC register over 2^i zero
+// bytes, for i below 16: zeroRuns()[i][j][b] is where byte j of the
+// register, being b, goes. They are 64 KiB, made the first time they are
+// needed: a room process, which never patches a checksum, never makes
+// them.
+var zeroRuns = sync.OnceValue(func() *[16][4][256]uint32 {
+	t := new([16][4][256]uint32)
+	// The register's bits, one at a time, carried over one zero byte,
+	// then over twice as many as the level before.
+	var images [32]uint32
+	for k := range images {
+		c := uint32(1) << k
+		images[k] = crcTables[0][byte(c)] ^ c>>8
+	}
+	for i := range t {
+		if i > 0 {
+			for k := range images {
+				images[k] = applyRun(&t[i-1], images[k])
+			}
+		}
+		for j := range 4 {
+			for b := 1; b < 256; b++ {
+				low := b & -b // b's lowest bit, whose image is known
+				t[i][j][b] = t[i][j][b&^low] ^ images[8*j+bits.TrailingZeros(uint(low))]
+			}
+		}
+	}
+	return t
+})
+
+// applyRun carries c over the zero bytes of one of zeroRuns' levels.
+func applyRun(run *[4][256]uint32, c uint32) uint32 {
+	return run[0][byte(c)] ^ run[1][byte(c>>8)] ^ run[2][byte(c>>16)] ^ run[3][c>>24]
+}
+
+// carry is the CRC register c carried over z zero bytes (z at most
+// maxCarry).
+func carry(c uint32, z int) uint32 {
+	runs := zeroRuns()
+	for i := 0; z != 0; i, z = i+1, z>>1 {
+		if z&1 != 0 {
+			c = applyRun(&runs[i], c)
+		}
+	}
+	return c
+}
+
+// changedChecksum is the CRC of a message whose CRC was old, after the
+// bytes at its offset off were XORed with d (at most 8 bytes): the
+// message is n bytes long (n-off-len(d) of them after d, at most
+// maxCarry).
+func changedChecksum(old uint32, d []byte, off, n int) uint32 {
+	c := uint32(0) // d's register from zero: each byte's contribution apart
+	for i, v := range d {
+		c ^= crcTables[len(d)-1-i][v]
+	}
+	return old ^ carry(c, n-off-len(d))
 }

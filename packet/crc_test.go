@@ -23,6 +23,46 @@ func TestChecksumIsIEEE(t *testing.T) {
 	}
 }
 
+// A message changed in a few bytes has the CRC changedChecksum says, the
+// one computed anew: changes of one to six bytes at every offset of
+// messages from a byte long to past every level of the zero-run tables,
+// and carry is that many zero bytes taken one at a time.
+func TestChangedChecksumIsComputedAnew(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 6, 7, 16, 63, 64, 65, 255, 256, 1000, 4096, 4097, 40000, maxCarry + 6} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		for trial := range 20 {
+			k := 1 + trial%min(6, n)
+			off := r.IntN(n - k + 1)
+			if trial == 0 {
+				off = n - k // nothing after the change
+			}
+			old := checksum(b)
+			d := make([]byte, k)
+			for i := range d {
+				d[i] = byte(r.Uint32())
+				b[off+i] ^= d[i]
+			}
+			if got, want := changedChecksum(old, d, off, n), checksum(b); got != want {
+				t.Fatalf("%d bytes, % x changed at %d: %#08x, want %#08x", n, d, off, got, want)
+			}
+		}
+	}
+	for _, z := range []int{0, 1, 2, 3, 8, 255, 256, 257, 1 << 12, maxCarry} {
+		c := r.Uint32()
+		want := c
+		for range z {
+			want = crcTables[0][byte(want)] ^ want>>8
+		}
+		if got := carry(c, z); got != want {
+			t.Errorf("carry(%#08x, %d) = %#08x, want %#08x", c, z, got, want)
+		}
+	}
+}
+
 // BenchmarkChecksum is a JOIN's frame (12 bytes) and its answer's (14),
 // here and in the standard library.
 func BenchmarkChecksum(b *testing.B) {

@@ -230,34 +230,67 @@ func endFrame(b []byte, start int, h Header, dir Direction) []byte {
 }
 
 // SetSeq rewrites the sequence id of an encoded datagram in place and
-// fixes its CRC, so that an encoding can be reused for another sequence
-// id. It works for either framing and leaves pkt alone if it is too short
-// to hold a header and CRC.
+// computes its CRC anew, so that an encoding can be reused for another
+// sequence id (and a datagram changed by hand gets a right CRC). It works
+// for either framing and leaves pkt alone if it is too short to hold a
+// header and CRC.
 func SetSeq(pkt []byte, seq uint16) {
-	setSeqTick(pkt, seq, 0, false)
-}
-
-// SetSeqTick is [SetSeq] for a reply's whole echo of its request: it
-// also rewrites the tickId of a datagram in the Legacy framing (the
-// Compact one has none). A server encodes a reply once, e.g. the lobby its
-// ROOM_LIST once per change, and patches the copy it sends to each
-// request.
-func SetSeqTick(pkt []byte, seq uint16, tick uint32) {
-	setSeqTick(pkt, seq, tick, true)
-}
-
-func setSeqTick(pkt []byte, seq uint16, tick uint32, setTick bool) {
-	off, hl := 2, CompactHeaderLen
-	if len(pkt) > 0 && pkt[0] == legacyMagic[0] {
-		off, hl = 7, LegacyHeaderLen
-	}
-	if len(pkt) < hl+CRCLen {
+	off, ok := seqAt(pkt)
+	if !ok {
 		return
 	}
 	binary.BigEndian.PutUint16(pkt[off:], seq)
-	if setTick && hl == LegacyHeaderLen {
-		binary.BigEndian.PutUint32(pkt[off+2:], tick)
-	}
 	n := len(pkt) - CRCLen
 	binary.BigEndian.PutUint32(pkt[n:], checksum(pkt[:n]))
+}
+
+// SetSeqTick gives an encoding the sequence and tick of a request, for a
+// reply's whole echo of it: the sequence id, and the tickId in the Legacy
+// framing (the Compact one has none). A server encodes a reply once, e.g.
+// the lobby its ROOM_LIST once per change, and patches the copy it sends
+// to each request. pkt's CRC must be right, as Append made it: it is
+// updated from the bytes that change, in the same few steps whatever
+// pkt's length (a full ROOM_LIST is some 60 KB). Like SetSeq it leaves
+// alone a pkt too short to hold a header and CRC.
+func SetSeqTick(pkt []byte, seq uint16, tick uint32) {
+	off, ok := seqAt(pkt)
+	if !ok {
+		return
+	}
+	var fields [6]byte // the sequence, and the tick if the framing has one
+	k := 2
+	binary.BigEndian.PutUint16(fields[:], seq)
+	if off == legacySeqAt {
+		k = 6
+		binary.BigEndian.PutUint32(fields[2:], tick)
+	}
+	n := len(pkt) - CRCLen
+	if n-off-k > maxCarry {
+		copy(pkt[off:], fields[:k])
+		binary.BigEndian.PutUint32(pkt[n:], checksum(pkt[:n]))
+		return
+	}
+	var d [6]byte
+	for i := range k {
+		d[i] = pkt[off+i] ^ fields[i]
+	}
+	copy(pkt[off:], fields[:k])
+	old := binary.BigEndian.Uint32(pkt[n:])
+	binary.BigEndian.PutUint32(pkt[n:], changedChecksum(old, d[:k], off, n))
+}
+
+// Where the sequence id of a datagram starts, in either framing.
+const (
+	compactSeqAt = 2
+	legacySeqAt  = 7
+)
+
+// seqAt is where pkt's sequence id starts, and whether pkt is long enough
+// to hold a header and CRC.
+func seqAt(pkt []byte) (int, bool) {
+	off, hl := compactSeqAt, CompactHeaderLen
+	if len(pkt) > 0 && pkt[0] == legacyMagic[0] {
+		off, hl = legacySeqAt, LegacyHeaderLen
+	}
+	return off, len(pkt) >= hl+CRCLen
 }

@@ -475,22 +475,28 @@ func TestSetSeq(t *testing.T) {
 }
 
 // SetSeqTick gives a cached encoding the sequence and tick of another
-// request: the same bytes as encoding with them, in either framing (the
-// compact one has no tick to set).
+// request, again and again: the same bytes as encoding with them, in
+// either framing (the compact one has no tick to set), whatever the
+// length, up to a full ROOM_LIST.
 func TestSetSeqTick(t *testing.T) {
 	for _, m := range variants() {
 		b, err := m.Append(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		SetSeqTick(b, 0xBEEF, 0xCAFEF00D)
-		m.Seq = 0xBEEF
-		if m.Framing == Legacy {
-			m.Tick = 0xCAFEF00D
-		}
-		want, _ := m.Append(nil)
-		if !bytes.Equal(b, want) {
-			t.Errorf("%s: SetSeqTick gave %x, want %x", name(m), b, want)
+		for _, st := range []struct {
+			seq  uint16
+			tick uint32
+		}{{0xBEEF, 0xCAFEF00D}, {0xBEEF, 0xCAFEF00D}, {0, 0}, {1, 0xFFFFFFFF}, {0xFFFF, 7}} {
+			SetSeqTick(b, st.seq, st.tick)
+			m.Seq = st.seq
+			if m.Framing == Legacy {
+				m.Tick = st.tick
+			}
+			want, _ := m.Append(nil)
+			if !bytes.Equal(b, want) {
+				t.Fatalf("%s: SetSeqTick(%#x, %#x) gave %x, want %x", name(m), st.seq, st.tick, b, want)
+			}
 		}
 	}
 	for _, short := range [][]byte{nil, {1, 0x40, 0}, wiretest.Hex(t, "a35fc81d0101400001000000070000000000")} {
@@ -498,6 +504,25 @@ func TestSetSeqTick(t *testing.T) {
 		SetSeqTick(short, 9, 9)
 		if !bytes.Equal(short, before) {
 			t.Errorf("SetSeqTick changed a too-short datagram %x to %x", before, short)
+		}
+	}
+}
+
+// Past the longest datagram, further than the zero-run tables reach,
+// SetSeqTick computes the CRC anew: still right.
+func TestSetSeqTickBeyondADatagram(t *testing.T) {
+	for _, f := range []Framing{Compact, Legacy} {
+		m := Message{Header: Header{Framing: f, Type: RoomList, Seq: 1, Tick: 1}, Rooms: sampleRooms(MaxRooms)}
+		b, err := m.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b[:len(b)-CRCLen], make([]byte, maxCarry)...)
+		b = binary.BigEndian.AppendUint32(b, checksum(b))
+		SetSeqTick(b, 0xBEEF, 0xCAFEF00D)
+		n := len(b) - CRCLen
+		if got, want := binary.BigEndian.Uint32(b[n:]), checksum(b[:n]); got != want {
+			t.Errorf("%v, %d bytes: CRC %#08x, want %#08x", f, len(b), got, want)
 		}
 	}
 }
