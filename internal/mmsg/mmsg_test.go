@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foyerlobby/foyer/internal/udptest"
 	"golang.org/x/sys/unix"
 )
 
@@ -118,13 +119,14 @@ func TestRecvWaitsForTheDeadline(t *testing.T) {
 // raw whatever GOMAXPROCS says.
 func TestYieldFollowsGOMAXPROCS(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	srv, cl := pair(t)
+	srv, cl := udptest.Listen(t, "127.0.0.1"), udptest.Listen(t, "127.0.0.1")
+	to := srv.LocalAddr().(*net.UDPAddr).AddrPort()
 	r, _ := New(srv, 1, 1)
 	r.SetBuffer(0, make([]byte, 8), nil)
 	srv.SetReadDeadline(time.Now().Add(time.Minute))
 	reads := func(n int) {
 		for range n {
-			cl.Write([]byte{1})
+			udptest.Send(t, cl, to, []byte{1})
 			if _, err := r.Recv(1); err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +147,7 @@ func TestYieldFollowsGOMAXPROCS(t *testing.T) {
 // the runtime preempted the caller, after 10 ms at the soonest.
 func TestYieldLetsTheReadyRun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	srv, cl := pair(t)
+	srv, cl := udptest.Listen(t, "127.0.0.1"), udptest.Listen(t, "127.0.0.1")
 	w, _ := New(cl, 1, 1)
 	w.SetDatagram(0, []byte{1}, nil, srv.LocalAddr().(*net.UDPAddr).AddrPort())
 	ran := make(chan struct{})
@@ -160,22 +162,6 @@ func TestYieldLetsTheReadyRun(t *testing.T) {
 	default:
 		t.Errorf("a ready goroutine did not run in %d raw calls of a caller that leaves no processor to spare", rawYield)
 	}
-}
-
-// pair is a socket on 127.0.0.1 and a client connected to it.
-func pair(t *testing.T) (srv, cl *net.UDPConn) {
-	t.Helper()
-	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	cl, err = net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return srv, cl
 }
 
 func isTimeout(err error) bool {
