@@ -59,10 +59,6 @@ func checksum(b []byte) uint32 {
 // byte of the register: so a change costs a few lookups per set bit of
 // z, whatever the datagram's length.
 
-// maxCarry is how many zero bytes carry can pass, the longest UDP
-// datagram's worth and more.
-const maxCarry = 1<<16 - 1
-
 // zeroRuns are the tables of carrying the CRC register over 2^i zero
 // bytes, for i below 16: zeroRuns()[i][j][b] is where byte j of the
 // register, being b, goes. They are 64 KiB, made the first time they are
@@ -98,10 +94,14 @@ func applyRun(run *[4][256]uint32, c uint32) uint32 {
 	return run[0][byte(c)] ^ run[1][byte(c>>8)] ^ run[2][byte(c>>16)] ^ run[3][c>>24]
 }
 
-// carry is the CRC register c carried over z zero bytes (z at most
-// maxCarry).
+// carry is the CRC register c carried over z zero bytes: past the
+// tables' longest run (32 KiB), a run of it at a time.
 func carry(c uint32, z int) uint32 {
 	runs := zeroRuns()
+	const longest = 1 << (len(runs) - 1)
+	for ; z >= 2*longest; z -= longest {
+		c = applyRun(&runs[len(runs)-1], c)
+	}
 	for i := 0; z != 0; i, z = i+1, z>>1 {
 		if z&1 != 0 {
 			c = applyRun(&runs[i], c)
@@ -112,8 +112,7 @@ func carry(c uint32, z int) uint32 {
 
 // changedChecksum is the CRC of a message whose CRC was old, after the
 // bytes at its offset off were XORed with d (at most 8 bytes): the
-// message is n bytes long (n-off-len(d) of them after d, at most
-// maxCarry).
+// message is n bytes long.
 func changedChecksum(old uint32, d []byte, off, n int) uint32 {
 	c := uint32(0) // d's register from zero: each byte's contribution apart
 	for i, v := range d {

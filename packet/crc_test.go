@@ -25,11 +25,12 @@ func TestChecksumIsIEEE(t *testing.T) {
 
 // A message changed in a few bytes has the CRC changedChecksum says, the
 // one computed anew: changes of one to six bytes at every offset of
-// messages from a byte long to past every level of the zero-run tables,
+// messages from a byte long to twice past the zero-run tables' longest
+// run,
 // and carry is that many zero bytes taken one at a time.
 func TestChangedChecksumIsComputedAnew(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 2, 6, 7, 16, 63, 64, 65, 255, 256, 1000, 4096, 4097, 40000, maxCarry + 6} {
+	for _, n := range []int{1, 2, 6, 7, 16, 63, 64, 65, 255, 256, 1000, 4096, 4097, 40000, 1<<16 + 6, 1<<17 + 3} {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(r.Uint32())
@@ -51,7 +52,7 @@ func TestChangedChecksumIsComputedAnew(t *testing.T) {
 			}
 		}
 	}
-	for _, z := range []int{0, 1, 2, 3, 8, 255, 256, 257, 1 << 12, maxCarry} {
+	for _, z := range []int{0, 1, 2, 3, 8, 255, 256, 257, 1 << 12, 1<<16 - 1, 1 << 16, 3<<16 + 5} {
 		c := r.Uint32()
 		want := c
 		for range z {

@@ -265,11 +265,6 @@ func SetSeqTick(pkt []byte, seq uint16, tick uint32) {
 		binary.BigEndian.PutUint32(fields[2:], tick)
 	}
 	n := len(pkt) - CRCLen
-	if n-off-k > maxCarry {
-		copy(pkt[off:], fields[:k])
-		binary.BigEndian.PutUint32(pkt[n:], checksum(pkt[:n]))
-		return
-	}
 	var d [6]byte
 	for i := range k {
 		d[i] = pkt[off+i] ^ fields[i]
