@@ -482,22 +482,16 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 			l.guard.Received(from.Addr(), now)
 		}
 	}
+	if !create && l.inlineJoin {
+		req.conn = c
+		return l.joinInline(&req, now, out)
+	}
 	if out, found := l.retries.begin(req.key, now, out); found {
-		if len(out) == 0 { // still running; its reply will come
-			l.stats.drop("retry_pending")
-			return out
-		}
-		l.stats.retries.Add(1)
-		l.send(c, out, from, at.replyFrom, v, now)
-		return out
+		return l.replay(c, &req, out, now)
 	}
 	if create {
 		l.startCreate(req, now)
 		return out
-	}
-	if l.inlineJoin {
-		req.conn = c
-		return l.join(&req, now, out)
 	}
 	select {
 	case l.jobs <- req:
@@ -599,17 +593,63 @@ func (l *Lobby) joinWorker() {
 	}
 }
 
+// replay answers req, a retry, with its reply as the retry cache kept it
+// (out), or drops it while the request it repeats still runs.
+func (l *Lobby) replay(c sender, req *request, out []byte, now time.Time) []byte {
+	if len(out) == 0 { // still running; its reply will come
+		l.stats.drop("retry_pending")
+		return out
+	}
+	l.stats.retries.Add(1)
+	l.send(c, out, req.from, req.src, req.verdict, now)
+	return out
+}
+
+// joinInline runs a JOIN on its read loop, asked at now, the table never
+// waiting: the retry cache's look-up, the seat and the answer in one hold
+// of the cache's lock (retries.run), then the answer sent, out of it.
+func (l *Lobby) joinInline(req *request, now time.Time, out []byte) []byte {
+	var (
+		h    room.Held
+		err  error
+		kept bool
+	)
+	out, found := l.retries.run(req.key, now, out, func(b []byte) ([]byte, bool) {
+		h, err = l.hold(req, now)
+		if kept = !l.closedForHandover(err); !kept {
+			return b, false
+		}
+		return l.appendAnswer(b, req, req.asked, h.Port, err), true
+	})
+	switch {
+	case found:
+		return l.replay(req.conn, req, out, now)
+	case !kept:
+		l.stats.drop("handover")
+		return out
+	}
+	l.joined(req, h, err, now)
+	l.send(req.conn, out, req.from, req.src, req.verdict, now)
+	return out
+}
+
 // join runs one JOIN, asked at now, and answers it, charging the reply to
 // the reflection guard at now too: one clock read per datagram, and a
 // Join that took a while can only make that charge stricter (the guard
-// refills less). A JOIN refused for a room that its held seats fill turns
-// the seat guard on: that is what forged JOINs do. buf is scratch space it
-// returns for reuse.
+// refills less). buf is scratch space it returns for reuse.
 func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
 	h, err := l.hold(req, now)
 	if l.handedOver(req, err) {
 		return buf
 	}
+	l.joined(req, h, err, now)
+	return l.answer(req, req.asked, h.Port, err, now, buf[:0])
+}
+
+// joined counts and logs the outcome of req's JOIN at now: the seat h, or
+// err. A JOIN refused for a room that its held seats fill turns the seat
+// guard on: that is what forged JOINs do.
+func (l *Lobby) joined(req *request, h room.Held, err error, now time.Time) {
 	switch {
 	case err == nil:
 		if q, ok := req.conn.(*batch); ok {
@@ -629,7 +669,6 @@ func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
 	default:
 		l.failed("join", req.from, req.asked, err)
 	}
-	return l.answer(req, req.asked, h.Port, err, now, buf[:0])
 }
 
 // hold asks the table for req's seat at now.
@@ -642,16 +681,22 @@ func (l *Lobby) hold(req *request, now time.Time) (room.Held, error) {
 }
 
 // handedOver reports whether req, a CREATE or JOIN that err ended, is to
-// be dropped as one that came during the handover: the lobby froze while
-// it ran, and the table, held for the handover, refused it. Its retry is
-// for the new process to answer.
+// be dropped as one that came during the handover (closedForHandover),
+// and if so forgets it in the retry cache and counts it dropped. Its retry
+// is for the new process to answer.
 func (l *Lobby) handedOver(req *request, err error) bool {
-	if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() {
+	if !l.closedForHandover(err) {
 		return false
 	}
 	l.retries.abandon(req.key)
 	l.stats.drop("handover")
 	return true
+}
+
+// closedForHandover reports whether err is the table's refusal while it is
+// held for a handover, with the lobby frozen for it.
+func (l *Lobby) closedForHandover(err error) bool {
+	return errors.Is(err, room.ErrClosed) && l.frozen.Load()
 }
 
 // answer encodes the outcome of a CREATE or JOIN, records it for retries

@@ -590,6 +590,39 @@ func TestFreezeDropsTheRequestsItCaughtRunning(t *testing.T) {
 	}
 }
 
+// A JOIN run on the read loop (the table never waits) that the handover
+// catches, the lobby freezing and the table held as it runs, is dropped
+// and forgotten as one that came after: its retry, once the handover
+// thaws, runs anew and is answered.
+func TestFreezeDropsAJoinCaughtOnTheReadLoop(t *testing.T) {
+	rooms := newMemRooms(t, 8)
+	rooms.add(room.Room{ID: 50, MaxPlayers: 4, Port: 30050})
+	l, addr := start(t, testConfig(), rooms)
+	if !l.inlineJoin {
+		t.Fatal("the JOIN would not run on the read loop")
+	}
+	freeze := func() {
+		l.Freeze()
+		rooms.Hold(true)
+	}
+	rooms.beforeJoin.Store(&freeze)
+	c := dial(t, "127.0.0.1", addr)
+	c.send(hdr(packet.Compact, packet.JoinRoom, 2), 50)
+	c.expectNothing()
+	if s := l.Stats(); s.Drops["handover"] != 1 || len(s.Failures) != 0 || rooms.joins.Load() != 1 {
+		t.Fatalf("drops %v, failures %v, %d joins run: want the JOIN dropped, not refused", s.Drops, s.Failures, rooms.joins.Load())
+	}
+	rooms.beforeJoin.Store(nil)
+	l.Thaw()
+	rooms.Hold(false)
+	if m := c.roundTrip(hdr(packet.Compact, packet.JoinRoom, 2), 50); m.Type != packet.JoinSuccess {
+		t.Fatalf("JOIN retried after the thaw answered %+v", m)
+	}
+	if n := rooms.joins.Load(); n != 2 {
+		t.Errorf("%d joins run, want the retry run anew", n)
+	}
+}
+
 func TestCreateFailureIsJoinFailed(t *testing.T) {
 	l, addr := start(t, testConfig(), newMemRooms(t, 0))
 	c := dial(t, "127.0.0.1", addr)
@@ -864,7 +897,7 @@ func sumReports(log string) report {
 }
 
 // The retry cache answers as a model of its rule would, through any
-// sequence of begins, finishes, abandons and expiries: each endpoint's
+// sequence of begins, finishes, abandons, runs and expiries: each endpoint's
 // latest perEndpoint requests are remembered for the window, whatever the
 // other endpoints do, and a request abandoned while it runs is forgotten.
 func TestRetriesMatchAModel(t *testing.T) {
@@ -895,9 +928,17 @@ func TestRetriesMatchAModel(t *testing.T) {
 		key := newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: uint16(rng.IntN(8))}, 5)
 		at := r.epoch.Add(time.Duration(now))
 		e := lookup(n, key)
-		switch rng.IntN(4) {
-		case 0, 1:
-			got, found := r.begin(key, at, nil)
+		op := rng.IntN(6)
+		switch op {
+		case 0, 1, 4, 5:
+			var got []byte
+			var found bool
+			reply := []byte{byte(step), 2}
+			if op < 4 {
+				got, found = r.begin(key, at, nil)
+			} else { // run: begin and, keeping the reply (4) or not (5), finish or abandon
+				got, found = r.run(key, at, nil, func(b []byte) ([]byte, bool) { return append(b, reply...), op == 4 })
+			}
 			if e != nil && now-e.at < window {
 				if !found || !slices.Equal(got, e.reply) {
 					t.Fatalf("step %d: begin found %v %v, want %v", step, found, got, e.reply)
@@ -910,7 +951,11 @@ func TestRetriesMatchAModel(t *testing.T) {
 			if e != nil {
 				e.live = false
 			}
-			latest[n] = append(latest[n], &entry{key: key, at: now, live: true})
+			e = &entry{key: key, at: now, live: op != 5}
+			if op == 4 {
+				e.reply = reply
+			}
+			latest[n] = append(latest[n], e)
 			if len(latest[n]) > perEndpoint {
 				latest[n] = latest[n][1:]
 			}

@@ -120,9 +120,40 @@ func (r *retries) reply(e *answers, j int) []byte {
 // k as running, in place of its endpoint's oldest request, and the caller
 // runs the request and calls finish.
 func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found bool) {
-	at := now.Sub(r.epoch)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e, j, found := r.take(k, now.Sub(r.epoch))
+	if found {
+		return append(b, r.reply(e, j)...), true
+	}
+	return b, false
+}
+
+// run is begin and what follows it in one hold of the cache's lock, for a
+// request that never waits: for k not found, it calls do, which appends
+// the request's reply to b and reports whether to keep it (as finish
+// does) or forget it (as abandon does). One look-up, one lock, and no
+// other reader finds the request running. do must not use the cache.
+func (r *retries) run(k retryKey, now time.Time, b []byte, do func(b []byte) ([]byte, bool)) (out []byte, found bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, j, found := r.take(k, now.Sub(r.epoch))
+	if found {
+		return append(b, r.reply(e, j)...), true
+	}
+	out, keep := do(b)
+	if keep {
+		r.record(e, j, out[len(b):])
+	} else {
+		r.forget(e, j)
+	}
+	return out, false
+}
+
+// take is begin's look-up of k at at, the time since the cache's epoch:
+// it returns the endpoint's answers and the index of k's answer, found
+// if that is fresh, and otherwise taken for k as running. r.mu is held.
+func (r *retries) take(k retryKey, at time.Duration) (e *answers, j int, found bool) {
 	e, slot, known := r.t.Find(k.from)
 	r.last = slot
 	switch {
@@ -140,20 +171,20 @@ func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found 
 	default:
 		if j := e.find(k.req); j >= 0 {
 			if at-e.a[j].at < r.window {
-				return append(b, r.reply(e, j)...), true
+				return e, j, true
 			}
 			e.a[j].live = false // expired: it runs again as a new request
 			r.n--
 		}
 	}
-	j := int(e.next)
+	j = int(e.next)
 	e.next = uint8((j + 1) % r.ways)
 	if e.a[j].live {
 		r.n--
 	}
 	e.a[j] = answer{req: k.req, at: at, live: true}
 	r.n++
-	return b, false
+	return e, j, false
 }
 
 // running returns the endpoint's answers and the index of k's answer
@@ -176,9 +207,8 @@ func (r *retries) running(k retryKey) (*answers, int) {
 func (r *retries) finish(k retryKey, reply []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, j := r.running(k); j >= 0 && len(reply) <= r.slot {
-		at := j * r.slot
-		e.a[j].n = uint8(copy(e.replies[at:at+r.slot], reply))
+	if e, j := r.running(k); j >= 0 {
+		r.record(e, j, reply)
 	}
 }
 
@@ -188,9 +218,22 @@ func (r *retries) abandon(k retryKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, j := r.running(k); j >= 0 {
-		e.a[j].live = false
-		r.n--
+		r.forget(e, j)
 	}
+}
+
+// record keeps reply as e's answer j, if it fits a slot. r.mu is held.
+func (r *retries) record(e *answers, j int, reply []byte) {
+	if len(reply) <= r.slot {
+		at := j * r.slot
+		e.a[j].n = uint8(copy(e.replies[at:at+r.slot], reply))
+	}
+}
+
+// forget drops e's answer j, so that its request runs anew. r.mu is held.
+func (r *retries) forget(e *answers, j int) {
+	e.a[j].live = false
+	r.n--
 }
 
 // len is the number of answers the cache holds.

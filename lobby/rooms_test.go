@@ -26,6 +26,8 @@ type memRooms struct {
 	joinGate chan struct{} // when set, Join waits for it (and may wait, it says)
 	creates  atomic.Int64
 	joins    atomic.Int64
+	// beforeJoin, when set, runs as a Join begins, before its gate.
+	beforeJoin atomic.Pointer[func()]
 
 	mu     sync.Mutex
 	proofs *[]room.Proof // when set, the proof of every Join, in order
@@ -75,6 +77,9 @@ func (m *memRooms) JoinAt(ctx context.Context, id uint32, player netip.AddrPort,
 // joining counts a JOIN, waits at the gate and records its proof.
 func (m *memRooms) joining(ctx context.Context, proof room.Proof) error {
 	m.joins.Add(1)
+	if f := m.beforeJoin.Load(); f != nil {
+		(*f)()
+	}
 	if err := pass(ctx, m.joinGate); err != nil {
 		return err
 	}
