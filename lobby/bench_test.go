@@ -223,29 +223,39 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // BenchmarkRetries measures the retry cache under a JOIN flood, every
 // request new, so that each one looks up, records and finishes an entry:
 // from 16 clients, as BenchmarkEdgeVsEcho's join row sends them, and from
-// a new client every 256 requests, the cache full of endpoints.
+// a new client every 256 requests, the cache full of endpoints. Each is
+// run as a JOIN on a worker uses the cache (begin, then finish) and as
+// one on its read loop does (run, the two in one hold of the lock).
 func BenchmarkRetries(b *testing.B) {
 	for _, clients := range []struct {
 		name  string
 		shift int // requests from one endpoint in a row, as a power of two
 		of    int // endpoints, cycled through
 	}{{"16_clients", 0, 16}, {"new_clients", 8, 1 << 24}} {
-		b.Run(clients.name, func(b *testing.B) {
-			r := newRetries(DefaultConfig().RetryCache, maxAnswer, time.Minute)
-			reply := make([]byte, maxAnswer)
-			now := time.Now()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				n := (i >> clients.shift) % clients.of
-				from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(n >> 8), byte(n)}), uint16(9+n>>16))
-				k := newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: uint16(i)}, 5)
-				if _, found := r.begin(k, now, nil); found {
-					b.Fatal("a new request found in the cache")
+		for _, way := range []string{"begin_finish", "run"} {
+			b.Run(clients.name+"/"+way, func(b *testing.B) {
+				r := newRetries(DefaultConfig().RetryCache, maxAnswer, time.Minute)
+				reply := make([]byte, maxAnswer)
+				answer := func(b []byte) ([]byte, bool) { return append(b, reply...), true }
+				now := time.Now()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					n := (i >> clients.shift) % clients.of
+					from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(n >> 8), byte(n)}), uint16(9+n>>16))
+					k := newRetryKey(from, packet.Header{Type: packet.JoinRoom, Seq: uint16(i)}, 5)
+					var found bool
+					if way == "run" {
+						_, found = r.run(k, now, reply[:0], answer)
+					} else if _, found = r.begin(k, now, nil); !found {
+						r.finish(k, reply)
+					}
+					if found {
+						b.Fatal("a new request found in the cache")
+					}
+					i++
 				}
-				r.finish(k, reply)
-				i++
-			}
-		})
+			})
+		}
 	}
 }
