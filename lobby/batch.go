@@ -80,18 +80,19 @@ func (s stdIO) write(out []reply) (int, error) {
 // is done (flush). Replies made later, by CREATE or a JOIN worker, go
 // straight to the socket. Only its loop uses a batch.
 type batch struct {
-	io   socketIO
-	conn *net.UDPConn
-	in   []slot
-	out  []reply // out[:queued] wait for flush
+	io  socketIO
+	in  []slot
+	out []reply // out[:queued] wait for flush
 	// bound is the socket's own address: where every datagram arrived
 	// and its replies leave from, unless it is a wildcard, when the
 	// datagram's control message says (and a reply carries one back).
 	bound netip.Addr
 	// drops is the socket's drop count when the loop last looked, at
 	// looked (see dropped): 0 at first, so that datagrams dropped before
-	// the loop began to read count too.
+	// the loop began to read count too. meter reads it (nil where it
+	// cannot be read).
 	drops  uint32
+	meter  *sockfilter.Meter
 	looked time.Time
 	queued int
 	// n is how many datagrams answer handles, i the one it is at.
@@ -121,7 +122,6 @@ type credit struct {
 // batches like it (0: never raw).
 func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	q := &batch{
-		conn:    c,
 		in:      make([]slot, batchSize),
 		out:     make([]reply, batchSize),
 		credits: make([]credit, 0, batchSize),
@@ -129,6 +129,7 @@ func newBatch(c *net.UDPConn, batched bool, callers int) *batch {
 	if a, ok := c.LocalAddr().(*net.UDPAddr); ok {
 		q.bound = a.AddrPort().Addr().Unmap()
 	}
+	q.meter, _ = sockfilter.NewMeter(c)
 	for i := range q.in {
 		q.in[i].buf = make([]byte, 1<<16)
 		q.in[i].oob = make([]byte, controlSpace)
@@ -151,11 +152,11 @@ func (q *batch) read() (int, error) { return q.io.read(q.in) }
 // fast enough; see Lobby.flooded), looking at most once per dropCheck,
 // at now. Where the count cannot be read it reports false.
 func (q *batch) dropped(now time.Time) bool {
-	if now.Sub(q.looked) < dropCheck {
+	if q.meter == nil || now.Sub(q.looked) < dropCheck {
 		return false
 	}
 	q.looked = now
-	drops, err := sockfilter.Drops(q.conn)
+	drops, err := q.meter.Drops()
 	if err != nil {
 		return false
 	}

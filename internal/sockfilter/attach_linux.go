@@ -3,6 +3,7 @@ package sockfilter
 import (
 	"errors"
 	"net"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -27,21 +28,54 @@ func Attach(c *net.UDPConn, prog []bpf.Instruction) error {
 // made: refused by its filter, or with no room left in its receive
 // buffer. The kernel keeps it in 32 bits; see Counter.
 func Drops(c *net.UDPConn) (uint32, error) {
-	var mem [meminfoVars]uint32
-	err := sockets.Control(c, func(fd int) error {
-		n := uint32(unsafe.Sizeof(mem))
-		// Raw: it never blocks, and a read loop making its calls raw
-		// asks it every millisecond. A call the runtime is told of
-		// wakes its monitor thread when that sleeps, which then stays
-		// up polling: under load, more CPU than the call.
-		_, _, errno := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
-			uintptr(unsafe.Pointer(&mem[0])), uintptr(unsafe.Pointer(&n)), 0)
-		if errno != 0 {
-			return errno
-		}
-		return nil
-	})
-	return mem[meminfoDrops], err
+	m, err := NewMeter(c)
+	if err != nil {
+		return 0, err
+	}
+	return m.Drops()
+}
+
+// Meter reads one socket's drop count (see Drops) as often as asked
+// without allocating: a read loop asks every millisecond.
+type Meter struct {
+	rc    syscall.RawConn
+	get   func(fd uintptr) // m.meminfo, bound once
+	mem   [meminfoVars]uint32
+	n     uint32
+	errno syscall.Errno
+}
+
+// NewMeter returns a Meter of c.
+func NewMeter(c *net.UDPConn) (*Meter, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	m := &Meter{rc: rc}
+	m.get = m.meminfo
+	return m, nil
+}
+
+// Drops is the socket's drop count now.
+func (m *Meter) Drops() (uint32, error) {
+	if err := m.rc.Control(m.get); err != nil {
+		return 0, err
+	}
+	if m.errno != 0 {
+		return 0, m.errno
+	}
+	return m.mem[meminfoDrops], nil
+}
+
+// meminfo reads the socket's SO_MEMINFO into m.mem. Raw: it never
+// blocks, and a read loop making its calls raw asks it every
+// millisecond. A call the runtime is told of wakes its monitor thread
+// when that sleeps, which then stays up polling: under load, more CPU
+// than the call.
+func (m *Meter) meminfo(fd uintptr) {
+	m.n = uint32(unsafe.Sizeof(m.mem))
+	_, _, m.errno = unix.RawSyscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&m.mem[0])), uintptr(unsafe.Pointer(&m.n)), 0)
 }
 
 // The fields of SO_MEMINFO that matter here (linux/sock_diag.h): its

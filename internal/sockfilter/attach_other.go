@@ -20,5 +20,14 @@ func Detach(*net.UDPConn) error { return nil }
 // Drops fails: the kernel's drop count is read on Linux.
 func Drops(*net.UDPConn) (uint32, error) { return 0, errUnsupported }
 
+// Meter reads a socket's drop count on Linux.
+type Meter struct{}
+
+// NewMeter fails: the kernel's drop count is read on Linux.
+func NewMeter(*net.UDPConn) (*Meter, error) { return nil, errUnsupported }
+
+// Drops fails: the kernel's drop count is read on Linux.
+func (*Meter) Drops() (uint32, error) { return 0, errUnsupported }
+
 // Supported reports whether this system can filter sockets.
 const Supported = false

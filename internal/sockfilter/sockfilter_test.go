@@ -55,7 +55,8 @@ func TestProgramKeepsItsShapes(t *testing.T) {
 // TestKernelAgreesWithPasses attaches the program to a real socket, IPv4
 // and IPv6, and sends it every test datagram: what arrives is what Passes
 // keeps, in the kernel's own run of the program, and the socket's drop
-// count is the rest.
+// count is the rest, read once (Drops) or by a Meter, which allocates
+// nothing.
 func TestKernelAgreesWithPasses(t *testing.T) {
 	for _, ip := range []string{"127.0.0.1", "::1"} {
 		t.Run(ip, func(t *testing.T) { testKernelAgreesWithPasses(t, ip) })
@@ -69,6 +70,10 @@ func testKernelAgreesWithPasses(t *testing.T, ip string) {
 	}
 	srv := udptest.Listen(t, ip)
 	if err := Attach(srv, prog); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMeter(srv) // as a read loop makes it, before any drop
+	if err != nil {
 		t.Fatal(err)
 	}
 	cli := udptest.Listen(t, ip)
@@ -101,6 +106,12 @@ func testKernelAgreesWithPasses(t *testing.T, ip string) {
 	dropped := len(testPayloads) + 1 - len(want)
 	if n, err := Drops(srv); err != nil || int(n) != dropped {
 		t.Errorf("drops %d (%v), want %d", n, err, dropped)
+	}
+	if n, err := m.Drops(); err != nil || int(n) != dropped {
+		t.Errorf("meter: drops %d (%v), want %d", n, err, dropped)
+	}
+	if a := testing.AllocsPerRun(100, func() { m.Drops() }); a != 0 {
+		t.Errorf("a meter's read allocates %v times", a)
 	}
 	var c Counter
 	if got := c.Read([]*net.UDPConn{srv}); got != uint64(dropped) {
