@@ -218,12 +218,24 @@ bugs() {
 		'if _, err := t.hold(e, player, proof, now); err != nil {' \
 		'if _, err := t.hold(e, player, proof, time.Now()); err != nil {' \
 		./room/roomtable '^TestJoinAtHoldsFromItsTime$'
+	# The table's seat lines that its queue has no room for are dropped
+	# and never counted.
+	bug room/roomtable/roomtable.go \
+		't.seatLinesDropped.Add(1)' \
+		'_ = 0' \
+		./room/roomtable '^TestStalledLogWriterNeverHoldsTheTable$'
 	# A client's requests all take the same place in the retry cache:
 	# only its latest is remembered.
 	bug lobby/retry.go \
 		'e.next = uint8((j + 1) % r.ways)' \
 		'e.next = uint8(j)' \
 		./lobby '^TestRetriesMatchAModel$'
+	# The table writes a seat's debug line under its lock: a stalled log
+	# writer stalls every JOIN.
+	bug room/roomtable/roomtable.go \
+		'if t.seatLines != nil {' \
+		'if t.log.Debug().Msg("room joined"); t.seatLines != nil {' \
+		./room/roomtable '^TestStalledLogWriterNeverHoldsTheTable$'
 	# A read loop's look at its socket's drop count allocates, every
 	# millisecond under load.
 	bug internal/sockfilter/attach_linux.go \

@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -106,8 +107,15 @@ type Table struct {
 	log   zerolog.Logger
 	spawn Spawner
 	ids   *roomIDs
-	stop  chan struct{} // ends the id writer
-	wrote chan struct{} // closed when it has ended
+	stop  chan struct{}  // ends the id writer and the seat lines' writer
+	done  sync.WaitGroup // both
+	// seatLines carries the "room joined" lines of the seats hold takes
+	// under t.mu to the goroutine that writes them: a log write may
+	// block, and never under the table's lock. Nil below debug level, the
+	// only level those lines are written at; a line that finds the queue
+	// full is dropped, counted in seatLinesDropped.
+	seatLines        chan seatLine
+	seatLinesDropped atomic.Uint64
 
 	mu         sync.Mutex
 	closed     bool // Close: nothing new, ever
@@ -181,7 +189,7 @@ func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
 	}
 	t := &Table{
 		cfg: cfg, log: log, spawn: spawn, ids: ids,
-		stop: make(chan struct{}), wrote: make(chan struct{}),
+		stop:       make(chan struct{}),
 		rooms:      make(map[uint32]*entry),
 		registered: make(map[string]*entry),
 		nets:       make(map[netip.Prefix]int),
@@ -190,11 +198,41 @@ func New(cfg Config, spawn Spawner, log zerolog.Logger) (*Table, error) {
 		keys:       keys,
 		hashing:    make(chan struct{}, maxHashing),
 	}
-	go func() {
-		defer close(t.wrote)
-		ids.writer(t.stop)
-	}()
+	t.done.Go(func() { ids.writer(t.stop) })
+	if log.GetLevel() <= zerolog.DebugLevel && zerolog.GlobalLevel() <= zerolog.DebugLevel {
+		t.seatLines = make(chan seatLine, seatLineQueue)
+		t.done.Go(t.writeSeatLines)
+	}
 	return t, nil
+}
+
+// seatLine is what the "room joined" line of a seat says: the room and
+// the player it was taken for, and the room's counts as it left them.
+type seatLine struct {
+	id                         uint32
+	player                     netip.AddrPort
+	players, seats, maxPlayers int
+}
+
+// seatLineQueue is how many "room joined" lines wait for their writer at
+// most.
+const seatLineQueue = 1024
+
+// writeSeatLines writes the lines hold queues until Close, saying first
+// how many were dropped since the last one it wrote, if any were.
+func (t *Table) writeSeatLines() {
+	for {
+		select {
+		case l := <-t.seatLines:
+			if n := t.seatLinesDropped.Swap(0); n > 0 {
+				t.log.Debug().Uint64("lines", n).Msg("room joined lines dropped")
+			}
+			t.log.Debug().Uint32("id", l.id).Stringer("player", l.player).Int("players", l.players).
+				Int("seats", l.seats).Int("max_players", l.maxPlayers).Msg("room joined")
+		case <-t.stop:
+			return
+		}
+	}
 }
 
 // SeatTTL is how long a seat waits for its player.
@@ -367,10 +405,13 @@ func (t *Table) hold(e *entry, player netip.AddrPort, proof room.Proof, now time
 	row := e.view()
 	t.emit(room.Event{Kind: room.Changed, Room: row})
 	// Seats come from remote requests: one line each at debug level only,
-	// counted in Stats.SeatsHeld.
-	if ev := t.log.Debug(); ev.Enabled() {
-		ev.Uint32("id", row.ID).Stringer("player", player).Int("players", row.Players).
-			Int("seats", row.Seats).Int("max_players", row.MaxPlayers).Msg("room joined")
+	// counted in Stats.SeatsHeld, written off the lock (see seatLines).
+	if t.seatLines != nil {
+		select {
+		case t.seatLines <- seatLine{row.ID, player, row.Players, row.Seats, row.MaxPlayers}:
+		default:
+			t.seatLinesDropped.Add(1)
+		}
 	}
 	return e.seats.serialOf(player), nil
 }
@@ -401,7 +442,7 @@ func (t *Table) Close() {
 	}
 	t.mu.Unlock()
 	close(t.stop)
-	<-t.wrote
+	t.done.Wait()
 	for _, row := range dropped {
 		t.log.Info().Uint32("id", row.ID).Str("cause", string(room.Stopped)).Str("source", string(row.Source)).Msg("room reaped")
 	}

@@ -2,10 +2,12 @@ package roomtable_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -551,4 +553,93 @@ func fullOfUnproven(t *testing.T, rooms room.Table) room.Room {
 		}
 	}
 	return r
+}
+
+// stalledLog is a log writer that blocks every write until released, as
+// a pipe whose reader stopped does, and then keeps what it was given.
+type stalledLog struct {
+	release chan struct{}
+	mu      sync.Mutex
+	lines   []string
+}
+
+func (w *stalledLog) Write(p []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, string(p))
+	return len(p), nil
+}
+
+// counts are how many "room joined" lines w has been given, and how many
+// such lines its "room joined lines dropped" lines say were dropped.
+func (w *stalledLog) counts(t *testing.T) (joined, dropped int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.lines {
+		var line struct {
+			Message string
+			Lines   int
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		switch line.Message {
+		case "room joined":
+			joined++
+		case "room joined lines dropped":
+			dropped += line.Lines
+		}
+	}
+	return joined, dropped
+}
+
+// At debug level a seat taken writes a "room joined" line, but never
+// under the table's lock: with the log writer stalled, JOINs still take
+// their seats and the table still answers. Once the writer moves again
+// the lines come, as many as the queue held, and a line says how many
+// more were dropped: every seat is accounted for.
+func TestStalledLogWriterNeverHoldsTheTable(t *testing.T) {
+	const players = 1500 // more than the table queues
+	w := &stalledLog{release: make(chan struct{})}
+	table, err := roomtable.New(roomtable.DefaultConfig(), nil, zerolog.New(w).Level(zerolog.DebugLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(table.Close)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(w.release) }) }) // before Close
+	table.Enter(room.Room{ID: 50, Port: 1, State: packet.Waiting, MaxPlayers: players}, true, nil, nil)
+	done := make(chan error)
+	go func() {
+		for i := range players {
+			player := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 9000)
+			if _, err := table.JoinAt(ctx, 50, player, room.Unproven, time.Now()); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("JOINs waited for the stalled log writer")
+	}
+	if seats, _, ok := table.Seats(50); !ok || len(seats) != players {
+		t.Fatalf("%d seats held (%v), want %d", len(seats), ok, players)
+	}
+	release.Do(func() { close(w.release) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		joined, dropped := w.counts(t)
+		if joined+dropped == players && dropped > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d \"room joined\" lines written and %d said dropped, want %d in all, some dropped", joined, dropped, players)
+		}
+	}
 }
