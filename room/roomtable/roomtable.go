@@ -218,21 +218,35 @@ type seatLine struct {
 // most.
 const seatLineQueue = 1024
 
-// writeSeatLines writes the lines hold queues until Close, saying first
-// how many were dropped since the last one it wrote, if any were.
+// writeSeatLines writes the lines hold queues until Close, and those
+// still queued then, each after a line saying how many were dropped
+// since the last one written, if any were.
 func (t *Table) writeSeatLines() {
 	for {
 		select {
 		case l := <-t.seatLines:
-			if n := t.seatLinesDropped.Swap(0); n > 0 {
-				t.log.Debug().Uint64("lines", n).Msg("room joined lines dropped")
-			}
-			t.log.Debug().Uint32("id", l.id).Stringer("player", l.player).Int("players", l.players).
-				Int("seats", l.seats).Int("max_players", l.maxPlayers).Msg("room joined")
+			t.writeSeatLine(l)
 		case <-t.stop:
-			return
+			for {
+				select {
+				case l := <-t.seatLines:
+					t.writeSeatLine(l)
+				default:
+					return
+				}
+			}
 		}
 	}
+}
+
+// writeSeatLine writes l. A line is dropped only while the queue is full,
+// so the lines queued then say every drop.
+func (t *Table) writeSeatLine(l seatLine) {
+	if n := t.seatLinesDropped.Swap(0); n > 0 {
+		t.log.Debug().Uint64("lines", n).Msg("room joined lines dropped")
+	}
+	t.log.Debug().Uint32("id", l.id).Stringer("player", l.player).Int("players", l.players).
+		Int("seats", l.seats).Int("max_players", l.maxPlayers).Msg("room joined")
 }
 
 // SeatTTL is how long a seat waits for its player.
