@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/foyerlobby/foyer/internal/logtest"
 	"github.com/foyerlobby/foyer/packet"
 	"github.com/foyerlobby/foyer/room"
 	"github.com/foyerlobby/foyer/room/roomtable"
@@ -555,28 +557,22 @@ func fullOfUnproven(t *testing.T, rooms room.Table) room.Room {
 	return r
 }
 
-// stalledLog is a log writer that blocks every write until released, as
-// a pipe whose reader stopped does, and then keeps what it was given.
+// stalledLog is a log sink that blocks every write until released, as a
+// pipe whose reader stopped does, and then keeps what it was given.
 type stalledLog struct {
 	release chan struct{}
-	mu      sync.Mutex
-	lines   []string
+	logtest.Buffer
 }
 
 func (w *stalledLog) Write(p []byte) (int, error) {
 	<-w.release
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lines = append(w.lines, string(p))
-	return len(p), nil
+	return w.Buffer.Write(p)
 }
 
 // counts are how many "room joined" lines w has been given, and how many
 // such lines its "room joined lines dropped" lines say were dropped.
 func (w *stalledLog) counts(t *testing.T) (joined, dropped int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, l := range w.lines {
+	for _, l := range strings.Split(strings.TrimSpace(w.String()), "\n") {
 		var line struct {
 			Message string
 			Lines   int
