@@ -26,8 +26,7 @@ func TestChecksumIsIEEE(t *testing.T) {
 // A message changed in a few bytes has the CRC changedChecksum says, the
 // one computed anew: changes of one to six bytes at every offset of
 // messages from a byte long to twice past the zero-run tables' longest
-// run,
-// and carry is that many zero bytes taken one at a time.
+// run, and carry is that many zero bytes taken one at a time.
 func TestChangedChecksumIsComputedAnew(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 2, 6, 7, 16, 63, 64, 65, 255, 256, 1000, 4096, 4097, 40000, 1<<16 + 6, 1<<17 + 3} {
