@@ -128,13 +128,7 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 		req.room = r
 	}
 	if out, found := l.extRetries.begin(req.key, now, out); found {
-		if len(out) == 0 {
-			l.stats.drop("retry_pending")
-			return out
-		}
-		l.stats.retries.Add(1)
-		l.send(c, out, from, at.replyFrom, v, now)
-		return out
+		return l.replay(c, out, from, at.replyFrom, v, now)
 	}
 	switch {
 	case m.Type != ext.Join:

@@ -287,3 +287,46 @@ func testExtMalformedDropped(t *testing.T, filter bool) {
 		t.Errorf("filtered: drops %v, kernel drops %d; want the version and 2", d, s.KernelDrops)
 	}
 }
+
+// An extension CREATE or JOIN sent again, same sequence, is a retry: it
+// gets the answer the first got, from the cache, and runs no second time.
+func TestExtRetryAnsweredFromTheCache(t *testing.T) {
+	rooms := roomtabletest.New(t, roomtable.Config{})
+	l, addr := start(t, testConfig(), rooms)
+	c := newExtClient(t, addr)
+	c.ask(ext.Message{Header: packet.Header{Type: ext.List}}) // its retry token
+	twice := func(m ext.Message) ext.Message {
+		t.Helper()
+		c.seq++
+		m.Seq, m.Token = c.seq, c.token
+		var first ext.Message
+		for i := range 2 {
+			c.sendRaw(encodeExt(t, m))
+			r, ok := c.recvExt(5 * time.Second)
+			if !ok || r.Type != ext.Seat {
+				t.Fatalf("%s, sent %d times: %+v (%v)", ext.Name(m.Type), i+1, r, ok)
+			}
+			if i == 0 {
+				first = r
+			} else if r.RoomID != first.RoomID || string(r.SeatToken) != string(first.SeatToken) {
+				t.Fatalf("%s retried: %+v, first %+v", ext.Name(m.Type), r, first)
+			}
+		}
+		return first
+	}
+	seat := twice(ext.Message{Header: packet.Header{Type: ext.Create}})
+	if n := rooms.Stats().Created; n != 1 {
+		t.Fatalf("%d rooms created for a CREATE and its retry", n)
+	}
+	guest := newExtClient(t, addr)
+	guest.ask(ext.Message{Header: packet.Header{Type: ext.List}})
+	c = guest
+	before := rooms.Stats().SeatsHeld
+	twice(ext.Message{Header: packet.Header{Type: ext.Join}, RoomID: seat.RoomID})
+	if held := rooms.Stats().SeatsHeld - before; held != 1 {
+		t.Errorf("%d seats held for a JOIN and its retry, want 1", held)
+	}
+	if n := l.Stats().Retries; n != 2 {
+		t.Errorf("%d retries answered from the cache, want 2", n)
+	}
+}

@@ -487,7 +487,7 @@ func (l *Lobby) handle(c, later sender, os *offers, b []byte, from netip.AddrPor
 		return l.joinInline(&req, now, out)
 	}
 	if out, found := l.retries.begin(req.key, now, out); found {
-		return l.replay(c, &req, out, now)
+		return l.replay(c, out, from, at.replyFrom, v, now)
 	}
 	if create {
 		l.startCreate(req, now)
@@ -593,15 +593,16 @@ func (l *Lobby) joinWorker() {
 	}
 }
 
-// replay answers req, a retry, with its reply as the retry cache kept it
-// (out), or drops it while the request it repeats still runs.
-func (l *Lobby) replay(c sender, req *request, out []byte, now time.Time) []byte {
+// replay answers a retry from to with its reply as a retry cache kept it
+// (out), sent through c from src and charged by v at now, or drops it
+// while the request it repeats still runs.
+func (l *Lobby) replay(c sender, out []byte, to netip.AddrPort, src netip.Addr, v limit.Verdict, now time.Time) []byte {
 	if len(out) == 0 { // still running; its reply will come
 		l.stats.drop("retry_pending")
 		return out
 	}
 	l.stats.retries.Add(1)
-	l.send(c, out, req.from, req.src, req.verdict, now)
+	l.send(c, out, to, src, v, now)
 	return out
 }
 
@@ -623,7 +624,7 @@ func (l *Lobby) joinInline(req *request, now time.Time, out []byte) []byte {
 	})
 	switch {
 	case found:
-		return l.replay(req.conn, req, out, now)
+		return l.replay(req.conn, out, req.from, req.src, req.verdict, now)
 	case !kept:
 		l.stats.drop("handover")
 		return out
