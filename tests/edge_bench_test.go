@@ -244,9 +244,24 @@ func (t *loadTotal) median(of func(loadResult) time.Duration) float64 {
 func runP50(r loadResult) time.Duration { return r.P50 }
 func runP99(r loadResult) time.Duration { return r.P99 }
 
-// interleave runs the generator against each target once per b.Loop
-// iteration, in the orders of runOrder, each with its shape (shapes[i],
-// or the one shape for all), and returns the totals by target.
+// minRounds is how many rounds one iteration of an edge benchmark runs
+// at least: a round's ratios stray by a tenth or more (a load that comes
+// and goes on a shared machine), and `make bench`, at one iteration,
+// must report figures that hold from one run to the next.
+const minRounds = 6
+
+// roundsPerOp is how many rounds one iteration runs for n targets: whole
+// periods of runOrder, at least minRounds, so that each iteration is
+// balanced on its own.
+func roundsPerOp(n int) int {
+	p := orderPeriod(n)
+	return (minRounds + p - 1) / p * p
+}
+
+// interleave runs the generator against each target once per round, in
+// the orders of runOrder, roundsPerOp rounds per b.Loop iteration, each
+// target with its shape (shapes[i], or the one shape for all), and
+// returns the totals by target.
 func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	b.Helper()
 	if len(shapes) == 1 {
@@ -256,9 +271,12 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 		load(b, t, shapes[i])
 	}
 	totals := make([]loadTotal, len(targets))
-	for i := 0; b.Loop(); i++ {
-		for _, k := range runOrder(len(targets), i) {
-			totals[k].add(load(b, targets[k], shapes[k]))
+	for round := 0; b.Loop(); {
+		for range roundsPerOp(len(targets)) {
+			for _, k := range runOrder(len(targets), round) {
+				totals[k].add(load(b, targets[k], shapes[k]))
+			}
+			round++
 		}
 	}
 	for i, t := range targets {
@@ -269,13 +287,22 @@ func interleave(b *testing.B, targets []target, shapes ...shape) []loadTotal {
 	return totals
 }
 
-// runOrder is the order in which iteration i runs n targets: the rows of
-// a Williams square, in turn. Each target runs first, last and in every
+// orderPeriod is how many rounds runOrder takes to balance n targets: n,
+// or 2n for an odd n.
+func orderPeriod(n int) int {
+	if n%2 == 1 {
+		return 2 * n
+	}
+	return n
+}
+
+// runOrder is the order in which round i runs n targets: the rows of a
+// Williams square, in turn. Each target runs first, last and in every
 // place equally often, and runs right after each of the others equally
-// often over n iterations (2n for an odd n): what a run leaves behind
-// (sockets draining, caches, a server's own work after its load) weighs
-// on every target alike. Rotating one order would have each target always
-// follow the same one.
+// often over orderPeriod(n) rounds: what a run leaves behind (sockets
+// draining, caches, a server's own work after its load) weighs on every
+// target alike. Rotating one order would have each target always follow
+// the same one.
 func runOrder(n, i int) []int {
 	// The first row: 0, 1, n-1, 2, n-2, ...; row r adds r to each.
 	first := make([]int, n)

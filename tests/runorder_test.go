@@ -5,14 +5,15 @@ import (
 	"testing"
 )
 
-// Over a period of runOrder (n iterations, 2n for an odd n) every order
-// runs each target once, each target takes every place equally often,
-// and each target runs right after each of the others equally often.
+// Over a period of runOrder (orderPeriod: n rounds, 2n for an odd n)
+// every order runs each target once, each target takes every place
+// equally often, and each target runs right after each of the others
+// equally often.
 func TestRunOrderIsBalanced(t *testing.T) {
 	for n := 1; n <= 7; n++ {
-		period := n
-		if n%2 == 1 {
-			period = 2 * n
+		period := orderPeriod(n)
+		if want := n + n%2*n; period != want {
+			t.Fatalf("n %d: period %d, want %d", n, period, want)
 		}
 		places := make([][]int, n) // places[target][place]
 		for i := range places {
@@ -52,4 +53,15 @@ func rangeOf(n int) []int {
 		r[i] = i
 	}
 	return r
+}
+
+// An iteration of an edge benchmark runs whole periods of runOrder, at
+// least minRounds rounds, and no period more than that takes.
+func TestRoundsPerOpAreWholePeriods(t *testing.T) {
+	for n := 1; n <= 7; n++ {
+		r, p := roundsPerOp(n), orderPeriod(n)
+		if r%p != 0 || r < minRounds || r-p >= minRounds {
+			t.Errorf("n %d: %d rounds per iteration, period %d, at least %d", n, r, p, minRounds)
+		}
+	}
 }
