@@ -80,13 +80,13 @@ type target struct {
 	pid  int
 }
 
-// startEchoServer runs `loadbench echo` until the benchmark ends, its
-// echoes as long as lengths says by the request's type (see
-// replyLengths).
-func startEchoServer(b *testing.B, batched bool, lengths map[byte]int) target {
+// startEchoServer runs `loadbench echo` (under wrap, when set) until the
+// benchmark ends, its echoes as long as lengths says by the request's
+// type (see replyLengths).
+func startEchoServer(b *testing.B, batched bool, lengths map[byte]int, wrap ...string) target {
 	b.Helper()
 	t := target{name: "echo"}
-	args := []string{"echo"}
+	args := append(slices.Clone(wrap), loadbenchBinary(b), "echo")
 	if batched {
 		t.name = "batched_echo"
 		args = append(args, "-batched")
@@ -94,7 +94,7 @@ func startEchoServer(b *testing.B, batched bool, lengths map[byte]int) target {
 	for typ, n := range lengths {
 		args = append(args, "-size", fmt.Sprintf("%x=%d", typ, n))
 	}
-	cmd := exec.Command(loadbenchBinary(b), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	stdin, err := cmd.StdinPipe() // closing it ends the server
 	if err != nil {
 		b.Fatal(err)
@@ -397,10 +397,38 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 	}
 }
 
+// placement is where an edge benchmark's processes run: the servers
+// under servers and the generator under generator (taskset), or, with
+// both empty, wherever the kernel puts them.
+type placement struct {
+	name               string
+	servers, generator []string
+}
+
+// placements are the edge benchmarks' two: unpinned, every process free
+// to run on any core; and pinned (machines of 2 cores or more), the
+// generator on core 0 and the servers on the others, so that neither
+// takes the other's core or caches and each server is measured on cores
+// of its own.
+func placements() []placement {
+	ps := []placement{{name: "unpinned"}}
+	if cpus := runtime.NumCPU(); cpus >= 2 {
+		ps = append(ps, placement{name: "pinned",
+			servers:   []string{"taskset", "-c", fmt.Sprintf("1-%d", cpus-1)},
+			generator: []string{"taskset", "-c", "0"}})
+	}
+	return ps
+}
+
 // BenchmarkEdgeVsEcho is the native edge at the socket's limit, measured
 // from outside: the real binary with 10 rooms and one reader, as the echo
 // servers have (BenchmarkReaders measures more), against the two echo
-// servers, on the same sockets and window, in the same run.
+// servers, on the same sockets and window, in the same run: all four
+// unpinned, and then pinned, in processes of their own (see placements).
+// The generator spends more CPU per request than a server (_gen_, below),
+// so on 2 cores, unpinned, where its threads and a server's take turns on
+// both cores, the rates say as much of how the kernel places them as of
+// the server; pinned, each server has a core the generator does not use.
 //
 // Rows:
 //   - list: LIST from 8 sockets on 127.0.0.1, 16 outstanding on each
@@ -427,7 +455,14 @@ func (row edgeRow) check(b *testing.B, name string, tot loadTotal) {
 // reader as well, as a fourth server, and its ratios are reported next to
 // these: before and after a change, in one run.
 func BenchmarkEdgeVsEcho(b *testing.B) {
-	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10)
+	for _, pl := range placements() {
+		b.Run(pl.name, func(b *testing.B) { edgeVsEcho(b, pl) })
+	}
+}
+
+// edgeVsEcho is BenchmarkEdgeVsEcho placed as pl says.
+func edgeVsEcho(b *testing.B, pl placement) {
+	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10, pl.servers...)
 	rows := edgeRows(b, ids)
 	lengths, types := replyLengths(b, lobby, rows)
 	for _, row := range rows {
@@ -435,7 +470,7 @@ func BenchmarkEdgeVsEcho(b *testing.B) {
 			b.Fatalf("the lobby answered %s with %#x, not %#x", row.name, typ, row.reply)
 		}
 	}
-	targets := []target{lobby, startEchoServer(b, false, lengths), startEchoServer(b, true, lengths)}
+	targets := []target{lobby, startEchoServer(b, false, lengths, pl.servers...), startEchoServer(b, true, lengths, pl.servers...)}
 	for _, echo := range targets[1:] {
 		if got, _ := replyLengths(b, echo, rows); !maps.Equal(got, lengths) {
 			b.Fatalf("%s answers %v bytes by request type, the lobby %v", echo.name, got, lengths)
@@ -443,15 +478,18 @@ func BenchmarkEdgeVsEcho(b *testing.B) {
 	}
 	var baseRows []edgeRow
 	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
-		base, baseIDs := edgeLobbyOf(b, path, "baseline", "readers = 1\n", 10)
+		base, baseIDs := edgeLobbyOf(b, path, "baseline", "readers = 1\n", 10, pl.servers...)
 		targets = append(targets, base)
 		baseRows = edgeRows(b, baseIDs)
 	}
 	for i, row := range rows {
 		b.Run(row.name, func(b *testing.B) {
+			row.shape.wrap = pl.generator
 			shapes := []shape{row.shape, row.shape, row.shape}
 			if baseRows != nil {
-				shapes = append(shapes, baseRows[i].shape)
+				base := baseRows[i].shape
+				base.wrap = pl.generator
+				shapes = append(shapes, base)
 			}
 			tot := interleave(b, targets, shapes...)
 			row.check(b, lobby.name, tot[0])
@@ -550,36 +588,24 @@ func roundRatios(l, eb loadTotal) (rate, cpu []float64) {
 // each, `readers = 1` and `readers = N`, N the machine's cores (at least
 // 2), under the edge benchmarks' loads.
 //
-// Rows: unpinned, every process free to run on any core; and pinned
-// (machines of 2 cores or more), the generator on core 0 and the lobbies
-// on the others, so that N readers run on N-1 cores: on a 2-core machine
-// two readers share the one core, where they must cost nothing.
+// Rows: the two placements (see placements). Pinned, N readers run on
+// N-1 cores: on a 2-core machine two readers share the one core, where
+// they must cost nothing.
 //
 // Metrics: each lobby's req/s and CPU per request, and the ratio of N
 // readers' rate to one's.
 func BenchmarkReaders(b *testing.B) {
-	cpus := runtime.NumCPU()
-	n := max(cpus, 2)
-	for _, pinned := range []bool{false, true} {
-		if pinned && cpus < 2 {
-			continue
-		}
-		name := "unpinned"
-		var lobbyWrap, genWrap []string
-		if pinned {
-			name = "pinned"
-			lobbyWrap = []string{"taskset", "-c", fmt.Sprintf("1-%d", cpus-1)}
-			genWrap = []string{"taskset", "-c", "0"}
-		}
-		b.Run(name, func(b *testing.B) {
-			one, ids := edgeLobby(b, "1 reader", "readers = 1\n", 10, lobbyWrap...)
-			many, manyIDs := edgeLobby(b, fmt.Sprintf("%d readers", n), fmt.Sprintf("readers = %d\n", n), 10, lobbyWrap...)
+	n := max(runtime.NumCPU(), 2)
+	for _, pl := range placements() {
+		b.Run(pl.name, func(b *testing.B) {
+			one, ids := edgeLobby(b, "1 reader", "readers = 1\n", 10, pl.servers...)
+			many, manyIDs := edgeLobby(b, fmt.Sprintf("%d readers", n), fmt.Sprintf("readers = %d\n", n), 10, pl.servers...)
 			rows, manyRows := edgeRows(b, ids), edgeRows(b, manyIDs)
 			for i, row := range rows {
 				b.Run(row.name, func(b *testing.B) {
 					// Each lobby is asked for its own rooms.
 					sh, manySh := row.shape, manyRows[i].shape
-					sh.wrap, manySh.wrap = genWrap, genWrap
+					sh.wrap, manySh.wrap = pl.generator, pl.generator
 					tot := interleave(b, []target{one, many}, sh, manySh)
 					row.check(b, one.name, tot[0])
 					row.check(b, many.name, tot[1])
