@@ -126,6 +126,10 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 			return out
 		}
 		req.room = r
+		if l.inlineJoin && !(r.Password && m.Password != "") {
+			req.conn = c
+			return l.extJoin(req, now, out)
+		}
 	}
 	if out, found := l.extRetries.begin(req.key, now, out); found {
 		return l.replay(c, out, from, at.replyFrom, v, now)
@@ -144,9 +148,6 @@ func (l *Lobby) handleExt(c, later sender, os *offers, b []byte, from netip.Addr
 			l.extRetries.abandon(req.key)
 			l.stats.drop("password_busy")
 		}
-	case l.inlineJoin:
-		req.conn = c
-		return l.extJoin(req, now, out)
 	default:
 		l.startExt(req, now)
 	}
@@ -258,12 +259,25 @@ func (l *Lobby) startExt(req extRequest, now time.Time) {
 	})
 }
 
-// extJoin runs an extension JOIN on the read loop (the table never
-// waits, and there is no password to check) and answers it.
-func (l *Lobby) extJoin(req extRequest, now time.Time, buf []byte) []byte {
-	g, err := l.joinWith(req)
+// extJoin runs an extension JOIN on its read loop (the table never
+// waits, and there is no password to check) as joinInline does a seed
+// JOIN: the retry cache's look-up, the seat and the answer in one hold of
+// the cache's lock, then the answer sent, out of it.
+func (l *Lobby) extJoin(req extRequest, now time.Time, out []byte) []byte {
+	var (
+		g   room.Grant
+		err error
+	)
+	out, found := l.extRetries.run(req.key, now, out, func(b []byte) ([]byte, bool) {
+		g, err = l.joinWith(req)
+		return appendExtAnswer(b, &req, g, err), true
+	})
+	if found {
+		return l.replay(req.conn, out, req.from, req.src, req.verdict, now)
+	}
 	l.granted(req, g, err)
-	return l.extAnswer(req, g, err, now, buf)
+	l.send(req.conn, out, req.from, req.src, req.verdict, now)
+	return out
 }
 
 // joinWith asks the table for req's seat. A validated source is a real

@@ -242,6 +242,12 @@ bugs() {
 		'if out, found := l.extRetries.begin(req.key, now, out); found {' \
 		'if out, found := l.extRetries.begin(req.key, now, out); found && len(out) < 0 {' \
 		./lobby '^TestExtRetryAnsweredFromTheCache$'
+	# An extension JOIN sent again is run again on its read loop, not
+	# answered from the cache.
+	bug lobby/extended.go \
+		'if found {' \
+		'if found && len(out) < 0 {' \
+		./lobby '^TestExtRetryAnsweredFromTheCache$'
 	# A read loop's look at its socket's drop count allocates, every
 	# millisecond under load.
 	bug internal/sockfilter/attach_linux.go \
