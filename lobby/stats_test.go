@@ -53,7 +53,9 @@ func (discard) write(out []reply) (int, error) { return len(out), nil }
 
 // BenchmarkHandle is the native edge's cost per datagram, counting
 // included, without the sockets: handle on each datagram of a batch of
-// batchSize from one client, their replies queued, the batch settled
+// batchSize from one client (or, in join-16-sources, each from another
+// of 16, as the edge benchmarks' JOINs come: every request its source's
+// own run, admitted alone), their replies queued, the batch settled
 // with the reply budget and flushed to a socket that discards them, the
 // clock read once per batch, as a read loop does with a full batch, and
 // the room table handed to the lobby itself, as foyer serve does. The
@@ -72,24 +74,27 @@ func BenchmarkHandle(b *testing.B) {
 	badCRC := encode(packet.Message{Header: packet.Header{Type: packet.ListRooms}})
 	badCRC[len(badCRC)-1] ^= 1
 	notRequest := encode(packet.Message{Header: packet.Header{Type: packet.JoinFailed}})
+	nextJoin := func(i int) []byte { // new each time: no retry-cache hit
+		join.Seq = uint16(i)
+		enc, _ := join.Append(list[:0:0])
+		return enc
+	}
 	for _, row := range []struct {
 		name    string
-		limited bool // one request a second from the one source
+		limited bool // one request a second from each source
+		sources int
 		next    func(i int) []byte
 	}{
-		{"list", false, func(int) []byte { return list }},
-		{"join", false, func(i int) []byte { // new each time: no retry-cache hit
-			join.Seq = uint16(i)
-			enc, _ := join.Append(list[:0:0])
-			return enc
-		}},
-		{"drop-malformed", false, func(int) []byte { return badCRC }},
-		{"drop-not-request", false, func(int) []byte { return notRequest }},
-		{"drop-rate-limited", true, func(int) []byte { return list }},
+		{"list", false, 1, func(int) []byte { return list }},
+		{"join", false, 1, nextJoin},
+		{"join-16-sources", false, 16, nextJoin},
+		{"drop-malformed", false, 1, func(int) []byte { return badCRC }},
+		{"drop-not-request", false, 1, func(int) []byte { return notRequest }},
+		{"drop-rate-limited", true, 1, func(int) []byte { return list }},
 	} {
 		b.Run(row.name, func(b *testing.B) {
 			rooms := newMemRooms(b, 1)
-			rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 4, State: packet.Waiting})
+			rooms.add(room.Room{ID: 1, Port: 30001, MaxPlayers: 32, State: packet.Waiting})
 			cfg := testConfig()
 			cfg.Rate, cfg.Burst = math.MaxInt32, math.MaxInt32
 			if row.limited {
@@ -98,7 +103,10 @@ func BenchmarkHandle(b *testing.B) {
 			cfg.ReflectionLimit = math.MaxInt32
 			l := cfg.newLobby(rooms.Rooms) // the table itself, as foyer serve hands it
 			defer l.stop()
-			from := netip.MustParseAddrPort("127.0.0.1:5000")
+			froms := make([]netip.AddrPort, row.sources)
+			for i := range froms {
+				froms[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, 0, byte(i + 1)}), 5000)
+			}
 			dgrams := make([][]byte, 1<<12)
 			for i := range dgrams {
 				dgrams[i] = row.next(i)
@@ -120,7 +128,7 @@ func BenchmarkHandle(b *testing.B) {
 				now = time.Now()
 				for k := range batchSize {
 					s := &q.in[k]
-					s.n, s.from = copy(s.buf, dgrams[(i+k)&(len(dgrams)-1)]), from
+					s.n, s.from = copy(s.buf, dgrams[(i+k)&(len(dgrams)-1)]), froms[(i/batchSize+k)%len(froms)]
 				}
 				q.answer(batchSize, handle)
 			}
