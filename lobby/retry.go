@@ -120,26 +120,24 @@ func (r *retries) reply(e *answers, j int) []byte {
 // k as running, in place of its endpoint's oldest request, and the caller
 // runs the request and calls finish.
 func (r *retries) begin(k retryKey, now time.Time, b []byte) (out []byte, found bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, j, found := r.take(k, now.Sub(r.epoch))
-	if found {
-		return append(b, r.reply(e, j)...), true
-	}
-	return b, false
+	return r.run(k, now, b, nil)
 }
 
 // run is begin and what follows it in one hold of the cache's lock, for a
 // request that never waits: for k not found, it calls do, which appends
 // the request's reply to b and reports whether to keep it (as finish
 // does) or forget it (as abandon does). One look-up, one lock, and no
-// other reader finds the request running. do must not use the cache.
+// other reader finds the request running. do must not use the cache; a
+// nil do leaves the request running, as begin does.
 func (r *retries) run(k retryKey, now time.Time, b []byte, do func(b []byte) ([]byte, bool)) (out []byte, found bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, j, found := r.take(k, now.Sub(r.epoch))
-	if found {
+	switch {
+	case found:
 		return append(b, r.reply(e, j)...), true
+	case do == nil:
+		return b, false
 	}
 	out, keep := do(b)
 	if keep {
