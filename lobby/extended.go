@@ -254,29 +254,30 @@ func (l *Lobby) startExt(req extRequest, now time.Time) {
 		default:
 			g, err = l.joinWith(req)
 		}
+		if l.handedOver(l.extRetries, req.key, err) {
+			return
+		}
 		l.granted(req, g, err)
 		l.extAnswer(req, g, err, time.Now(), make([]byte, 0, extAnswer))
 	})
 }
 
 // extJoin runs an extension JOIN on its read loop (the table never
-// waits, and there is no password to check) as joinInline does a seed
-// JOIN: the retry cache's look-up, the seat and the answer in one hold of
-// the cache's lock, then the answer sent, out of it.
+// waits, and there is no password to check), as joinInline does a seed
+// JOIN (see runInline).
 func (l *Lobby) extJoin(req extRequest, now time.Time, out []byte) []byte {
 	var (
 		g   room.Grant
 		err error
 	)
-	out, found := l.extRetries.run(req.key, now, out, func(b []byte) ([]byte, bool) {
+	out, ran := l.runInline(l.extRetries, req.key, req.conn, req.from, req.src, req.verdict, now, out, func(b []byte) ([]byte, error) {
 		g, err = l.joinWith(req)
-		return appendExtAnswer(b, &req, g, err), true
+		return appendExtAnswer(b, &req, g, err), err
 	})
-	if found {
-		return l.replay(req.conn, out, req.from, req.src, req.verdict, now)
+	if ran {
+		l.granted(req, g, err)
+		l.send(req.conn, out, req.from, req.src, req.verdict, now)
 	}
-	l.granted(req, g, err)
-	l.send(req.conn, out, req.from, req.src, req.verdict, now)
 	return out
 }
 
@@ -302,6 +303,9 @@ func (l *Lobby) passwordWorker() {
 			continue
 		}
 		g, err := l.joinWith(req)
+		if l.handedOver(l.extRetries, req.key, err) {
+			continue
+		}
 		if err == room.ErrWrongPassword {
 			l.ext.srcs.Allow(src, now)
 			l.ext.perRoom.Allow(req.room.ID, now)

@@ -330,3 +330,64 @@ func TestExtRetryAnsweredFromTheCache(t *testing.T) {
 		t.Errorf("%d retries answered from the cache, want 2", n)
 	}
 }
+
+// An extension JOIN that the handover catches as it runs, the lobby
+// freezing and the table held, is dropped and forgotten, as a seed JOIN
+// is, wherever it runs: on its read loop, on a worker (a table whose JOIN
+// may wait), or on the password checker. Its retry, once the handover
+// thaws, runs anew and gets its seat.
+func TestFreezeDropsAnExtensionJoinItCaught(t *testing.T) {
+	for _, tc := range []struct {
+		name, password string
+		worker         bool // the table's JOIN may wait: none runs inline
+	}{
+		{"read loop", "", false},
+		{"worker", "", true},
+		{"password", "pw", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rooms := newMemRooms(t, 8)
+			if tc.worker {
+				rooms.joinGate = make(chan struct{})
+				close(rooms.joinGate)
+			}
+			l, addr := start(t, testConfig(), rooms)
+			if l.inlineJoin == tc.worker {
+				t.Fatalf("JOINs inline: %v", l.inlineJoin)
+			}
+			seat := newExtClient(t, addr).ask(ext.Message{Header: packet.Header{Type: ext.Create}, Password: tc.password})
+			if seat.Type != ext.Seat {
+				t.Fatalf("create: %+v", seat)
+			}
+			c := newExtClient(t, addr)
+			c.ask(ext.Message{Header: packet.Header{Type: ext.List}}) // its retry token
+			freeze := func() {
+				l.Freeze()
+				rooms.Hold(true)
+			}
+			rooms.beforeJoin.Store(&freeze)
+			c.seq++
+			join := encodeExt(t, ext.Message{Header: packet.Header{Type: ext.Join, Seq: c.seq}, Token: c.token,
+				RoomID: seat.RoomID, Password: tc.password})
+			c.sendRaw(join)
+			if m, ok := c.recvExt(300 * time.Millisecond); ok {
+				t.Fatalf("the JOIN caught by the handover was answered %+v", m)
+			}
+			s := statsOnce(t, l, func(s Stats) bool { return s.Drops["handover"] == 1 })
+			if s.Drops["handover"] != 1 || len(s.Failures) != 0 || rooms.joins.Load() != 1 {
+				t.Fatalf("drops %v, failures %v, %d joins run: want the JOIN dropped, not refused",
+					s.Drops, s.Failures, rooms.joins.Load())
+			}
+			rooms.beforeJoin.Store(nil)
+			l.Thaw()
+			rooms.Hold(false)
+			c.sendRaw(join) // its retry
+			if m, ok := c.recvExt(5 * time.Second); !ok || m.Type != ext.Seat || m.RoomID != seat.RoomID {
+				t.Fatalf("the JOIN retried after the thaw: %+v (%v)", m, ok)
+			}
+			if n := rooms.joins.Load(); n != 2 {
+				t.Errorf("%d joins run, want the retry run anew", n)
+			}
+		})
+	}
+}

@@ -572,7 +572,7 @@ func (l *Lobby) startCreate(req request, now time.Time) {
 	l.work.Go(func() {
 		defer l.creating.Add(-1)
 		r, err := l.rooms.Create(l.ctx, req.from)
-		if l.handedOver(&req, err) {
+		if l.handedOver(l.retries, req.key, err) {
 			return
 		}
 		if err == nil {
@@ -606,32 +606,47 @@ func (l *Lobby) replay(c sender, out []byte, to netip.AddrPort, src netip.Addr, 
 	return out
 }
 
-// joinInline runs a JOIN on its read loop, asked at now, the table never
-// waiting: the retry cache's look-up, the seat and the answer in one hold
-// of the cache's lock (retries.run), then the answer sent, out of it.
+// joinInline runs a JOIN on its read loop, asked at now (see runInline).
 func (l *Lobby) joinInline(req *request, now time.Time, out []byte) []byte {
 	var (
-		h    room.Held
-		err  error
-		kept bool
+		h   room.Held
+		err error
 	)
-	out, found := l.retries.run(req.key, now, out, func(b []byte) ([]byte, bool) {
+	out, ran := l.runInline(l.retries, req.key, req.conn, req.from, req.src, req.verdict, now, out, func(b []byte) ([]byte, error) {
 		h, err = l.hold(req, now)
-		if kept = !l.closedForHandover(err); !kept {
-			return b, false
-		}
-		return l.appendAnswer(b, req, req.asked, h.Port, err), true
+		return l.appendAnswer(b, req, req.asked, h.Port, err), err
+	})
+	if ran {
+		l.joined(req, h, err, now)
+		l.send(req.conn, out, req.from, req.src, req.verdict, now)
+	}
+	return out
+}
+
+// runInline runs a request k of cache on its read loop at now, the table
+// never waiting: the cache's look-up, the request (do, which appends its
+// answer to b and returns the table's error) and the answer kept, in one
+// hold of the cache's lock (retries.run). A retry is answered from the
+// cache, through c to to from src, charged by v; a request the table
+// refused for a handover is forgotten and dropped (see handedOver). It
+// returns the answer, and whether the request ran: the caller then counts
+// the answer and sends it, out of the lock.
+func (l *Lobby) runInline(cache *retries, k retryKey, c sender, to netip.AddrPort, src netip.Addr, v limit.Verdict,
+	now time.Time, out []byte, do func(b []byte) ([]byte, error)) ([]byte, bool) {
+	handover := false
+	out, found := cache.run(k, now, out, func(b []byte) ([]byte, bool) {
+		a, err := do(b)
+		handover = l.closedForHandover(err)
+		return a, !handover
 	})
 	switch {
 	case found:
-		return l.replay(req.conn, out, req.from, req.src, req.verdict, now)
-	case !kept:
+		return l.replay(c, out, to, src, v, now), false
+	case handover:
 		l.stats.drop("handover")
-		return out
+		return out, false
 	}
-	l.joined(req, h, err, now)
-	l.send(req.conn, out, req.from, req.src, req.verdict, now)
-	return out
+	return out, true
 }
 
 // join runs one JOIN, asked at now, and answers it, charging the reply to
@@ -640,7 +655,7 @@ func (l *Lobby) joinInline(req *request, now time.Time, out []byte) []byte {
 // refills less). buf is scratch space it returns for reuse.
 func (l *Lobby) join(req *request, now time.Time, buf []byte) []byte {
 	h, err := l.hold(req, now)
-	if l.handedOver(req, err) {
+	if l.handedOver(l.retries, req.key, err) {
 		return buf
 	}
 	l.joined(req, h, err, now)
@@ -681,15 +696,15 @@ func (l *Lobby) hold(req *request, now time.Time) (room.Held, error) {
 	return room.Held{Port: r.Port, Occupied: r.Occupied()}, err
 }
 
-// handedOver reports whether req, a CREATE or JOIN that err ended, is to
+// handedOver reports whether a request that err ended, k in cache, is to
 // be dropped as one that came during the handover (closedForHandover),
-// and if so forgets it in the retry cache and counts it dropped. Its retry
-// is for the new process to answer.
-func (l *Lobby) handedOver(req *request, err error) bool {
+// and if so forgets it in the cache and counts it dropped. Its retry is
+// for the new process to answer.
+func (l *Lobby) handedOver(cache *retries, k retryKey, err error) bool {
 	if !l.closedForHandover(err) {
 		return false
 	}
-	l.retries.abandon(req.key)
+	cache.abandon(k)
 	l.stats.drop("handover")
 	return true
 }

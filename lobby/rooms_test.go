@@ -74,6 +74,14 @@ func (m *memRooms) JoinAt(ctx context.Context, id uint32, player netip.AddrPort,
 	return m.Rooms.JoinAt(ctx, id, player, proof, now)
 }
 
+// JoinWith is the extension's JOIN, counted and gated as Join is.
+func (m *memRooms) JoinWith(ctx context.Context, req room.JoinRequest) (room.Grant, error) {
+	if err := m.joining(ctx, req.Proof); err != nil {
+		return room.Grant{}, err
+	}
+	return m.Rooms.JoinWith(ctx, req)
+}
+
 // joining counts a JOIN, waits at the gate and records its proof.
 func (m *memRooms) joining(ctx context.Context, proof room.Proof) error {
 	m.joins.Add(1)

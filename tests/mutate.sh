@@ -160,9 +160,9 @@ bugs() {
 	# A CREATE or JOIN caught running by the freeze is refused, not
 	# dropped for its retry.
 	bug lobby/lobby.go \
-		'if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() {' \
-		'if !errors.Is(err, room.ErrClosed) || !l.frozen.Load() || true {' \
-		./lobby '^TestFreezeDropsTheRequestsItCaughtRunning$'
+		'return errors.Is(err, room.ErrClosed) && l.frozen.Load()' \
+		'return errors.Is(err, room.ErrClosed) && l.frozen.Load() && false' \
+		./lobby '^(TestFreezeDropsTheRequestsItCaughtRunning|TestFreezeDropsAJoinCaughtOnTheReadLoop|TestFreezeDropsAnExtensionJoinItCaught)$'
 	# A CREATE's slot never comes back: once MaxCreates CREATEs have
 	# run, every CREATE is dropped as busy.
 	bug lobby/lobby.go \
@@ -242,11 +242,11 @@ bugs() {
 		'if out, found := l.extRetries.begin(req.key, now, out); found {' \
 		'if out, found := l.extRetries.begin(req.key, now, out); found && len(out) < 0 {' \
 		./lobby '^TestExtRetryAnsweredFromTheCache$'
-	# An extension JOIN sent again is run again on its read loop, not
-	# answered from the cache.
-	bug lobby/extended.go \
-		'if found {' \
-		'if found && len(out) < 0 {' \
+	# A JOIN sent again is run again on its read loop, not answered
+	# from the cache.
+	bug lobby/lobby.go \
+		'case found:' \
+		'case found && len(out) < 0:' \
 		./lobby '^TestExtRetryAnsweredFromTheCache$'
 	# A read loop's look at its socket's drop count allocates, every
 	# millisecond under load.
