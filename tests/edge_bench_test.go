@@ -370,15 +370,18 @@ idle_timeout = "1h"
 // sockets on 127.0.0.1, 16 outstanding on each; JOIN of the rooms ids in
 // turn from 16 sockets on 16 source addresses, 8 outstanding on each,
 // every one answered JOIN_SUCCESS from the seat its source holds. The
-// JOINs' sources keep their ports from run to run.
-func edgeRows(b *testing.B, ids []uint32) []edgeRow {
+// JOINs' sources keep their ports from run to run. The generator runs
+// where pl puts it.
+func edgeRows(b *testing.B, ids []uint32, pl placement) []edgeRow {
 	var joins [][]byte
 	for _, id := range ids {
 		joins = append(joins, encode(compact, joinRoom, 0, 0, joinPayload(id)))
 	}
 	return []edgeRow{
-		{"list", shape{sources: loopbackSockets(edgeSockets), window: edgeWindow, mix: [][]byte{encode(compact, listRooms, 0, 0, nil)}}, roomList},
-		{"join", shape{sources: loopbackSources(b, 16), window: edgeSockets * edgeWindow / 16, mix: joins}, joinSuccess},
+		{"list", shape{sources: loopbackSockets(edgeSockets), window: edgeWindow, mix: [][]byte{encode(compact, listRooms, 0, 0, nil)},
+			wrap: pl.generator}, roomList},
+		{"join", shape{sources: loopbackSources(b, 16), window: edgeSockets * edgeWindow / 16, mix: joins,
+			wrap: pl.generator}, joinSuccess},
 	}
 }
 
@@ -463,7 +466,7 @@ func BenchmarkEdgeVsEcho(b *testing.B) {
 // edgeVsEcho is BenchmarkEdgeVsEcho placed as pl says.
 func edgeVsEcho(b *testing.B, pl placement) {
 	lobby, ids := edgeLobby(b, "lobby", "readers = 1\n", 10, pl.servers...)
-	rows := edgeRows(b, ids)
+	rows := edgeRows(b, ids, pl)
 	lengths, types := replyLengths(b, lobby, rows)
 	for _, row := range rows {
 		if typ := types[row.shape.mix[0][1]]; typ != row.reply {
@@ -480,16 +483,13 @@ func edgeVsEcho(b *testing.B, pl placement) {
 	if path := os.Getenv("FOYER_BENCH_BASELINE"); path != "" {
 		base, baseIDs := edgeLobbyOf(b, path, "baseline", "readers = 1\n", 10, pl.servers...)
 		targets = append(targets, base)
-		baseRows = edgeRows(b, baseIDs)
+		baseRows = edgeRows(b, baseIDs, pl)
 	}
 	for i, row := range rows {
 		b.Run(row.name, func(b *testing.B) {
-			row.shape.wrap = pl.generator
 			shapes := []shape{row.shape, row.shape, row.shape}
 			if baseRows != nil {
-				base := baseRows[i].shape
-				base.wrap = pl.generator
-				shapes = append(shapes, base)
+				shapes = append(shapes, baseRows[i].shape)
 			}
 			tot := interleave(b, targets, shapes...)
 			row.check(b, lobby.name, tot[0])
@@ -600,13 +600,11 @@ func BenchmarkReaders(b *testing.B) {
 		b.Run(pl.name, func(b *testing.B) {
 			one, ids := edgeLobby(b, "1 reader", "readers = 1\n", 10, pl.servers...)
 			many, manyIDs := edgeLobby(b, fmt.Sprintf("%d readers", n), fmt.Sprintf("readers = %d\n", n), 10, pl.servers...)
-			rows, manyRows := edgeRows(b, ids), edgeRows(b, manyIDs)
+			rows, manyRows := edgeRows(b, ids, pl), edgeRows(b, manyIDs, pl)
 			for i, row := range rows {
 				b.Run(row.name, func(b *testing.B) {
 					// Each lobby is asked for its own rooms.
-					sh, manySh := row.shape, manyRows[i].shape
-					sh.wrap, manySh.wrap = pl.generator, pl.generator
-					tot := interleave(b, []target{one, many}, sh, manySh)
+					tot := interleave(b, []target{one, many}, row.shape, manyRows[i].shape)
 					row.check(b, one.name, tot[0])
 					row.check(b, many.name, tot[1])
 					b.ReportMetric(tot[0].rate(), "1reader_req/s")
