@@ -3,6 +3,7 @@ package lobby
 import (
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -387,6 +388,52 @@ func TestFreezeDropsAnExtensionJoinItCaught(t *testing.T) {
 			}
 			if n := rooms.joins.Load(); n != 2 {
 				t.Errorf("%d joins run, want the retry run anew", n)
+			}
+		})
+	}
+}
+
+// An extension CREATE or QUICK that the handover catches as it runs, on
+// its worker, the lobby freezing and the table held, is dropped and
+// forgotten as a JOIN is: no room is made for it, and its retry, once the
+// handover thaws, runs anew and is answered.
+func TestFreezeDropsAnExtensionCreateItCaught(t *testing.T) {
+	for _, typ := range []packet.Type{ext.Create, ext.Quick} {
+		t.Run(ext.Name(typ), func(t *testing.T) {
+			rooms := newMemRooms(t, 8)
+			l, addr := start(t, testConfig(), rooms)
+			c := newExtClient(t, addr)
+			c.ask(ext.Message{Header: packet.Header{Type: ext.List}}) // its retry token
+			var caught atomic.Int32
+			freeze := func() {
+				caught.Add(1)
+				l.Freeze()
+				rooms.Hold(true)
+			}
+			rooms.beforeCreate.Store(&freeze)
+			c.seq++
+			req := encodeExt(t, ext.Message{Header: packet.Header{Type: typ, Seq: c.seq}, Token: c.token})
+			c.sendRaw(req)
+			if m, ok := c.recvExt(300 * time.Millisecond); ok {
+				t.Fatalf("the %s caught by the handover was answered %+v", ext.Name(typ), m)
+			}
+			s := statsOnce(t, l, func(s Stats) bool { return s.Drops["handover"] == 1 })
+			if s.Drops["handover"] != 1 || len(s.Failures) != 0 || caught.Load() != 1 {
+				t.Fatalf("drops %v, failures %v, %d run: want it dropped, not refused", s.Drops, s.Failures, caught.Load())
+			}
+			if n := len(rooms.List().Rooms); n != 0 {
+				t.Fatalf("%d rooms made for a request dropped", n)
+			}
+			rooms.beforeCreate.Store(nil)
+			l.Thaw()
+			rooms.Hold(false)
+			c.sendRaw(req) // its retry
+			m, ok := c.recvExt(5 * time.Second)
+			if !ok || m.Type != ext.Seat {
+				t.Fatalf("the %s retried after the thaw: %+v (%v)", ext.Name(typ), m, ok)
+			}
+			if got := rooms.List().Rooms; len(got) != 1 || got[0].ID != m.RoomID {
+				t.Errorf("rooms %+v after the retry seated in %d: want that one alone", got, m.RoomID)
 			}
 		})
 	}

@@ -26,8 +26,9 @@ type memRooms struct {
 	joinGate chan struct{} // when set, Join waits for it (and may wait, it says)
 	creates  atomic.Int64
 	joins    atomic.Int64
-	// beforeJoin, when set, runs as a Join begins, before its gate.
-	beforeJoin atomic.Pointer[func()]
+	// beforeJoin, when set, runs as a Join begins, before its gate;
+	// beforeCreate as an extension's CREATE or QUICK begins.
+	beforeJoin, beforeCreate atomic.Pointer[func()]
 
 	mu     sync.Mutex
 	proofs *[]room.Proof // when set, the proof of every Join, in order
@@ -82,12 +83,29 @@ func (m *memRooms) JoinWith(ctx context.Context, req room.JoinRequest) (room.Gra
 	return m.Rooms.JoinWith(ctx, req)
 }
 
+// CreateWith is the extension's CREATE, run after beforeCreate.
+func (m *memRooms) CreateWith(ctx context.Context, creator netip.AddrPort, o room.CreateOptions) (room.Grant, error) {
+	runHook(&m.beforeCreate)
+	return m.Rooms.CreateWith(ctx, creator, o)
+}
+
+// QuickJoin is the extension's QUICK, run after beforeCreate.
+func (m *memRooms) QuickJoin(ctx context.Context, f room.Filter, player netip.AddrPort, client [8]byte, mayCreate func() error) (room.Grant, error) {
+	runHook(&m.beforeCreate)
+	return m.Rooms.QuickJoin(ctx, f, player, client, mayCreate)
+}
+
+// runHook runs the function hook holds, if any.
+func runHook(hook *atomic.Pointer[func()]) {
+	if f := hook.Load(); f != nil {
+		(*f)()
+	}
+}
+
 // joining counts a JOIN, waits at the gate and records its proof.
 func (m *memRooms) joining(ctx context.Context, proof room.Proof) error {
 	m.joins.Add(1)
-	if f := m.beforeJoin.Load(); f != nil {
-		(*f)()
-	}
+	runHook(&m.beforeJoin)
 	if err := pass(ctx, m.joinGate); err != nil {
 		return err
 	}
