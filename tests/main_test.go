@@ -578,12 +578,22 @@ func (s *server) waitReady() {
 	s.t.Fatalf("the lobby never answered:\n%s", s.logs)
 }
 
-// kill9 kills the server with SIGKILL and waits until it is gone.
+// kill9 kills the server with SIGKILL and waits until it is gone. A
+// lobby killed so leaves the temporary directory of its rooms, if it kept
+// them there, for the next lobby started to remove; the test may start
+// none, so it removes the directory itself once it has run.
 func (s *server) kill9() {
 	s.t.Helper()
 	s.cmd.Process.Kill()
 	<-s.exit
 	s.killed = true
+	left := filepath.Join(os.TempDir(), fmt.Sprintf("foyer-lobby-%d.*", s.cmd.Process.Pid))
+	s.t.Cleanup(func() {
+		dirs, _ := filepath.Glob(left)
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+	})
 }
 
 // stop sends SIGTERM: the server must stop its instances and exit 0.
