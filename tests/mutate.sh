@@ -2,15 +2,25 @@
 # mutate.sh puts each deliberate bug listed below into a copy of the tree,
 # one at a time, and runs the tests that guard it: each bug must make them
 # fail. First the same tests run on the copy as it is, and must pass. The
-# tree itself is never edited: the copy is removed when the script ends,
-# interrupted or not. `make mutate` runs it with FOYER_TEST_ALL=1, so that
-# a guard whose requirement is missing fails instead of skipping.
+# tree itself is never edited: the copy, and the tests' temporary files,
+# are removed when the script ends, interrupted or not. `make mutate`
+# runs it with FOYER_TEST_ALL=1, so that a guard whose requirement is
+# missing fails instead of skipping.
 set -eu
 
 GO=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 copy=$(mktemp -d "${TMPDIR:-/tmp}/foyer-mutate.XXXXXX")
-trap 'rm -rf "$copy"' EXIT
+# The tests' temporary files go in a directory of the run's own, removed
+# with the copy: a bug that crashes a test binary leaves its files there,
+# not in the machine's temporary directory. Its name is short, for the
+# rooms' sockets beneath it, and rooms run as users of their own may pass
+# through it as through /tmp.
+tmp=
+trap 'rm -rf "$copy" ${tmp:+"$tmp"}' EXIT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fm.XXXXXX")
+chmod 1777 "$tmp"
+export TMPDIR="$tmp"
 trap 'exit 130' INT TERM HUP
 
 # The files git knows, as they are in the work tree (uncommitted edits
