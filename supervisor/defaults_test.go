@@ -60,7 +60,7 @@ func TestTempDirTooLongForSocketsIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("/%s%d.%d-4294967295", tempPrefix, os.Getpid(), self.StartTicks)
+	name := fmt.Sprintf("/%s%d-4294967295", tempStem(os.Getpid()), self.StartTicks)
 	fit := maxStateDir - len(name) - len(base) - 1 // the longest name under base that fits
 	if fit < 1 {
 		t.Fatalf("the test's temporary directory %s leaves no room", base)
@@ -81,5 +81,37 @@ func TestTempDirTooLongForSocketsIsRefused(t *testing.T) {
 		if d != nil {
 			d.close()
 		}
+	}
+}
+
+// TempDirs names the temporary directory a supervisor without a state
+// directory works in, by its process, while it runs, and nothing once it
+// has stopped; nor another process's.
+func TestTempDirsAreTheSupervisorsOwn(t *testing.T) {
+	base, err := os.MkdirTemp("", "") // t.TempDir's name is too long
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	t.Setenv("TMPDIR", base)
+	d, err := openDirs("", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process's, made after openDirs, which removes those of
+	// supervisors that no longer run.
+	other := filepath.Join(base, tempStem(os.Getpid()+1)+"1-1")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := TempDirs(os.Getpid()); len(got) != 1 || got[0] != d.root {
+		t.Errorf("TempDirs while it runs: %v, want [%s]", got, d.root)
+	}
+	d.close()
+	if got := TempDirs(os.Getpid()); len(got) != 0 {
+		t.Errorf("TempDirs once stopped: %v, want none", got)
+	}
+	if got := TempDirs(os.Getpid() + 1); len(got) != 1 || got[0] != other {
+		t.Errorf("TempDirs of the other process: %v, want [%s]", got, other)
 	}
 }

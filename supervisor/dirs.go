@@ -84,7 +84,7 @@ func openDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("supervisor: own start time: %w", err)
 		}
-		prefix := fmt.Sprintf("%s%d.%d-", tempPrefix, os.Getpid(), self.StartTicks)
+		prefix := tempStem(os.Getpid()) + strconv.FormatUint(self.StartTicks, 10) + "-"
 		// os.MkdirTemp ends the name with up to 10 digits.
 		if longest := filepath.Join(os.TempDir(), prefix) + "4294967295"; len(longest) > maxStateDir {
 			return nil, fmt.Errorf("supervisor: the temporary directory %q is too long for the rooms' sockets: "+
@@ -115,6 +115,20 @@ func openDirs(stateDir string, log zerolog.Logger) (*roomDirs, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// tempStem is how the names of the temporary directories that the
+// supervisor of process pid makes begin: its start time and a random
+// number follow.
+func tempStem(pid int) string { return tempPrefix + strconv.Itoa(pid) + "." }
+
+// TempDirs are the temporary rooms directories, in os.TempDir, of the
+// supervisor of process pid, one run without a state directory: one, or
+// none once it has stopped. One killed (SIGKILL) leaves its directory to
+// the next supervisor started, which removes it.
+func TempDirs(pid int) []string {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempStem(pid)+"*"))
+	return dirs
 }
 
 // removeDeadTemps removes the temporary room directories of supervisors

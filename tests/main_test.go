@@ -587,10 +587,9 @@ func (s *server) kill9() {
 	s.cmd.Process.Kill()
 	<-s.exit
 	s.killed = true
-	left := filepath.Join(os.TempDir(), fmt.Sprintf("foyer-lobby-%d.*", s.cmd.Process.Pid))
+	pid := s.cmd.Process.Pid
 	s.t.Cleanup(func() {
-		dirs, _ := filepath.Glob(left)
-		for _, d := range dirs {
+		for _, d := range supervisor.TempDirs(pid) {
 			os.RemoveAll(d)
 		}
 	})
