@@ -254,12 +254,19 @@ func (l *Lobby) startExt(req extRequest, now time.Time) {
 		default:
 			g, err = l.joinWith(req)
 		}
-		if l.handedOver(l.extRetries, req.key, err) {
-			return
-		}
-		l.granted(req, g, err)
-		l.extAnswer(req, g, err, time.Now(), make([]byte, 0, extAnswer))
+		l.extRan(req, g, err, make([]byte, 0, extAnswer))
 	})
+}
+
+// extRan ends an extension request a worker ran, which g and err ended:
+// it counts and answers it, or drops it if the handover caught it (see
+// handedOver). buf is scratch space it returns for reuse.
+func (l *Lobby) extRan(req extRequest, g room.Grant, err error, buf []byte) []byte {
+	if l.handedOver(l.extRetries, req.key, err) {
+		return buf
+	}
+	l.granted(req, g, err)
+	return l.extAnswer(req, g, err, time.Now(), buf)
 }
 
 // extJoin runs an extension JOIN on its read loop (the table never
@@ -303,15 +310,11 @@ func (l *Lobby) passwordWorker() {
 			continue
 		}
 		g, err := l.joinWith(req)
-		if l.handedOver(l.extRetries, req.key, err) {
-			continue
-		}
 		if err == room.ErrWrongPassword {
 			l.ext.srcs.Allow(src, now)
 			l.ext.perRoom.Allow(req.room.ID, now)
 		}
-		l.granted(req, g, err)
-		buf = l.extAnswer(req, g, err, time.Now(), buf[:0])
+		buf = l.extRan(req, g, err, buf)
 	}
 }
 

@@ -173,6 +173,13 @@ bugs() {
 		'return errors.Is(err, room.ErrClosed) && l.frozen.Load()' \
 		'return errors.Is(err, room.ErrClosed) && l.frozen.Load() && false' \
 		./lobby '^(TestFreezeDropsTheRequestsItCaughtRunning|TestFreezeDropsAJoinCaughtOnTheReadLoop|TestFreezeDropsAnExtensionJoinItCaught)$'
+	# An extension request a worker ran (CREATE, QUICK, a JOIN that may
+	# wait or has a password) and the freeze caught is refused, not
+	# dropped for its retry.
+	bug lobby/extended.go \
+		'if l.handedOver(l.extRetries, req.key, err) {' \
+		'if l.handedOver(l.extRetries, req.key, err) && false {' \
+		./lobby '^(TestFreezeDropsAnExtensionCreateItCaught|TestFreezeDropsAnExtensionJoinItCaught)$'
 	# A CREATE's slot never comes back: once MaxCreates CREATEs have
 	# run, every CREATE is dropped as busy.
 	bug lobby/lobby.go \
