@@ -45,6 +45,10 @@ const shutdownLimit = 30 * time.Second
 // its configuration.
 type Options struct {
 	Log zerolog.Logger
+	// LogDropped, when set, is how many lines Log dropped so far (a
+	// writer that never waits drops what it cannot queue): /metrics
+	// counts them.
+	LogDropped func() uint64
 	// ReadyJSON, when set, gets one JSON line of every bound address once
 	// every listener serves (foyer serve --ready-json).
 	ReadyJSON io.Writer
@@ -58,10 +62,11 @@ type Options struct {
 
 // Server is one Foyer host, built and bound.
 type Server struct {
-	cfg   config.Config
-	log   zerolog.Logger
-	ready readiness
-	up    *Successor
+	cfg        config.Config
+	log        zerolog.Logger
+	logDropped func() uint64 // nil when Log never drops
+	ready      readiness
+	up         *Successor
 
 	cl    *cluster.Cluster // nil when standalone
 	sup   *supervisor.Supervisor
@@ -84,7 +89,7 @@ type edge interface {
 // outlived an earlier lobby are adopted. On error nothing is left bound,
 // and the rooms are left as a failed start leaves them (see leave).
 func New(cfg config.Config, o Options) (*Server, error) {
-	s := &Server{cfg: cfg, log: o.Log, up: o.Successor,
+	s := &Server{cfg: cfg, log: o.Log, logDropped: o.LogDropped, up: o.Successor,
 		ready: readiness{notify: o.Notify, json: o.ReadyJSON, log: o.Log, upgraded: o.Successor != nil}}
 	if err := s.build(); err != nil {
 		s.undo()
@@ -180,7 +185,8 @@ func (s *Server) neighbours(local *roomtable.Table) error {
 func (s *Server) sources() admin.Sources {
 	src := admin.Sources{Lobby: s.lobby.Stats, Supervisor: s.sup.Stats, Rooms: s.rooms.List, Usage: s.sup.Usage,
 		HeldPorts: s.sup.HeldPorts, StopRoom: s.sup.StopRoom, Drain: s.sup.Drain, RoomLog: s.sup.RoomLog,
-		Watch: s.rooms.Watch, Guard: func() admin.GuardStats {
+		LogDropped: s.logDropped,
+		Watch:      s.rooms.Watch, Guard: func() admin.GuardStats {
 			return admin.GuardStats{Counts: s.guard.Counts(), UnderPressure: s.guard.UnderPressure(time.Now())}
 		}}
 	if s.cl != nil {

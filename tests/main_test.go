@@ -460,7 +460,18 @@ type server struct {
 }
 
 // logBuffer keeps the server's stderr (JSON lines) for the test to read.
-type logBuffer struct{ logtest.Buffer }
+// While stall is held it takes nothing: the server's stderr, a pipe, fills
+// up and stays full, as a paused terminal's does.
+type logBuffer struct {
+	logtest.Buffer
+	stall sync.RWMutex
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.stall.RLock()
+	defer l.stall.RUnlock()
+	return l.Buffer.Write(p)
+}
 
 // lines returns the JSON log lines whose message is msg.
 func (l *logBuffer) lines(msg string) []map[string]any { return l.where("message", msg) }

@@ -455,6 +455,12 @@ bugs() {
 		'if r.row.Source == room.Exec || s.cfg.StateDir != "" {' \
 		'if r.row.Source == room.Exec {' \
 		./tests '^TestKillRestartChurn$'
+	# The log is written straight to stderr: a stderr that stops taking
+	# lines stops the lobby.
+	bug cmd/foyer/serve.go \
+		'log := newLogger(cfg.Log, q, color)' \
+		'log := newLogger(cfg.Log, stderr, color)' \
+		./tests '^TestStalledLogNeverStopsTheServer$'
 	# A lobby leaves the empty cgroups of lobbies that died where they are.
 	bug supervisor/contain.go \
 		'if gone := tree.Sweep(deadLobby); len(gone) > 0 {' \

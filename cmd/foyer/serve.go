@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/foyerlobby/foyer/cmd/internal/cli"
+	"github.com/foyerlobby/foyer/internal/logq"
 	"github.com/foyerlobby/foyer/internal/proc"
 	"github.com/foyerlobby/foyer/server"
 	"github.com/foyerlobby/foyer/server/config"
@@ -94,11 +95,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	// Only Foyer's tests of the fallback turn cgroups off.
 	cfg.Supervisor.NoCgroups = os.Getenv(noCgroupsEnv) == "1"
-	log := newLogger(cfg.Log, stderr)
+	// The log is queued (see package logq): a stderr that stops taking
+	// lines never stops the server. The drops are said straight to stderr,
+	// by the one goroutine that writes there.
+	color := cli.IsTerminal(stderr)
+	direct := newLogger(cfg.Log, stderr, color)
+	q := logq.New(stderr, logq.MaxLines, logq.MaxBytes, func(n uint64) {
+		direct.Warn().Uint64("lines", n).Msg("log lines dropped")
+	})
+	defer q.Close(logFlush)
+	log := newLogger(cfg.Log, q, color)
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
-	o := server.Options{Log: log, Notify: server.NotifySocket(), Successor: up}
+	o := server.Options{Log: log, LogDropped: q.Dropped, Notify: server.NotifySocket(), Successor: up}
 	if *readyJSON {
 		o.ReadyJSON = stdout
 	}
@@ -144,10 +154,16 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-func newLogger(c config.Log, w io.Writer) zerolog.Logger {
+// logFlush bounds how long foyer serve, as it exits, waits for the last
+// lines of its log to go out to a stderr that does not take them.
+const logFlush = 5 * time.Second
+
+// newLogger is the log c configures, written to w, in colour if color is
+// set and the format is for a person ("console").
+func newLogger(c config.Log, w io.Writer, color bool) zerolog.Logger {
 	if c.Format == "console" {
 		// Colours only for a person at a terminal, not for a file or journal.
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !cli.IsTerminal(w)}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
 	}
 	return zerolog.New(w).Level(c.Level).With().Timestamp().Logger()
 }

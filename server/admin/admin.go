@@ -113,6 +113,9 @@ type Sources struct {
 	// RoomLog, when set, returns the last lines of room id's log, or an
 	// error matching room.ErrNoRoom when this host has none.
 	RoomLog func(id uint32, lines int) ([]byte, error)
+	// LogDropped, when set, is how many lines the host's log dropped so
+	// far, its writer not taking them.
+	LogDropped func() uint64
 }
 
 // The admin listener's connections at once, from one IPv4 address or

@@ -75,8 +75,18 @@ func foyerCollectors(src Sources) []prometheus.Collector {
 	if src.Cluster != nil {
 		cs = append(cs, stats[cluster.Stats]{src.Cluster, clusterDescs, collectCluster})
 	}
+	if src.LogDropped != nil {
+		cs = append(cs, stats[uint64]{src.LogDropped, logDescs, collectLog})
+	}
 	return cs
 }
+
+var (
+	logDropped = desc("foyer_log_lines_dropped_total", "Log lines dropped unwritten: the log's writer (stderr) took them no faster than they came, and the server does not wait for it.", "")
+	logDescs   = []*prometheus.Desc{logDropped}
+)
+
+func collectLog(ch chan<- prometheus.Metric, dropped uint64) { counter(ch, logDropped, dropped) }
 
 // stats is a prometheus.Collector of one source: at each scrape it reads
 // the source once and collect turns that snapshot into samples of descs.

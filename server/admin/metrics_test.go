@@ -321,6 +321,18 @@ foyer_web_connections 3
 	}
 }
 
+// The log's drops are a counter of their own.
+func TestMetricsOfTheLog(t *testing.T) {
+	reg := foyerRegistry(t, Sources{LogDropped: func() uint64 { return 12 }})
+	const want = `# HELP foyer_log_lines_dropped_total Log lines dropped unwritten: the log's writer (stderr) took them no faster than they came, and the server does not wait for it.
+# TYPE foyer_log_lines_dropped_total counter
+foyer_log_lines_dropped_total 12
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
 // The admin listener counts what its gate refuses or cuts.
 func TestAdminDropsCounted(t *testing.T) {
 	d := newDropCounts()
