@@ -28,7 +28,8 @@ const (
 )
 
 // Writer queues what it is given for its writer. Each Write is one line
-// (zerolog writes each event so): lines are never split or merged.
+// (zerolog writes each event so), never split: lines queued together go
+// out in one write.
 type Writer struct {
 	out      io.Writer
 	lines    chan *[]byte
@@ -41,22 +42,33 @@ type Writer struct {
 	stopOnce sync.Once
 
 	// report is told how many lines were dropped since it was last
-	// told, on the writing goroutine, after a line went out; told is
-	// how many it has been told of. Only the writing goroutine uses
-	// them once it runs.
+	// told, on the writing goroutine, after a line went out, at most once
+	// per reportEvery; told is how many it has been told of, toldAt
+	// when, and later fires when drops wait to be told (armed). Only
+	// the writing goroutine uses them.
 	report func(lines uint64)
 	told   uint64
+	toldAt time.Time
+	later  *time.Timer
+	armed  bool
 	batch  []byte // the lines of one write, reused
 }
 
+// reportEvery is how often report is told at most: a writer slower than
+// the lines, which drops some between each two of its writes, must not
+// have each write followed by a line that says so.
+const reportEvery = time.Second
+
 // New queues at most maxLines lines and maxBytes bytes for out, and starts
 // the goroutine that writes them. Once a line went out after lines were
-// dropped, report, if not nil, is told how many, on that goroutine: it
-// may say so in a line of its own written to out, which may wait there,
-// and not to the Writer, whose queue may be full again.
+// dropped, report, if not nil, is told how many, on that goroutine, at
+// most once a second (and once more as the Writer closes): it may say so
+// in a line of its own written to out, which may wait there, and not to
+// the Writer, whose queue may be full again.
 func New(out io.Writer, maxLines, maxBytes int, report func(lines uint64)) *Writer {
 	w := &Writer{out: out, lines: make(chan *[]byte, maxLines), maxBytes: int64(maxBytes),
-		stop: make(chan struct{}), done: make(chan struct{}), report: report}
+		stop: make(chan struct{}), done: make(chan struct{}), report: report, later: time.NewTimer(reportEvery)}
+	w.later.Stop()
 	go w.run()
 	return w
 }
@@ -111,16 +123,22 @@ func (w *Writer) Close(limit time.Duration) bool {
 
 func (w *Writer) run() {
 	defer close(w.done)
+	defer w.later.Stop()
 	var next *[]byte
 	for {
 		if next == nil {
 			select {
 			case next = <-w.lines:
+			case <-w.later.C:
+				w.armed = false
+				w.tell()
+				continue
 			case <-w.stop:
 				w.drain()
+				w.toldAt = time.Time{} // the last word, whenever the one before
 				w.tell()
 				w.closing.Store(true)
-				w.drain() // the report, and what came in as Write learned of it
+				w.drain() // what came in as Write learned of it
 				return
 			}
 		}
@@ -191,11 +209,23 @@ func release(b *[]byte) {
 	}
 }
 
-// tell tells report how many lines were dropped since it was last told.
+// tell tells report how many lines were dropped since it was last told,
+// or, if that was less than reportEvery ago, arms later for when it will
+// be time.
 func (w *Writer) tell() {
-	if d := w.dropped.Load(); d > w.told && w.report != nil {
-		n := d - w.told
-		w.told = d
-		w.report(n)
+	d := w.dropped.Load()
+	if d == w.told || w.report == nil {
+		return
 	}
+	if wait := reportEvery - time.Since(w.toldAt); wait > 0 {
+		if !w.armed {
+			w.later.Reset(wait)
+			w.armed = true
+		}
+		return
+	}
+	w.toldAt = time.Now()
+	n := d - w.told
+	w.told = d
+	w.report(n)
 }

@@ -197,6 +197,67 @@ func TestCloseSaysTheLastDrops(t *testing.T) {
 	}
 }
 
+// slow is a log sink that takes a while over each write, as a slow
+// terminal does.
+type slow struct{ logtest.Buffer }
+
+func (s *slow) Write(p []byte) (int, error) {
+	time.Sleep(2 * time.Millisecond)
+	return s.Buffer.Write(p)
+}
+
+// A writer slower than the lines drops some between each two of its
+// writes: the drops are said at most once a second, and once more as the
+// Writer closes, every one of them.
+func TestDropsSaidAtMostOnceASecond(t *testing.T) {
+	out := &slow{}
+	w := logq.New(out, 4, 1<<20, func(n uint64) { fmt.Fprintf(out, "dropped %d\n", n) })
+	start := time.Now()
+	for i := range 3000 { // 300 ms or more, several times what the writer takes
+		fmt.Fprintf(w, "line %d\n", i)
+		if i%10 == 9 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	took := time.Since(start)
+	if !w.Close(10 * time.Second) {
+		t.Fatal("Close gave up on a writer that moves")
+	}
+	lines, dropped := said(t, out.String())
+	if dropped != w.Dropped() || lines+int(dropped) != 3000 || dropped == 0 {
+		t.Fatalf("%d lines written and %d said dropped of 3000 (%d counted)", lines, dropped, w.Dropped())
+	}
+	reports := strings.Count(out.String(), "dropped ")
+	if most := 2 + int(took/time.Second); reports > most {
+		t.Fatalf("%d lines say what was dropped in %v, want at most %d: one a second, and the last", reports, took, most)
+	}
+}
+
+// Drops held back by that second are said once it has passed, with no
+// line after them to carry them.
+func TestHeldDropsSaidOnceTheSecondPasses(t *testing.T) {
+	g := newGate()
+	g.release()
+	w := reporting(g, 8, 64)
+	long := bytes.Repeat([]byte("z"), 100) // more than the queue's bytes: dropped
+	for i := range 2 {
+		w.Write(long)
+		w.Write([]byte("kept\n"))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, dropped := said(t, g.String()); dropped == uint64(i+1) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drop %d never said: the log is %q", i+1, g.String())
+			}
+		}
+	}
+	if got := g.String(); got != "kept\ndropped 1\nkept\ndropped 1\n" {
+		t.Fatalf("the log is %q", got)
+	}
+	w.Close(10 * time.Second)
+}
+
 // BenchmarkWrite is a line's cost to one goroutine that logs as fast as
 // it can, to a pipe whose reader keeps up: written straight to the pipe
 // (direct), and through a Writer (queued), which drops what its writing
