@@ -54,10 +54,10 @@ type SeatKey struct {
 	Key   []byte
 }
 
-// HeartbeatInterval is the longest an instance stays silent on Watch: it
-// repeats its status when nothing else was sent for this long. It is below
-// the promised 2 s so a busy scheduler does not make a healthy room look
-// late.
+// HeartbeatInterval is how often an instance repeats its status on
+// Watch, whatever else it sent meanwhile: the longest it stays silent. It
+// is below the promised 2 s so a busy scheduler does not make a healthy
+// room look late.
 const HeartbeatInterval = 1900 * time.Millisecond
 
 // ErrPortInUse is what a Game's Start returns (wrapped or not) when it

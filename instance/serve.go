@@ -521,8 +521,12 @@ func (s *server) Keep(_ context.Context, st *instancepb.HostState) (*instancepb.
 	return &instancepb.KeepResponse{}, nil
 }
 
-// Watch streams the reports: the present first, then every change, and
-// heartbeats in between. A new call ends the one before it.
+// Watch streams the reports: the present first, then every change, and a
+// heartbeat every HeartbeatInterval, whatever the changes: a change that
+// put the next heartbeat off would hold back the account a kept program
+// gives again (it rides on heartbeats only), and a room whose players
+// come and go faster than the interval would look silent. A new call ends
+// the one before it.
 func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingServer[instancepb.Status]) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -531,7 +535,7 @@ func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingSe
 	if done, err := s.send(ctx, stream, s.rep.snapshot()); done {
 		return s.watchEnd(stream, err)
 	}
-	hb := time.NewTimer(HeartbeatInterval)
+	hb := time.NewTicker(HeartbeatInterval)
 	defer hb.Stop()
 	for {
 		s.bound(time.Now())
@@ -549,7 +553,6 @@ func (s *server) Watch(_ *instancepb.WatchRequest, stream grpc.ServerStreamingSe
 		case <-ctx.Done():
 			return s.watchEnd(stream, ctx.Err())
 		}
-		hb.Reset(HeartbeatInterval)
 	}
 }
 

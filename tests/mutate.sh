@@ -461,6 +461,12 @@ bugs() {
 		'log := newLogger(cfg.Log, q, color)' \
 		'log := newLogger(cfg.Log, stderr, color)' \
 		./tests '^TestStalledLogNeverStopsTheServer$'
+	# An instance's heartbeats come late: a kept room that gives the same
+	# account again looks silent.
+	bug instance/serve.go \
+		'hb := time.NewTicker(HeartbeatInterval)' \
+		'hb := time.NewTicker(10 * HeartbeatInterval)' \
+		./instance '^TestHeartbeatsComeWhateverTheEvents$'
 	# A lobby leaves the empty cgroups of lobbies that died where they are.
 	bug supervisor/contain.go \
 		'if gone := tree.Sweep(deadLobby); len(gone) > 0 {' \
