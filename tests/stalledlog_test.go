@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,16 @@ admit_rate = 100000000
 admit_burst = 1000000
 reflection_limit = "1GiB"
 `
+
+// stallLog stops the test from reading s's stderr, as a paused terminal
+// stops, until resume is called or the test ends (before s stops).
+func stallLog(t *testing.T, s *server) (resume func()) {
+	s.logs.stall.Lock()
+	var once sync.Once
+	resume = func() { once.Do(s.logs.stall.Unlock) }
+	t.Cleanup(resume)
+	return resume
+}
 
 // floodRefusals sends n JOINs of a room that does not exist from one
 // client: at debug level each refused one writes a line.
@@ -42,15 +53,7 @@ func floodRefusals(t *testing.T, s *server, n int) {
 func TestStalledLogNeverStopsTheServer(t *testing.T) {
 	s := startServer(t, stalledLogLimits, "")
 	base := s.adminBase(t)
-	s.logs.stall.Lock()
-	stalled := true
-	unstall := func() {
-		if stalled {
-			stalled = false
-			s.logs.stall.Unlock()
-		}
-	}
-	t.Cleanup(unstall) // before the server stops
+	resume := stallLog(t, s)
 	floodRefusals(t, s, 20000)
 
 	c := newClient(t, "127.0.0.1", s.lobby)
@@ -64,7 +67,7 @@ func TestStalledLogNeverStopsTheServer(t *testing.T) {
 		t.Fatalf("no log line dropped with stderr stalled after a flood of refusals: %v", m["foyer_lobby_refusals_total{reason=\"no_room\"}"])
 	}
 
-	unstall()
+	resume()
 	var written, said int
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		said = 0
@@ -98,13 +101,7 @@ func TestStalledLogStillExits(t *testing.T) {
 	s := startServer(t, stalledLogLimits, "")
 	c := newClient(t, "127.0.0.1", s.lobby)
 	c.request(compact, createRoom, 1, nil).roomPort(t)
-	s.logs.stall.Lock()
-	stalled := true
-	t.Cleanup(func() {
-		if stalled {
-			s.logs.stall.Unlock()
-		}
-	})
+	resume := stallLog(t, s)
 	floodRefusals(t, s, 20000)
 	c.list(2) // the flood was read: the log is full
 
@@ -115,8 +112,7 @@ func TestStalledLogStillExits(t *testing.T) {
 			t.Fatal("foyer serve did not exit on SIGTERM with its stderr stalled")
 		}
 	}
-	stalled = false
-	s.logs.stall.Unlock()
+	resume()
 	if err := <-s.exit; err != nil {
 		t.Errorf("foyer serve exited with %v, its stderr stalled", err)
 	}
