@@ -93,8 +93,8 @@ func Serve(g Game) {
 	// The pipes to the host that started this process outlive their
 	// reader when the host dies, and the instance has work left then (the
 	// rest of its match, or the end of its room): a write must fail, not
-	// kill.
-	signal.Ignore(syscall.SIGPIPE)
+	// kill. A Runner's program starts with SIGPIPE's default all the same.
+	proc.SurviveBrokenPipes()
 	if grace, err := time.ParseDuration(os.Getenv(instancepb.EnvReattachGrace)); err == nil && grace > 0 {
 		s.orphan = newOrphanTimer(grace, s.abandoned)
 	} else {

@@ -51,7 +51,7 @@ func endProcesses(ctx context.Context, cg string) error {
 func redirect(path string) bool {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return false // the writes keep failing, harmlessly (SIGPIPE is ignored)
+		return false // the writes keep failing, harmlessly (proc.SurviveBrokenPipes)
 	}
 	defer f.Close()
 	for _, fd := range []int{1, 2} {

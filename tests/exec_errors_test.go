@@ -5,7 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -68,5 +71,30 @@ func awaitSpawnFailure(t *testing.T, s *server, want string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no spawn failure logged:\n%s", s.logs)
 		}
+	}
+}
+
+// A room's program starts as a shell would start it, with SIGPIPE's
+// default action: the lobby and the keeper above it survive a log reader
+// that exits without ignoring SIGPIPE, which the program would inherit
+// (and, say, a pipeline of its own would no longer end as it should).
+func TestRoomProgramStartsWithSIGPIPEsDefault(t *testing.T) {
+	s := startServer(t, "", `command = ["/bin/sh", "-c", "grep SigIgn /proc/self/status >&2; exit 2"]
+probe = "endpoint"`) // its last lines come in the failure's reason
+	c := newClient(t, "127.0.0.1", s.lobby)
+	if r := c.request(compact, createRoom, 1, nil); r.typ != joinFailed {
+		t.Fatalf("CREATE answered %#x", r.typ)
+	}
+	awaitSpawnFailure(t, s, `its last lines: \"SigIgn:`)
+	m := regexp.MustCompile(`SigIgn:[^0-9a-f]*([0-9a-f]{16})`).FindStringSubmatch(s.logs.String())
+	if m == nil {
+		t.Fatalf("no SigIgn line in the log:\n%s", s.logs)
+	}
+	ignored, err := strconv.ParseUint(m[1], 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pipe := uint64(1) << (syscall.SIGPIPE - 1); ignored&pipe != 0 {
+		t.Fatalf("the room's program started with SIGPIPE ignored (SigIgn %s)", m[1])
 	}
 }

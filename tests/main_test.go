@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -461,15 +462,24 @@ type server struct {
 
 // logBuffer keeps the server's stderr (JSON lines) for the test to read.
 // While stall is held it takes nothing: the server's stderr, a pipe, fills
-// up and stays full, as a paused terminal's does.
+// up and stays full, as a paused terminal's does. Once gone is set it
+// refuses what it is given, and says so in cut: the copy from the pipe
+// then stops and closes the pipe's end, as a log reader that exits does.
 type logBuffer struct {
 	logtest.Buffer
-	stall sync.RWMutex
+	stall     sync.RWMutex
+	gone, cut atomic.Bool
 }
+
+var errLogReaderGone = errors.New("the log's reader is gone")
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.stall.RLock()
 	defer l.stall.RUnlock()
+	if l.gone.Load() {
+		l.cut.Store(true)
+		return 0, errLogReaderGone
+	}
 	return l.Buffer.Write(p)
 }
 

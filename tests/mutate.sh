@@ -461,6 +461,16 @@ bugs() {
 		'log := newLogger(cfg.Log, q, color)' \
 		'log := newLogger(cfg.Log, stderr, color)' \
 		./tests '^TestStalledLogNeverStopsTheServer$'
+	# A log reader that exits kills the lobby at its next line (SIGPIPE).
+	bug cmd/foyer/serve.go \
+		'	proc.SurviveBrokenPipes()' \
+		'	// proc.SurviveBrokenPipes()' \
+		./tests '^TestLogReaderGoneNeverStopsTheServer$'
+	# SIGPIPE is ignored, not asked for: the rooms' programs inherit it.
+	bug internal/proc/sigpipe.go \
+		'signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)' \
+		'signal.Ignore(syscall.SIGPIPE); _ = os.Args' \
+		./tests '^TestRoomProgramStartsWithSIGPIPEsDefault$'
 	# An instance's heartbeats come late: a kept room that gives the same
 	# account again looks silent.
 	bug instance/serve.go \

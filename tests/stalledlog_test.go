@@ -118,3 +118,36 @@ func TestStalledLogStillExits(t *testing.T) {
 	}
 	s.killed = true // stopped; the cleanup checks its rooms are gone
 }
+
+// A log reader that exits (the other end of a pipe, a collector that
+// crashed) takes nothing with it: the lines written after it are lost,
+// and the server answers, starts rooms, and exits 0 on SIGTERM. By Go's
+// default, the first line written to stderr after it would kill the
+// server (SIGPIPE), and its rooms with it.
+func TestLogReaderGoneNeverStopsTheServer(t *testing.T) {
+	s := startServerLogging(t, "info", "", "")
+	c := newClient(t, "127.0.0.1", s.lobby)
+	s.logs.gone.Store(true)
+	c.request(compact, createRoom, 1, nil).roomPort(t) // logged: the reader goes
+	for deadline := time.Now().Add(10 * time.Second); !s.logs.cut.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was logged of a room created")
+		}
+	}
+	c.request(compact, createRoom, 2, nil).roomPort(t) // logged to a pipe nobody reads
+	time.Sleep(quiet)                                  // for the log's queue to write it
+	if rooms := c.list(3); len(rooms) != 2 {
+		t.Fatalf("%d rooms listed after two were created: %v", len(rooms), rooms)
+	}
+
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exit: // the copy's error, as the reader went: the status tells
+	case <-time.After(30 * time.Second):
+		t.Fatal("foyer serve did not exit on SIGTERM with its log reader gone")
+	}
+	s.killed = true
+	if st := s.cmd.ProcessState; !st.Exited() || st.ExitCode() != 0 {
+		t.Fatalf("foyer serve ended with %v once its log reader was gone", st)
+	}
+}

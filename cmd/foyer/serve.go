@@ -77,6 +77,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if *check {
 		return checkConfig(*path, stdout, stderr)
 	}
+	// A log reader that exits (the other end of a pipe, a collector that
+	// crashed) loses the lines written after it, not the lobby and its
+	// rooms.
+	proc.SurviveBrokenPipes()
 	up, err := server.Inherited() // set when an upgrade started this process
 	if err != nil {
 		fmt.Fprintf(stderr, "foyer serve: %v\n", err)

@@ -5,9 +5,11 @@
 // from one locked thread, see StartOnForkThread); the reaping that takes
 // what the child left in its group with it; the bounded reading of a
 // child's output lines; and a handle on a process that is not a child
-// (Open), which names it for good.
+// (Open), which names it for good; and a process's SIGPIPE, so that a
+// log reader that exits takes nothing with it (SurviveBrokenPipes).
 //
-// All of it is Linux's but ReadStat, Alive and Matching, which build
+// All of it is Linux's but ReadStat, Alive, Matching and
+// SurviveBrokenPipes, which build
 // everywhere (and find no /proc elsewhere), so that the room SDK builds
 // wherever its authors work.
 package proc
