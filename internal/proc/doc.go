@@ -9,7 +9,6 @@
 // log reader that exits takes nothing with it (SurviveBrokenPipes).
 //
 // All of it is Linux's but ReadStat, Alive, Matching and
-// SurviveBrokenPipes, which build
-// everywhere (and find no /proc elsewhere), so that the room SDK builds
-// wherever its authors work.
+// SurviveBrokenPipes, which build everywhere (and find no /proc
+// elsewhere), so that the room SDK builds wherever its authors work.
 package proc
