@@ -538,6 +538,13 @@ func startServerBinary(t testing.TB, binary, level, lobbyExtra, supervisorExtra 
 // startServerOf is startServerBinary with a pool of n room ports.
 func startServerOf(t testing.TB, n int, binary, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
 	t.Helper()
+	return startServerWith(t, nil, n, binary, level, lobbyExtra, supervisorExtra, wrap...)
+}
+
+// startServerWith is startServerOf with prep, when set, given the command
+// before it starts (its standard input, its session).
+func startServerWith(t testing.TB, prep func(*exec.Cmd), n int, binary, level, lobbyExtra, supervisorExtra string, wrap ...string) *server {
+	t.Helper()
 	// A pool of n ports in 6000-10999: below the kernel's ephemeral range
 	// (client sockets) and away from the other packages' test pools.
 	first := 6000 + rand.IntN(5000/n)*n
@@ -569,6 +576,9 @@ format = "json"
 	argv := append(wrap, binary, "serve", "--config", path)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stderr = s.logs
+	if prep != nil {
+		prep(s.cmd)
+	}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

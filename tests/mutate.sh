@@ -466,6 +466,12 @@ bugs() {
 		'	proc.SurviveBrokenPipes()' \
 		'	// proc.SurviveBrokenPipes()' \
 		./tests '^TestLogReaderGoneNeverStopsTheServer$'
+	# A lobby started from a terminal outlives it: the hangup's SIGHUP is
+	# taken for an upgrade.
+	bug cmd/foyer/hangup.go \
+		'if hungUp(ttys) {' \
+		'if false {' \
+		./tests '^TestTerminalHangupStopsTheServer$'
 	# SIGPIPE is ignored, not asked for: the rooms' programs inherit it.
 	bug internal/proc/sigpipe.go \
 		'signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)' \

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -404,6 +405,64 @@ func TestUpgradeRefusedWhereRoomsCannotFollow(t *testing.T) {
 		}
 		newClient(t, "127.0.0.1", l.lobby).list(1) // answered, or the test fails
 	})
+}
+
+// A lobby started from a terminal (make run) stops when the terminal
+// hangs up (its window closed, its ssh session gone), as what runs in a
+// terminal does: the kernel's SIGHUP then asks for no upgrade, and the
+// lobby does not stay behind, unseen, holding its ports and its rooms. A
+// SIGHUP sent while the terminal is there still asks for one.
+func TestTerminalHangupStopsTheServer(t *testing.T) {
+	terminal, tty := openPTY(t)
+	s := startServerWith(t, func(cmd *exec.Cmd) {
+		cmd.Stdin = tty // and the session's terminal
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}, 20, bin, "debug", "", "")
+	tty.Close() // the server has its own
+	c := newClient(t, "127.0.0.1", s.lobby)
+	c.request(compact, createRoom, 1, nil).roomPort(t)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	awaitLog(t, s.logs, "upgrade refused: the rooms can follow a new process only with [supervisor] state_dir; nothing changed")
+	c.list(2) // answered, or the test fails
+
+	terminal.Close() // the terminal hangs up
+	select {
+	case err := <-s.exit:
+		if err != nil {
+			t.Fatalf("foyer serve ended with %v as its terminal hung up:\n%s", err, s.logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("foyer serve outlived its terminal:\n%s", s.logs)
+	}
+	s.killed = true // stopped; the cleanup checks its rooms are gone
+	if n := len(s.logs.lines("terminal hung up")); n != 1 {
+		t.Errorf("the hangup logged %d times", n)
+	}
+}
+
+// openPTY opens a pseudo-terminal: terminal is the side a terminal window
+// holds (closing it hangs the terminal up), tty the side what runs in it
+// reads and writes.
+func openPTY(t *testing.T) (terminal, tty *os.File) {
+	t.Helper()
+	terminal, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { terminal.Close() })
+	fd := int(terminal.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlock the other side
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return terminal, tty
 }
 
 // awaitLog waits until the server logged msg.

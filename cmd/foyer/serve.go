@@ -43,7 +43,9 @@ exits 0 once the new one serves. A new process that fails to start (a
 config that no longer parses, a crash) is stopped, and this one serves
 on and logs why. Without state_dir the rooms could not follow: SIGHUP is
 refused. With state_dir a lobby killed any other way leaves its rooms
-playing for reattach_grace, and the next foyer serve adopts them.
+playing for reattach_grace, and the next foyer serve adopts them. The
+SIGHUP of a terminal that hangs up (its window closed, its ssh session
+gone) stops foyer serve as SIGTERM does, if it was started from it.
 
 Once every listener serves, a unit with Type=notify gets READY=1 (through
 $NOTIFY_SOCKET), and STOPPING=1 when the shutdown begins. --ready-json
@@ -118,8 +120,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	ctx, hangUp := context.WithCancel(ctx)
+	defer hangUp()
+	hup := upgrades(log, hangUp)
 	up.Prepared(cfg.Supervisor.StateDir)
 	srv, err := server.New(cfg, o)
 	if err == nil {
