@@ -223,7 +223,20 @@ func (l *keptLobby) awaitReady(pid int, exited <-chan error) int {
 			}
 			l.mu.Lock()
 			l.pid = r.PID
+			printed := len(l.readyOf)
 			l.mu.Unlock()
+			// Each process logs "ready" after its ready line, and the
+			// log comes through a pipe of its own: wait for it, so that
+			// what the process logged before it is there to read.
+			for len(l.logs.lines("ready")) < printed {
+				select {
+				case err := <-exited:
+					l.t.Fatalf("foyer serve exited as it started serving: %v\n%s", err, l.logs)
+				case <-t.C:
+					l.t.Fatalf("foyer serve did not log that it serves within %v\n%s", keepLimit, l.logs)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
 			return r.PID
 		case err := <-exited:
 			l.t.Fatalf("foyer serve exited before it served: %v\n%s", err, l.logs)

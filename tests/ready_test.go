@@ -170,7 +170,10 @@ listen = "127.0.0.1:0"
 	if v := cliOK(t, "--version"); !strings.HasPrefix(v, "foyer "+ready.FoyerVersion+" (go") {
 		t.Errorf("ready line %s: foyer --version says %q", line, v)
 	}
-	// Every listener says where it listens before "ready" is logged.
+	// Every listener says where it listens before "ready" is logged. The
+	// log comes through a pipe of its own and may lag the ready line on
+	// stdout: wait for it.
+	awaitLog(t, s.logs, "ready")
 	var listening []string
 	for _, l := range strings.Split(s.logs.String(), "\n") {
 		var m map[string]any
