@@ -212,11 +212,9 @@ format = "json"
 		t.Fatalf("the CREATE after the squat got room %d port %d", next, nport)
 	}
 	for _, port := range squat {
-		if !slices.ContainsFunc(s.logs.lines("port quarantined"), func(m map[string]any) bool {
+		awaitLine(t, s.logs, "port quarantined", func(m map[string]any) bool {
 			return m["port"] == float64(port) && m["held_by_room"] == float64(attacker)
-		}) {
-			t.Errorf("no \"port quarantined\" line names room %d as the holder of port %d:\n%s", attacker, port, s.logs)
-		}
+		})
 	}
 	var table struct {
 		HeldPorts []struct {

@@ -468,9 +468,17 @@ func openPTY(t *testing.T) (terminal, tty *os.File) {
 // awaitLog waits until the server logged msg.
 func awaitLog(t *testing.T, logs *logBuffer, msg string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(logs.lines(msg)) == 0; time.Sleep(20 * time.Millisecond) {
+	awaitLine(t, logs, msg, func(map[string]any) bool { return true })
+}
+
+// awaitLine waits until the server logged a line msg that match accepts.
+// The log comes through a pipe of its own, and may lag what the server
+// answered.
+func awaitLine(t *testing.T, logs *logBuffer, msg string, match func(map[string]any) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(logs.lines(msg), match); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%q never logged:\n%s", msg, logs)
+			t.Fatalf("no %q line as wanted:\n%s", msg, logs)
 		}
 	}
 }
