@@ -443,14 +443,16 @@ func TestExtensionAddressValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ask := func(m ext.Message) (ext.Message, int, bool) {
+	// ask sends m and waits up to wait for an answer: briefly where none
+	// must come, long where one must (a room's start under load).
+	ask := func(m ext.Message, wait time.Duration) (ext.Message, int, bool) {
 		b, err := m.Append(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conn.Write(b)
 		buf := make([]byte, 2048)
-		conn.SetReadDeadline(time.Now().Add(time.Second))
+		conn.SetReadDeadline(time.Now().Add(wait))
 		n, err := conn.Read(buf)
 		if err != nil {
 			return ext.Message{}, len(b), false
@@ -465,11 +467,11 @@ func TestExtensionAddressValidation(t *testing.T) {
 		return r, len(b), true
 	}
 	create := ext.Message{Header: packet.Header{Type: ext.Create, Seq: 1}, Meta: ext.Meta{Name: "x"}}
-	if r, n, ok := ask(create); ok {
+	if r, n, ok := ask(create, time.Second); ok {
 		t.Fatalf("an unpadded CREATE of %d bytes got %s", n, ext.Name(r.Type))
 	}
 	create.Pad = 40
-	r, _, ok := ask(create)
+	r, _, ok := ask(create, 10*time.Second)
 	if !ok || r.Type != ext.Retry {
 		t.Fatalf("a padded CREATE got %+v", r)
 	}
@@ -479,7 +481,7 @@ func TestExtensionAddressValidation(t *testing.T) {
 		t.Fatalf("a room was started before the source showed it receives: %+v", seed.Rooms)
 	}
 	create.Seq, create.Token, create.Pad = 2, r.Token, 0
-	if r, _, ok := ask(create); !ok || r.Type != ext.Seat {
+	if r, _, ok := ask(create, 10*time.Second); !ok || r.Type != ext.Seat {
 		t.Fatalf("the CREATE echoing its token got %+v", r)
 	}
 }
