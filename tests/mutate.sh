@@ -494,6 +494,32 @@ bugs() {
 		'return []int{int(info.Ruid), int(info.Euid), int(info.Suid), int(info.Fsuid)}, true' \
 		'return []int{int(info.Rgid), int(info.Egid), int(info.Sgid), int(info.Fsgid)}, true' \
 		./supervisor '^TestUsersInUse$'
+	# A seat's token presented from an unconnected socket is taken as
+	# admitted on any sender's EXT_ADMITTED: the Go client, then each SDK.
+	bug lobby/client/extended.go \
+		'return n, u != nil && u.AddrPort().Port() == room.Port() && u.AddrPort().Addr().Unmap() == room.Addr().Unmap(), err' \
+		'return n, u != nil, err' \
+		./lobby/client '^TestPresent$'
+	bug sdk/c/foyer.h \
+		'from_port != port || memcmp(from_ip, ip, 16) != 0))' \
+		'0))' \
+		./tests '^TestSDKsAgainstTheLobby$/^c-gcc$'
+	bug sdk/csharp/Foyer.cs \
+		'if (room != null && !FromSeat((IPEndPoint)from, seat)) continue;' \
+		'if (room != null && from == null) continue;' \
+		./tests '^TestSDKsAgainstTheLobby$/^csharp$'
+	bug sdk/js/index.js \
+		'if (room && (from.port !== seat.port || unmapped(from.address) !== unmapped(room))) return;' \
+		'if (room && false) return;' \
+		./tests '^TestSDKsAgainstTheLobby$/^js$'
+	bug sdk/python/foyer.py \
+		'return b if src[1] == seat.port and _unmapped(src[0]) == _unmapped(str(room)) else None' \
+		'return b' \
+		./tests '^TestSDKsAgainstTheLobby$/^python$'
+	bug sdk/gdscript/foyer_client.gd \
+		'if not connected and (udp.get_packet_port() != port or _ip_bytes(udp.get_packet_ip()) != room_ip):' \
+		'if false:' \
+		./tests '^TestSDKsAgainstTheLobby$/^gdscript$'
 }
 
 # gotest runs the tests $2 of the packages $1 in the copy.

@@ -190,7 +190,8 @@ func sdkExec(t testing.TB, cmd *exec.Cmd) string {
 // create, join, a refused JOIN as the SDK's typed error, and the
 // extension's names, filters, codes, passwords, reasons and quick join,
 // in both framings, and a seat token presented to its room from new
-// sockets, admitted, and a forged one not. Each must say that its live tests ran, not that they
+// sockets, connected to the room or not, admitted, and a forged one not,
+// even with another sender answering EXT_ADMITTED for the room. Each must say that its live tests ran, not that they
 // were skipped.
 func TestSDKsAgainstTheLobby(t *testing.T) {
 	for _, r := range sdkRunners {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"syscall"
@@ -397,12 +398,15 @@ func (c *Client) extSeat(r ext.Message) Seat {
 	return Seat{Room: r.RoomID, Port: r.Port, Addr: netipAddrPort(ip, r.Port), Code: r.Code, Token: string(r.SeatToken)}
 }
 
-// Present shows a seat's token to its room from conn (a socket connected
-// to seat.Addr) until the room answers EXT_ADMITTED, attempts times at
-// most, each waiting timeout: the room's door then admits the socket's
-// address into the seat, wherever it is (a socket of another port, or of
-// another network, takes the seat back). It reads conn meanwhile and
-// drops what else comes; call it before reading conn for the game.
+// Present shows a seat's token to its room from conn until the room
+// answers EXT_ADMITTED, attempts times at most, each waiting timeout: the
+// room's door then admits the socket's address into the seat, wherever it
+// is (a socket of another port, or of another network, takes the seat
+// back). A conn connected to seat.Addr is used as it is; an unconnected
+// UDP socket (net.ListenUDP's, a net.PacketConn) sends to seat.Addr, stays
+// unconnected, and takes EXT_ADMITTED from seat.Addr only. It reads conn
+// meanwhile and drops what else comes; call it before reading conn for
+// the game.
 func Present(ctx context.Context, conn net.Conn, seat Seat, timeout time.Duration, attempts int) error {
 	op := fmt.Sprintf("present %s room %d", seat.Addr, seat.Room)
 	if len(seat.Token) == 0 {
@@ -413,9 +417,10 @@ func Present(ctx context.Context, conn net.Conn, seat Seat, timeout time.Duratio
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	send, recv := roomPath(conn, seat.Addr)
 	buf := make([]byte, 2048)
 	for range max(attempts, 1) {
-		if _, err := conn.Write(pkt); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+		if err := send(pkt); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		deadline := time.Now().Add(timeout)
@@ -424,14 +429,14 @@ func Present(ctx context.Context, conn net.Conn, seat Seat, timeout time.Duratio
 		}
 		_ = conn.SetReadDeadline(deadline)
 		for {
-			n, err := conn.Read(buf)
+			n, fromRoom, err := recv(buf)
 			if err != nil {
 				if errors.Is(err, syscall.ECONNREFUSED) {
 					continue
 				}
 				break // the attempt's time is up
 			}
-			if a, err := ext.Parse(buf[:n]); err == nil && a.Type == ext.Admitted && a.RoomID == seat.Room {
+			if a, err := ext.Parse(buf[:n]); err == nil && fromRoom && a.Type == ext.Admitted && a.RoomID == seat.Room {
 				_ = conn.SetReadDeadline(time.Time{})
 				return nil
 			}
@@ -443,4 +448,23 @@ func Present(ctx context.Context, conn net.Conn, seat Seat, timeout time.Duratio
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	return fmt.Errorf("%s: %w: no EXT_ADMITTED after %d attempts of %v", op, ErrTimeout, attempts, timeout)
+}
+
+// roomPath is how Present sends to the room at room and reads what it
+// answers: through conn's own peer when it has one, else, for an
+// unconnected packet socket, to room, taking only what comes from it
+// (fromRoom false: from elsewhere).
+func roomPath(conn net.Conn, room netip.AddrPort) (send func([]byte) error, recv func([]byte) (n int, fromRoom bool, err error)) {
+	pc, ok := conn.(net.PacketConn)
+	if !ok || conn.RemoteAddr() != nil {
+		return func(b []byte) error { _, err := conn.Write(b); return err },
+			func(b []byte) (int, bool, error) { n, err := conn.Read(b); return n, true, err }
+	}
+	to := net.UDPAddrFromAddrPort(room)
+	return func(b []byte) error { _, err := pc.WriteTo(b, to); return err },
+		func(b []byte) (int, bool, error) {
+			n, from, err := pc.ReadFrom(b)
+			u, _ := from.(*net.UDPAddr)
+			return n, u != nil && u.AddrPort().Port() == room.Port() && u.AddrPort().Addr().Unmap() == room.Addr().Unmap(), err
+		}
 }

@@ -122,11 +122,7 @@ func TestFallsBackToSeed(t *testing.T) {
 // TestPresent: Present sends the seat's token until the room answers
 // EXT_ADMITTED for its room, and ignores what else comes.
 func TestPresent(t *testing.T) {
-	room, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer room.Close()
+	room := listenLoopback(t)
 	seat := client.Seat{Room: 7, Addr: room.LocalAddr().(*net.UDPAddr).AddrPort(), Token: string(make([]byte, ext.TokenLen))}
 	go func() {
 		buf := make([]byte, 2048)
@@ -152,4 +148,46 @@ func TestPresent(t *testing.T) {
 	if err := client.Present(context.Background(), conn, seat, 200*time.Millisecond, 3); err != nil {
 		t.Fatal(err)
 	}
+
+	// From an unconnected socket, as a game's for many peers is: Present
+	// sends to the seat's address, and leaves the socket unconnected.
+	game := listenLoopback(t)
+	if err := client.Present(context.Background(), game, seat, 200*time.Millisecond, 3); err != nil {
+		t.Fatal(err)
+	}
+	if game.RemoteAddr() != nil {
+		t.Fatalf("Present connected the socket to %v", game.RemoteAddr())
+	}
+	// And it takes EXT_ADMITTED from the seat's address only: another
+	// sender's, for the right room, while the room says nothing, is not it.
+	mute, forger := listenLoopback(t), listenLoopback(t)
+	admitted, _ := (&ext.Message{Header: packet.Header{Type: ext.Admitted}, RoomID: seat.Room}).Append(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			forger.WriteTo(admitted, game.LocalAddr())
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	silent := seat
+	silent.Addr = mute.LocalAddr().(*net.UDPAddr).AddrPort()
+	if err := client.Present(context.Background(), game, silent, 100*time.Millisecond, 2); !errors.Is(err, client.ErrTimeout) {
+		t.Fatalf("with the room silent and another sender answering for it: %v, want a timeout", err)
+	}
+}
+
+// listenLoopback is an unconnected UDP socket on 127.0.0.1, closed with t.
+func listenLoopback(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -226,15 +226,21 @@ int foyer_join_code(foyer_client *c, const char *code, const char *password, foy
 /* Holds a seat in the fullest joinable room f matches, or in a new one. A
  * seed lobby's fallback tries the fullest room it lists, then creates. */
 int foyer_quick_join(foyer_client *c, const foyer_filter *f, foyer_seat *seat);
-/* Shows seat's token to its room from fd (a UDP socket connected to
- * seat->address, seat->port) until the room answers EXT_ADMITTED, attempts
- * times at most (0: FOYER_DEFAULT_ATTEMPTS), each waiting timeout_ms (0:
- * FOYER_DEFAULT_TIMEOUT_MS): the room's door then admits the socket's
- * address into the seat, wherever it is (a new socket takes the seat back
- * after a drop). It reads fd meanwhile and drops what else comes; call it
- * before reading fd for the game. FOYER_ETIMEOUT when no EXT_ADMITTED
- * comes (a door drops a token it does not take unanswered), FOYER_EINVAL
- * for a seat without a token (a seed lobby's). */
+/* Shows seat's token to its room from fd, a UDP socket, until the room
+ * answers EXT_ADMITTED, attempts times at most (0: FOYER_DEFAULT_ATTEMPTS),
+ * each waiting timeout_ms (0: FOYER_DEFAULT_TIMEOUT_MS): the room's door
+ * then admits the socket's address into the seat, wherever it is (a new
+ * socket takes the seat back after a drop). fd is connected or not:
+ * - connected to seat->address, seat->port: the token goes to its peer,
+ *   and the kernel drops what comes from elsewhere;
+ * - unconnected (the game's one socket for every peer): the token is sent
+ *   to seat->address, seat->port (an IPv4 address as ::ffff:a.b.c.d from
+ *   an IPv6 socket), fd is left unconnected, and only a datagram from that
+ *   address and port counts.
+ * It reads fd meanwhile and drops what else comes; call it before reading
+ * fd for the game. FOYER_ETIMEOUT when no EXT_ADMITTED comes (a door drops
+ * a token it does not take unanswered), FOYER_EINVAL for a seat without a
+ * token (a seed lobby's) or an address that fd's family cannot reach. */
 int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts);
 const char *foyer_strerror(int err);
 const char *foyer_reason_name(foyer_reason r);
@@ -277,6 +283,7 @@ int foyer_lz4_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t size
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 static const uint8_t foyer__magic[4] = {0xA3, 0x5F, 0xC8, 0x1D};
 
@@ -875,12 +882,88 @@ static int foyer__exchange(foyer_client *c, const uint8_t *pkt, size_t n, uint16
     return refused ? FOYER_EUNREACHABLE : FOYER_ETIMEOUT;
 }
 
+/* foyer__v4mapped is the prefix of an IPv4 address in IPv6: ::ffff:a.b.c.d. */
+static const uint8_t foyer__v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+
+/* foyer__ip16 reads a's IP into ip, an IPv4 one as ::ffff:a.b.c.d, and its
+ * port into *port: 0, or -1 for a family other than IPv4 and IPv6. */
+static int foyer__ip16(const struct sockaddr *a, uint8_t ip[16], uint16_t *port) {
+    if (a->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)a;
+        memcpy(ip, foyer__v4mapped, 12);
+        memcpy(ip + 12, &v4->sin_addr, 4);
+        *port = ntohs(v4->sin_port);
+        return 0;
+    }
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)a;
+        memcpy(ip, v6->sin6_addr.s6_addr, 16);
+        *port = ntohs(v6->sin6_port);
+        return 0;
+    }
+    return -1;
+}
+
+/* foyer__seat_to writes seat's address and port into *to in the family of
+ * fd's socket (an IPv4 address as ::ffff:a.b.c.d to an IPv6 socket):
+ * FOYER_OK, FOYER_EINVAL for an address that family cannot reach, or
+ * FOYER_ESYS. */
+static int foyer__seat_to(int fd, const foyer_seat *seat, struct sockaddr_storage *to, socklen_t *tolen) {
+    struct sockaddr_storage own;
+    socklen_t ownlen = sizeof own;
+    struct addrinfo hints, *res;
+    uint8_t ip[16];
+    char port[8];
+    int err = FOYER_EINVAL;
+    if (getsockname(fd, (struct sockaddr *)&own, &ownlen) != 0) return FOYER_ESYS;
+    memset(to, 0, sizeof *to);
+    memcpy(ip, foyer__v4mapped, 12);
+    if (inet_pton(AF_INET, seat->address, ip + 12) == 1 || inet_pton(AF_INET6, seat->address, ip) == 1) {
+        if (own.ss_family == AF_INET6) {
+            struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)(void *)to;
+            v6->sin6_family = AF_INET6;
+            memcpy(v6->sin6_addr.s6_addr, ip, 16);
+            v6->sin6_port = htons(seat->port);
+            *tolen = sizeof *v6;
+            return FOYER_OK;
+        }
+        if (own.ss_family == AF_INET && !memcmp(ip, foyer__v4mapped, 12)) {
+            struct sockaddr_in *v4 = (struct sockaddr_in *)(void *)to;
+            v4->sin_family = AF_INET;
+            memcpy(&v4->sin_addr, ip + 12, 4);
+            v4->sin_port = htons(seat->port);
+            *tolen = sizeof *v4;
+            return FOYER_OK;
+        }
+        return FOYER_EINVAL;
+    }
+    /* An IPv6 address with its scope (fe80::1%eth0), as getnameinfo writes
+     * a link-local lobby's: getaddrinfo reads the scope. */
+    if (own.ss_family != AF_INET6) return FOYER_EINVAL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_INET6;
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    snprintf(port, sizeof port, "%u", (unsigned)seat->port);
+    if (getaddrinfo(seat->address, port, &hints, &res) != 0) return FOYER_EINVAL;
+    if (res->ai_addrlen <= sizeof *to) {
+        memcpy(to, res->ai_addr, res->ai_addrlen);
+        *tolen = res->ai_addrlen;
+        err = FOYER_OK;
+    }
+    freeaddrinfo(res);
+    return err;
+}
+
 int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts) {
-    uint8_t pkt[8 + 2 + 64 + 4], buf[64], scratch[FOYER_EXT_MAX_PAYLOAD];
+    uint8_t pkt[8 + 2 + 64 + 4], buf[64], scratch[FOYER_EXT_MAX_PAYLOAD], ip[16] = {0}, from_ip[16];
+    struct sockaddr_storage to, from;
+    socklen_t tolen = sizeof to, fromlen;
     foyer_ext_request r;
     foyer_message m;
     size_t n;
-    int attempt;
+    uint16_t port = 0, from_port = 0;
+    int attempt, connected, err;
     memset(&r, 0, sizeof r);
     r.type = FOYER_EXT_PRESENT;
     r.seat_token = seat->token;
@@ -889,20 +972,34 @@ int foyer_present(int fd, const foyer_seat *seat, int timeout_ms, int attempts) 
     if (n == 0) return FOYER_EINVAL; /* no token: a seed lobby's seat */
     if (timeout_ms <= 0) timeout_ms = FOYER_DEFAULT_TIMEOUT_MS;
     if (attempts <= 0) attempts = FOYER_DEFAULT_ATTEMPTS;
+    /* A connected socket is sent to and read as it is. An unconnected one
+     * is sent to the seat, and what comes from elsewhere is dropped here. */
+    connected = getpeername(fd, (struct sockaddr *)&to, &tolen) == 0;
+    if (!connected) {
+        if (errno != ENOTCONN) return FOYER_ESYS;
+        if ((err = foyer__seat_to(fd, seat, &to, &tolen)) != FOYER_OK) return err;
+        foyer__ip16((const struct sockaddr *)&to, ip, &port);
+    }
     for (attempt = 0; attempt < attempts; attempt++) {
         int64_t deadline = foyer__now_ms() + timeout_ms;
+        ssize_t sent = connected ? send(fd, pkt, n, 0) : sendto(fd, pkt, n, 0, (const struct sockaddr *)&to, tolen);
         /* A refusal of an earlier datagram: this one may still reach the room. */
-        if (send(fd, pkt, n, 0) < 0 && errno != ECONNREFUSED) return FOYER_ESYS;
+        if (sent < 0 && errno != ECONNREFUSED) return FOYER_ESYS;
         for (;;) {
             ssize_t got;
             int ready = foyer__wait(fd, deadline);
             if (ready < 0) return FOYER_ESYS;
             if (ready == 0) break; /* the attempt's time is up */
-            got = recv(fd, buf, sizeof buf, 0);
+            fromlen = sizeof from;
+            got = connected ? recv(fd, buf, sizeof buf, 0)
+                            : recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fromlen);
             if (got < 0) {
                 if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN) continue;
                 return FOYER_ESYS;
             }
+            if (!connected && (foyer__ip16((const struct sockaddr *)&from, from_ip, &from_port) != 0 ||
+                               from_port != port || memcmp(from_ip, ip, 16) != 0))
+                continue; /* not from the seat's address and port */
             /* Only an EXT_ADMITTED is decoded: its payload fits scratch. A
              * longer datagram is cut to buf and fails its length check. */
             if (got < 8 || (buf[0] == 0xA3 ? buf[6] : buf[1]) != FOYER_EXT_ADMITTED) continue;

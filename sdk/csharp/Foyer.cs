@@ -947,11 +947,14 @@ namespace Foyer
                 a.Timeout.TotalSeconds + "s");
         }
 
-        /// <summary>Shows seat's token to its room from socket (a UDP socket connected to seat.Address, seat.Port)
-        /// until the room answers EXT_ADMITTED, attempts times at most (0: 3), each waiting timeout (zero: 5 s): the
-        /// room's door then admits the socket's address into the seat, wherever it is (a new socket takes the seat
-        /// back after a drop). It reads socket meanwhile and drops what else comes; call it before reading socket
-        /// for the game.</summary>
+        /// <summary>Shows seat's token to its room from socket, the game's UDP socket, until the room answers
+        /// EXT_ADMITTED, attempts times at most (0: 3), each waiting timeout (zero: 5 s): the room's door then admits
+        /// the socket's address into the seat, wherever it is (a new socket takes the seat back after a drop). socket
+        /// is connected to seat.Address, seat.Port, or not connected at all. A connected socket sends to its peer, and
+        /// the kernel passes it only its peer's datagrams. An unconnected socket stays unconnected: each attempt is
+        /// sent to seat.Address, seat.Port (from an IPv6 socket to an IPv4 address, to its IPv4-mapped form), and a
+        /// datagram from any other address or port is dropped. It reads socket meanwhile and drops what else comes;
+        /// call it before reading socket for the game.</summary>
         /// <exception cref="FoyerTimeoutException">no EXT_ADMITTED came (a door drops a token it does not take
         /// unanswered).</exception>
         /// <exception cref="ArgumentException">the seat has no token (a seed lobby's).</exception>
@@ -963,17 +966,38 @@ namespace Foyer
             attempts = attempts > 0 ? attempts : 3;
             var pkt = Codec.EncodeExt(new ExtRequest { Type = MessageType.ExtPresent, SeatToken = seat.Token });
             var buf = new byte[65536];
+            // room is where an unconnected socket sends, in its own family; null for a connected socket.
+            IPEndPoint room = null;
+            if (!HasPeer(socket))
+            {
+                var to = Unmapped(seat.Address);
+                if (socket.AddressFamily == AddressFamily.InterNetworkV6 && to.AddressFamily == AddressFamily.InterNetwork) to = to.MapToIPv6();
+                room = new IPEndPoint(to, seat.Port);
+            }
+            var any = socket.AddressFamily == AddressFamily.InterNetworkV6 ? IPAddress.IPv6Any : IPAddress.Any;
             for (int attempt = 0; attempt < attempts; attempt++)
             {
-                try { socket.Send(pkt); }
+                try
+                {
+                    if (room != null)
+                    {
+                        try { socket.SendTo(pkt, room); }
+                        // Mono's RemoteEndPoint is null for a connected socket once a send or a read on it failed
+                        // (refused); a BSD kernel then refuses the sendto: the socket is connected after all.
+                        catch (SocketException e) when (e.SocketErrorCode == SocketError.IsConnected) { room = null; }
+                    }
+                    if (room == null) socket.Send(pkt);
+                }
                 catch (SocketException e) when (IsRefusal(e)) { } // an earlier datagram was refused: this one may reach it
                 var clock = System.Diagnostics.Stopwatch.StartNew();
                 for (TimeSpan left = timeout; left > TimeSpan.Zero; left = timeout - clock.Elapsed)
                 {
                     if (!socket.Poll((int)Math.Max(left.Ticks / 10, 1), SelectMode.SelectRead)) break; // the attempt's time is up
                     int n;
-                    try { n = socket.Receive(buf); }
+                    EndPoint from = new IPEndPoint(any, 0);
+                    try { n = room == null ? socket.Receive(buf) : socket.ReceiveFrom(buf, ref from); }
                     catch (SocketException e) when (IsRefusal(e)) { continue; }
+                    if (room != null && !FromSeat((IPEndPoint)from, seat)) continue; // another peer's datagram
                     try
                     {
                         var m = Codec.Decode(buf, n);
@@ -988,6 +1012,19 @@ namespace Foyer
         /// <summary>Present on the thread pool.</summary>
         public static Task PresentAsync(Socket socket, Seat seat, TimeSpan timeout = default(TimeSpan), int attempts = 0) =>
             Task.Run(() => Present(socket, seat, timeout, attempts));
+
+        // HasPeer tells whether socket is connected. Mono answers NotConnected (its getpeername's error), not null,
+        // for an unconnected socket that has sent or read.
+        static bool HasPeer(Socket socket)
+        {
+            try { return socket.RemoteEndPoint != null; }
+            catch (SocketException e) when (e.SocketErrorCode == SocketError.NotConnected) { return false; }
+        }
+
+        // FromSeat tells whether a datagram's source is seat's address and port, an IPv4-mapped address as its IPv4 one.
+        static bool FromSeat(IPEndPoint source, Seat seat) => source.Port == seat.Port && Unmapped(source.Address).Equals(Unmapped(seat.Address));
+
+        static IPAddress Unmapped(IPAddress a) => a.IsIPv4MappedToIPv6 ? a.MapToIPv4() : a;
 
         static bool IsRefusal(SocketException e) =>
             e.SocketErrorCode == SocketError.ConnectionRefused || e.SocketErrorCode == SocketError.ConnectionReset;

@@ -326,15 +326,22 @@ func _exchange(pkt: PoolByteArray, seq: int, request: int, room: int, timeout: i
 	return _result(Result.TIMEOUT, "no reply after %d attempts of %d ms" % [tries, timeout])
 
 
-# Shows seat's token to its room from udp (a PacketPeerUDP connected to
-# seat.address, seat.port) until the room answers EXT_ADMITTED, tries times
-# at most (0: attempts), each waiting timeout ms (0: timeout_ms): the
-# room's door then admits the socket's address into the seat, wherever it
-# is (a new socket takes the seat back after a drop). It reads udp
-# meanwhile and drops what else comes; call it before reading udp for the
-# game. "error" is OK, TIMEOUT when no EXT_ADMITTED comes (a door drops a
-# token it does not take unanswered), or INVALID for a seat without a
-# token (a seed lobby's).
+# Shows seat's token to its room from udp (a PacketPeerUDP, connected or
+# not) until the room answers EXT_ADMITTED, tries times at most (0:
+# attempts), each waiting timeout ms (0: timeout_ms): the room's door then
+# admits the socket's address into the seat, wherever it is (a new socket
+# takes the seat back after a drop). A socket connected to seat.address,
+# seat.port (connect_to_host) sends there and receives only from there. A
+# socket that is not connected stays so: before each attempt present sets
+# its destination to the room (set_dest_address(seat.address, seat.port),
+# which the game's next put_packet also goes to, so set it again after),
+# and takes an answer only from the room's address (compared as IPs, so
+# that ::ffff:a.b.c.d is a.b.c.d) and port. It reads udp meanwhile and
+# drops what else comes, from the room or any other peer; call it before
+# reading udp for the game. "error" is OK, TIMEOUT when no EXT_ADMITTED
+# comes (a door drops a token it does not take unanswered), or INVALID for
+# a seat without a token (a seed lobby's) or an address that does not
+# resolve.
 func present(udp: PacketPeerUDP, seat: Dictionary, timeout := 0, tries := 0):
 	var token = seat.get("token", PoolByteArray())
 	if token.empty():
@@ -342,16 +349,70 @@ func present(udp: PacketPeerUDP, seat: Dictionary, timeout := 0, tries := 0):
 	timeout = timeout if timeout > 0 else timeout_ms
 	tries = tries if tries > 0 else attempts
 	var pkt = encode_ext({"type": EXT_PRESENT, "seq": 0, "seat_token": token})
+	var connected = udp.is_connected_to_host()
+	var address = str(seat.get("address", ""))
+	var port = int(seat.get("port", 0))
+	var room_ip = PoolByteArray()
+	if not connected:
+		room_ip = _ip_bytes(address)
+		if room_ip.empty() and address != "":
+			room_ip = _ip_bytes(IP.resolve_hostname(address))
+		if room_ip.empty():
+			return _later(Result.INVALID, "the seat's address %s does not resolve" % address)
 	for _attempt in range(tries):
+		if not connected and udp.set_dest_address(address, port) != OK:
+			var why = "cannot send to the seat's address %s" % address
+			return _later(Result.INVALID, why) if _attempt == 0 else _result(Result.INVALID, why)
 		udp.put_packet(pkt)
 		var deadline = OS.get_ticks_msec() + timeout
 		while OS.get_ticks_msec() < deadline:
 			yield(Engine.get_main_loop(), "idle_frame")
 			while udp.get_available_packet_count() > 0:
-				var m = decode(udp.get_packet())
+				var b = udp.get_packet()
+				if not connected and (udp.get_packet_port() != port or _ip_bytes(udp.get_packet_ip()) != room_ip):
+					continue  # not from the room
+				var m = decode(b)
 				if m.malformed == "" and m.type == EXT_ADMITTED and m.room == seat.get("room"):
 					return _result(Result.OK)
 	return _result(Result.TIMEOUT, "no EXT_ADMITTED after %d attempts of %d ms" % [tries, timeout])
+
+
+# _ip_bytes is the 16 bytes of an IP address (an IPv4 one as ::ffff:a.b.c.d;
+# a zone, "%eth0", left out), or none if s is not one.
+static func _ip_bytes(s: String) -> PoolByteArray:
+	var zone = s.find("%")
+	if zone >= 0:
+		s = s.substr(0, zone)
+	if not s.is_valid_ip_address():
+		return PoolByteArray()
+	var b = PoolByteArray()
+	if s.find(":") < 0:
+		b = PoolByteArray([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
+		for part in s.split("."):
+			b.append(int(part))
+		return b
+	var tail = PoolByteArray()  # the groups after "::", or of an address without it
+	var head = PoolByteArray()
+	var halves = s.split("::")
+	for h in range(halves.size()):
+		var out = PoolByteArray()
+		for g in halves[h].split(":", false):
+			if g.find(".") >= 0:  # an IPv4 address in the last 32 bits
+				for part in g.split("."):
+					out.append(int(part))
+			else:
+				var v = ("0x" + g).hex_to_int()
+				out.append(v >> 8)
+				out.append(v & 0xFF)
+		if h == 0 and halves.size() > 1:
+			head = out
+		else:
+			tail = out
+	b = head
+	for _i in range(16 - head.size() - tail.size()):
+		b.append(0)
+	b.append_array(tail)
+	return b
 
 
 # --- codec ------------------------------------------------------------------

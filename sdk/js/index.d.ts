@@ -156,6 +156,6 @@ export function encodeRequest(type: number, seq: number,
 export function encodeExt(m: ExtRequest): Buffer;
 export function decode(b: Uint8Array): Message;
 export function lz4Decompress(src: Uint8Array, size: number): Buffer;
-/** Shows seat's token to its room from socket (connected to the room) until EXT_ADMITTED; TimeoutError else. */
+/** Shows seat's token to its room from socket (connected to the room, or not: then sent to seat's address, admitted only from it) until EXT_ADMITTED; TimeoutError else. */
 export function present(socket: import('node:dgram').Socket, seat: Seat,
   options?: { timeout?: number; attempts?: number }): Promise<void>;

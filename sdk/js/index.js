@@ -418,16 +418,17 @@ function checkFilter(filter) {
 const matches = (filter) => (r) => !filter ||
   ((filter.state === undefined || r.state === filter.state) && r.maxPlayers - r.players >= (filter.freeSeats ?? 0));
 
-/** A client of one lobby, from one UDP socket; its requests may run concurrently. */
 /**
- * Shows seat's token to its room from socket (a dgram socket connected to
- * seat.address, seat.port) until the room answers EXT_ADMITTED, attempts
- * times at most, each waiting timeout ms: the room's door then admits the
- * socket's address into the seat, wherever it is (a new socket takes the
- * seat back after a drop). Call it before reading socket for the game.
- * Rejects with a TimeoutError when no EXT_ADMITTED comes (a door drops a
- * token it does not take unanswered), a RangeError for a seat without a
- * token (a seed lobby's).
+ * Shows seat's token to its room from socket, a dgram socket, until the
+ * room answers EXT_ADMITTED, attempts times at most, each waiting timeout
+ * ms: the room's door then admits the socket's address into the seat,
+ * wherever it is (a new socket takes the seat back after a drop). A socket
+ * connected to seat.address, seat.port is used as it is; an unconnected one
+ * sends to the seat's address and port, stays unconnected, and takes
+ * EXT_ADMITTED only from that address and port. Call it before reading
+ * socket for the game. Rejects with a TimeoutError when no EXT_ADMITTED
+ * comes (a door drops a token it does not take unanswered), a RangeError
+ * for a seat without a token (a seed lobby's).
  */
 export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempts = DEFAULT_ATTEMPTS } = {}) {
   const op = `present ${seat.address}:${seat.port} room ${seat.room}`;
@@ -435,8 +436,10 @@ export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempt
   timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
   attempts = attempts > 0 ? attempts : DEFAULT_ATTEMPTS;
   const pkt = encodeExt({ type: MessageType.EXT_PRESENT, seq: 0, seatToken: seat.token });
+  const room = await roomPath(socket, seat);
   let admitted = () => {};
-  const onMessage = (b) => {
+  const onMessage = (b, from) => {
+    if (room && (from.port !== seat.port || unmapped(from.address) !== unmapped(room))) return; // not the room
     let m;
     try { m = decode(b); } catch { return; }
     if (m.type === 'EXT_ADMITTED' && m.room === seat.room) admitted();
@@ -449,7 +452,8 @@ export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempt
       const ok = await new Promise((resolve) => {
         const timer = setTimeout(() => resolve(false), timeout);
         admitted = () => { clearTimeout(timer); resolve(true); };
-        socket.send(pkt, () => {});
+        if (room) socket.send(pkt, seat.port, room, () => {});
+        else socket.send(pkt, () => {});
       });
       if (ok) return;
     }
@@ -460,6 +464,28 @@ export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempt
   throw new TimeoutError(`${op}: timeout: no EXT_ADMITTED after ${attempts} attempts of ${timeout}ms`);
 }
 
+/**
+ * The address present sends seat's room to: none for a socket connected
+ * (to the room), else the seat's address, in the form socket's family
+ * sends to (an IPv4 one mapped for an IPv6 socket).
+ */
+async function roomPath(socket, seat) {
+  try {
+    socket.remoteAddress();
+    return null;
+  } catch { /* not connected */ }
+  const v6 = socket.address().family === 'IPv6';
+  const address = isIP(seat.address) ? seat.address : (await lookup(seat.address, { family: v6 ? 6 : 4 })).address;
+  return v6 && isIP(address) === 4 ? `::ffff:${address}` : address;
+}
+
+/** address without its zone, an IPv4-mapped IPv6 address as its IPv4 one. */
+const unmapped = (address) => {
+  const a = address.split('%')[0].toLowerCase();
+  return a.startsWith('::ffff:') && isIP(a.slice(7)) === 4 ? a.slice(7) : a;
+};
+
+/** A client of one lobby, from one UDP socket; its requests may run concurrently. */
 export class Client {
   /** Resolves the lobby's address ("host:port") and opens a socket to it. */
   static async connect(lobby, { timeout = DEFAULT_TIMEOUT, attempts = DEFAULT_ATTEMPTS, framing = 'compact' } = {}) {

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import enum
+import ipaddress
 import os
 import random
 import socket
@@ -564,36 +565,42 @@ def lz4_decompress(src: bytes, size: int) -> bytes:
 
 def present(sock: socket.socket, seat: Seat, timeout: float = DEFAULT_TIMEOUT,
             attempts: int = DEFAULT_ATTEMPTS) -> None:
-    """Shows seat's token to its room from sock (a UDP socket connected to
-    seat.address, seat.port) until the room answers EXT_ADMITTED, attempts
-    times at most, each waiting timeout: the room's door then admits the
-    socket's address into the seat, wherever it is (a new socket takes the
-    seat back after a drop). It reads sock meanwhile and drops what else
-    comes; call it before reading sock for the game. Raises Timeout when
-    no EXT_ADMITTED comes (a door drops a token it does not take
-    unanswered), ValueError for a seat without a token (a seed lobby's)."""
+    """Shows seat's token to its room from sock, a UDP socket, until the
+    room answers EXT_ADMITTED, attempts times at most, each waiting
+    timeout: the room's door then admits the socket's address into the
+    seat, wherever it is (a new socket takes the seat back after a drop).
+    A socket connected to seat.address, seat.port is used as it is; an
+    unconnected one sends to the seat's address and port, stays
+    unconnected, and takes EXT_ADMITTED only from that address and port.
+    It reads sock meanwhile and drops what else comes; call it before
+    reading sock for the game. Raises Timeout when no EXT_ADMITTED comes (a
+    door drops a token it does not take unanswered), ValueError for a seat
+    without a token (a seed lobby's)."""
     op = f"present {seat.address}:{seat.port} room {seat.room}"
     if not seat.token:
         raise ValueError(f"{op}: the seat has no token (a seed lobby's)")
     pkt = encode_ext(ExtMessage(Framing.COMPACT, MessageType.EXT_PRESENT, 0, seat_token=seat.token))
     timeout = timeout if timeout > 0 else DEFAULT_TIMEOUT
     attempts = attempts if attempts > 0 else DEFAULT_ATTEMPTS
+    send, recv = _room_path(sock, seat)
     before = sock.gettimeout()
     try:
         for _ in range(attempts):
             try:
-                sock.send(pkt)
+                send(pkt)
             except ConnectionRefusedError:
                 pass  # the room's port refused an earlier datagram: this one may still reach it
             deadline = time.monotonic() + timeout
             while (left := deadline - time.monotonic()) > 0:
                 sock.settimeout(left)
                 try:
-                    b = sock.recv(65536)
+                    b = recv()
                 except socket.timeout:
                     break  # the attempt's time is up
                 except ConnectionRefusedError:
                     continue
+                if b is None:
+                    continue  # from another address than the room's
                 try:
                     m = decode(b)
                 except MalformedPacket:
@@ -603,6 +610,36 @@ def present(sock: socket.socket, seat: Seat, timeout: float = DEFAULT_TIMEOUT,
     finally:
         sock.settimeout(before)
     raise Timeout(f"{op}: timeout: no EXT_ADMITTED after {attempts} attempts of {timeout:g}s")
+
+
+def _room_path(sock: socket.socket, seat: Seat) -> Tuple[Callable[[bytes], object], Callable[[], Optional[bytes]]]:
+    """How present sends to seat's room and reads what it answers: through
+    sock's own peer when it has one, else to the seat's address, taking
+    only what comes from it (recv's None: from elsewhere)."""
+    try:
+        sock.getpeername()
+        return sock.send, lambda: sock.recv(65536)
+    except OSError:
+        pass  # not connected
+    try:
+        room = ipaddress.ip_address(seat.address)
+    except ValueError:  # a name: the address it has for sock's family
+        room = _unmapped(socket.getaddrinfo(seat.address, seat.port, sock.family, socket.SOCK_DGRAM)[0][4][0])
+    if sock.family == socket.AF_INET6 and room.version == 4:
+        room = ipaddress.ip_address(f"::ffff:{room}")  # the form a dual-stack socket sends to
+    to = (str(room), seat.port)
+
+    def recv() -> Optional[bytes]:
+        b, src = sock.recvfrom(65536)
+        return b if src[1] == seat.port and _unmapped(src[0]) == _unmapped(str(room)) else None
+
+    return lambda pkt: sock.sendto(pkt, to), recv
+
+
+def _unmapped(address: str) -> Union[ipaddress.IPv4Address, ipaddress.IPv6Address]:
+    """address as an IP, an IPv4-mapped IPv6 address as its IPv4 one."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    return ip.ipv4_mapped or ip if ip.version == 6 else ip
 
 
 # --- clients -----------------------------------------------------------------

@@ -313,11 +313,23 @@ class ScriptedTest(unittest.TestCase):
 LOBBY = os.environ.get("FOYER_LOBBY", "")
 
 
-def room_socket(seat):
-    """A fresh UDP socket connected to seat's room."""
+def room_socket(seat, connected=True):
+    """A fresh UDP socket for seat's room: connected to it, or bound and
+    unconnected, as a game's socket for many peers is."""
     s = socket.socket(socket.AF_INET6 if ":" in seat.address else socket.AF_INET, socket.SOCK_DGRAM)
-    s.connect((seat.address, seat.port))
+    if connected:
+        s.connect((seat.address, seat.port))
+    else:
+        s.bind((seat.address, 0))
     return s
+
+
+def admitted(room):
+    """An EXT_ADMITTED for room: the golden one for room 7, its room and CRC
+    replaced."""
+    golden = next(p for p in GOLDEN["ext"] if p["name"] == "EXT_ADMITTED room 7")
+    b = bytes.fromhex(golden["hex"])[:-8] + struct.pack(">I", room)
+    return b + struct.pack(">I", zlib.crc32(b))
 
 
 @unittest.skipUnless(LOBBY, "FOYER_LOBBY=host:port names a running foyer serve")
@@ -362,11 +374,36 @@ class LiveTest(unittest.TestCase):
         for _ in range(2):  # in, and back into the seat from another socket
             with room_socket(seat) as s:
                 foyer.present(s, seat, timeout=1)
+        for _ in range(2):  # from a socket that is not connected, as a game's often is
+            with room_socket(seat, connected=False) as s:
+                foyer.present(s, seat, timeout=1)
+                with self.assertRaises(OSError):
+                    s.getpeername()  # present left it unconnected
         forged = bytearray(seat.token)
         forged[-1] ^= 1  # its signature no longer holds: the door drops it unanswered
+        forged = replace(seat, token=bytes(forged))
         with room_socket(seat) as s:
             with self.assertRaises(foyer.Timeout):
-                foyer.present(s, replace(seat, token=bytes(forged)), timeout=0.3, attempts=2)
+                foyer.present(s, forged, timeout=0.3, attempts=2)
+        # An unconnected socket takes EXT_ADMITTED from the room's address
+        # and port only: another sender's, for the right room, is dropped.
+        with room_socket(seat, connected=False) as s, room_socket(seat, connected=False) as other:
+            m = foyer.decode(admitted(seat.room))
+            self.assertEqual((m.type, m.room), (foyer.MessageType.EXT_ADMITTED, seat.room))  # what a room would send
+            done = threading.Event()
+
+            def forge():
+                while not done.wait(0.05):
+                    other.sendto(admitted(seat.room), s.getsockname())
+
+            forger = threading.Thread(target=forge)
+            forger.start()
+            try:
+                with self.assertRaises(foyer.Timeout):
+                    foyer.present(s, forged, timeout=0.3, attempts=2)
+            finally:
+                done.set()
+                forger.join()
 
     def test_async(self):
         async def run():

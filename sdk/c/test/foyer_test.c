@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 static int failures, checks;
 
@@ -518,11 +521,83 @@ static int room_socket(const foyer_seat *seat) {
     return fd;
 }
 
+/* bound_socket opens an unconnected UDP socket of family bound to a port
+ * of its own on every address (an IPv6 one takes IPv4 too). */
+static int bound_socket(int family) {
+    struct sockaddr_storage a;
+    int fd = socket(family, SOCK_DGRAM, 0), no = 0;
+    memset(&a, 0, sizeof a);
+    a.ss_family = (sa_family_t)family;
+    if (fd >= 0 && family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+    if (fd >= 0 &&
+        bind(fd, (struct sockaddr *)&a, family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static int family_of(const char *address) { return strchr(address, ':') ? AF_INET6 : AF_INET; }
+
+static int unconnected(int fd) {
+    struct sockaddr_storage a;
+    socklen_t alen = sizeof a;
+    return getpeername(fd, (struct sockaddr *)&a, &alen) != 0 && errno == ENOTCONN;
+}
+
+/* admitted_for writes golden.json's "EXT_ADMITTED room 7" into out with
+ * room for 7 and its CRC anew; returns its length. */
+static size_t admitted_for(const json *g, uint32_t room, uint8_t *out) {
+    const json *ext = get(g, "ext");
+    size_t i, n = 0;
+    uint32_t crc;
+    for (i = 0; i < ext->len && !n; i++)
+        if (!strcmp(str(&ext->kids[i], "name"), "EXT_ADMITTED room 7")) n = unhex(str(&ext->kids[i], "hex"), out);
+    if (n < 8) return 0;
+    out[n - 8] = (uint8_t)(room >> 24); out[n - 7] = (uint8_t)(room >> 16);
+    out[n - 6] = (uint8_t)(room >> 8); out[n - 5] = (uint8_t)room;
+    crc = foyer_crc32(out, n - 4);
+    out[n - 4] = (uint8_t)(crc >> 24); out[n - 3] = (uint8_t)(crc >> 16);
+    out[n - 2] = (uint8_t)(crc >> 8); out[n - 1] = (uint8_t)crc;
+    return n;
+}
+
+/* forge starts a process that sends b every 50 ms, for 5 s at most, from a
+ * socket of its own to fd's port on loopback; returns its pid. */
+static pid_t forge(int fd, const uint8_t *b, size_t n) {
+    struct sockaddr_storage to;
+    socklen_t tolen = sizeof to;
+    pid_t pid;
+    getsockname(fd, (struct sockaddr *)&to, &tolen);
+    if (to.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)(void *)&to)->sin6_addr = in6addr_loopback;
+    else
+        ((struct sockaddr_in *)(void *)&to)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pid = fork();
+    if (pid == 0) {
+        struct timespec pause = {0, 50000000L};
+        int forger = socket(to.ss_family, SOCK_DGRAM, 0), k;
+        for (k = 0; k < 100; k++) {
+            sendto(forger, b, n, 0, (struct sockaddr *)&to, tolen);
+            nanosleep(&pause, NULL);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
 /* A seat token shown to the room from a fresh socket is admitted, twice
- * (in, and back into the seat from another socket); a forged one is not. */
-static void test_live_present(const char *host, const char *port) {
+ * (in, and back into the seat from another socket), then twice more from
+ * unconnected sockets (of the seat's family, then an IPv6 one, which sends
+ * to an IPv4 seat as ::ffff:a.b.c.d); a forged one is not, from a
+ * connected socket nor from an unconnected one that another socket sends
+ * a well-formed EXT_ADMITTED for the seat's room meanwhile. */
+static void test_live_present(const json *g, const char *host, const char *port) {
     foyer_seat seat;
     int err, k, fd;
+    uint8_t admitted[64], got[64];
+    size_t n;
+    pid_t pid;
     CHECK(foyer_open(&client, host, port, NULL) == 0, "open");
     err = foyer_create(&client, NULL, &seat);
     foyer_close(&client);
@@ -533,10 +608,37 @@ static void test_live_present(const char *host, const char *port) {
         CHECK(fd >= 0 && err == FOYER_OK, "present %d to %s:%u: %s", k, seat.address, seat.port, foyer_strerror(err));
         close(fd);
     }
+    for (k = 0; k < 2; k++) {
+        int family = k == 0 ? family_of(seat.address) : AF_INET6;
+        fd = bound_socket(family);
+        err = foyer_present(fd, &seat, 1000, 0);
+        CHECK(fd >= 0 && err == FOYER_OK && unconnected(fd), "present from an unconnected socket of family %d to %s:%u: %s",
+              family, seat.address, seat.port, foyer_strerror(err));
+        close(fd);
+    }
     seat.token[seat.token_len - 1] ^= 1; /* its signature no longer holds: the door drops it unanswered */
     fd = room_socket(&seat);
     err = foyer_present(fd, &seat, 300, 2);
     CHECK(err == FOYER_ETIMEOUT, "a forged token: %s", foyer_strerror(err));
+    close(fd);
+    n = admitted_for(g, seat.room, admitted);
+    CHECK(n > 0, "golden.json has no EXT_ADMITTED room 7");
+    fd = bound_socket(family_of(seat.address));
+    pid = forge(fd, admitted, n);
+    err = foyer_present(fd, &seat, 300, 2);
+    CHECK(err == FOYER_ETIMEOUT, "a forged token from an unconnected socket, another socket admitting it: %s",
+          foyer_strerror(err));
+    /* The forger's EXT_ADMITTED did reach the socket: the source dropped it. */
+    {
+        struct pollfd pfd = {0, POLLIN, 0};
+        pfd.fd = fd;
+        CHECK(pid > 0 && poll(&pfd, 1, 500) == 1 && recv(fd, got, sizeof got, 0) == (ssize_t)n && !memcmp(got, admitted, n),
+              "the forger's EXT_ADMITTED does not reach the presenting socket");
+    }
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
     close(fd);
 }
 
@@ -585,7 +687,7 @@ int main(int argc, char **argv) {
     test_scripted();
     if (argc == 4) {
         test_live(argv[2], argv[3]);
-        test_live_present(argv[2], argv[3]);
+        test_live_present(&g, argv[2], argv[3]);
     }
     if (argc == 5) bench(argv[2], argv[3], atol(argv[4]));
     printf("%d passed, %d failed\n", checks - failures, failures);

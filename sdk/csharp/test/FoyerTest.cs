@@ -459,7 +459,40 @@ static class FoyerTest
         return s;
     }
 
-    static async Task TestLivePresent(string lobby)
+    static IPAddress AnyOf(AddressFamily f) => f == AddressFamily.InterNetworkV6 ? IPAddress.IPv6Any : IPAddress.Any;
+    static IPAddress LoopbackOf(AddressFamily f) => f == AddressFamily.InterNetworkV6 ? IPAddress.IPv6Loopback : IPAddress.Loopback;
+
+    // Unconnected is a fresh socket of family bound to every address (an IPv6 one
+    // takes IPv4 too), not connected: a game's ordinary socket.
+    static Socket Unconnected(AddressFamily family)
+    {
+        var s = new Socket(family, SocketType.Dgram, ProtocolType.Udp);
+        if (family == AddressFamily.InterNetworkV6) s.DualMode = true;
+        s.Bind(new IPEndPoint(AnyOf(family), 0));
+        return s;
+    }
+
+    // TakesOthers tells whether s, bound to every address, still reads a
+    // datagram from a peer other than its room: it is not connected.
+    static bool TakesOthers(Socket s)
+    {
+        var local = (IPEndPoint)s.LocalEndPoint;
+        using (var other = new Socket(local.AddressFamily, SocketType.Dgram, ProtocolType.Udp))
+        {
+            other.SendTo(new byte[] { 42 }, new IPEndPoint(LoopbackOf(local.AddressFamily), local.Port));
+            int port = ((IPEndPoint)other.LocalEndPoint).Port;
+            var buf = new byte[65536];
+            while (s.Poll(1000000, SelectMode.SelectRead))
+            {
+                EndPoint from = new IPEndPoint(AnyOf(local.AddressFamily), 0);
+                s.ReceiveFrom(buf, ref from);
+                if (((IPEndPoint)from).Port == port) return true;
+            }
+            return false;
+        }
+    }
+
+    static async Task TestLivePresent(string lobby, object golden)
     {
         Seat seat;
         using (var a = await Client.ConnectAsync(lobby)) seat = await a.CreateAsync();
@@ -471,11 +504,51 @@ static class FoyerTest
                 catch (FoyerException e) { Check(false, "present " + k + ": " + e.Message); }
             }
         }
+        // From unconnected sockets: one of the seat's family, then an IPv6 one,
+        // which reaches an IPv4 room at its IPv4-mapped address. Each presents
+        // again once it has sent and read, as a game's socket has.
+        foreach (var family in new[] { seat.Address.AddressFamily, AddressFamily.InterNetworkV6 })
+        {
+            using (var s = Unconnected(family))
+            {
+                try
+                {
+                    await Client.PresentAsync(s, seat, TimeSpan.FromSeconds(1));
+                    Check(TakesOthers(s), "present from an unconnected " + family + " socket: it was left connected");
+                    await Client.PresentAsync(s, seat, TimeSpan.FromSeconds(1));
+                    Check(true, "present again from an unconnected " + family + " socket");
+                }
+                catch (FoyerException e) { Check(false, "present from an unconnected " + family + " socket: " + e.Message); }
+            }
+        }
         var forged = (byte[])seat.Token.Clone();
         forged[forged.Length - 1] ^= 1; // its signature no longer holds: the door drops it unanswered
         var bad = new Seat { Room = seat.Room, Address = seat.Address, Port = seat.Port, Token = forged };
         using (var s = RoomSocket(seat))
             await Throws<FoyerTimeoutException>(() => Client.PresentAsync(s, bad, TimeSpan.FromMilliseconds(300), 2), "a forged token");
+
+        // An unconnected socket reads every peer's datagrams: an EXT_ADMITTED
+        // for the room from another address must not count.
+        var admitted = Unhex(Str(Arr(golden, "ext").First(p => Str(p, "name") == "EXT_ADMITTED room 7"), "hex"));
+        int at = admitted.Length - 8; // the room id, then the CRC
+        for (int i = 0; i < 4; i++) admitted[at + i] = (byte)(seat.Room >> (24 - 8 * i));
+        uint crc = Codec.Crc32(admitted, 0, at + 4);
+        for (int i = 0; i < 4; i++) admitted[at + 4 + i] = (byte)(crc >> (24 - 8 * i));
+        var m = Codec.Decode(admitted, admitted.Length);
+        Check(m.Type == MessageType.ExtAdmitted && m.Room == seat.Room, "the forger's EXT_ADMITTED for room " + seat.Room);
+        var seatFamily = seat.Address.AddressFamily;
+        using (var s = Unconnected(seatFamily))
+        using (var forger = new Socket(seatFamily, SocketType.Dgram, ProtocolType.Udp))
+        {
+            var target = new IPEndPoint(LoopbackOf(seatFamily), ((IPEndPoint)s.LocalEndPoint).Port);
+            var presenting = Client.PresentAsync(s, bad, TimeSpan.FromMilliseconds(300), 2);
+            var forging = Task.Run(async () =>
+            {
+                for (; !presenting.IsCompleted; await Task.Delay(50)) forger.SendTo(admitted, target);
+            });
+            await Throws<FoyerTimeoutException>(() => presenting, "a forged token from an unconnected socket, an EXT_ADMITTED coming from elsewhere");
+            await forging;
+        }
     }
 
     static async Task Bench(string lobby, int n)
@@ -504,12 +577,13 @@ static class FoyerTest
             Console.Error.WriteLine("usage: FoyerTest.exe GOLDEN_JSON [HOST:PORT [N]]");
             return 2;
         }
-        TestGolden(Json.Parse(File.ReadAllText(args[0])));
+        var golden = Json.Parse(File.ReadAllText(args[0]));
+        TestGolden(golden);
         TestScripted().GetAwaiter().GetResult();
         if (args.Length == 2)
         {
             TestLive(args[1]).GetAwaiter().GetResult();
-            TestLivePresent(args[1]).GetAwaiter().GetResult();
+            TestLivePresent(args[1], golden).GetAwaiter().GetResult();
         }
         if (args.Length == 3) Bench(args[1], int.Parse(args[2])).GetAwaiter().GetResult();
         Console.WriteLine((checks - failures) + " passed, " + failures + " failed");

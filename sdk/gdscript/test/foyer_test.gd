@@ -5,7 +5,8 @@
 # The shared golden packets, retries against a silent socket, and with
 # FOYER_LOBBY a real lobby: list, create, join, a refusal, both framings,
 # and the extension's names, filters, codes, passwords, reasons and quick
-# join, and a seat token presented to its room from new sockets. With FOYER_BENCH=N too, it prints instead of the live tests the
+# join, and a seat token presented to its room from new sockets, connected
+# or not. With FOYER_BENCH=N too, it prints instead of the live tests the
 # mean round trip of N EXT_LISTs and of N EXT_JOINs (answered EXT_REFUSED)
 # against that lobby.
 extends SceneTree
@@ -220,8 +221,35 @@ func room_socket(seat: Dictionary) -> PacketPeerUDP:
 	return udp
 
 
-# A seat token shown to the room from a fresh socket is admitted, twice (in,
-# and back into the seat from another socket); a forged one is not.
+# bound_socket is a fresh socket bound to a free port of bind_address (of
+# 127.0.0.1 if none binds), not connected: "udp", and its "port".
+func bound_socket(bind_address: String) -> Dictionary:
+	var udp = PacketPeerUDP.new()
+	for address in [bind_address, "127.0.0.1"]:
+		for p in range(47100, 47400):
+			if udp.listen(p, address) == OK:
+				return {"udp": udp, "port": p}
+	check(false, "bind a socket to " + bind_address)
+	return {"udp": udp, "port": 0}
+
+
+# forge sends pkt from udp every 50 ms while state.on, counting in
+# state.sent.
+func forge(udp: PacketPeerUDP, pkt: PoolByteArray, state: Dictionary):
+	while state.on:
+		udp.put_packet(pkt)
+		state.sent += 1
+		var next = OS.get_ticks_msec() + 50
+		while state.on and OS.get_ticks_msec() < next:
+			yield(self, "idle_frame")
+
+
+# A seat token shown to the room from a fresh connected socket is admitted,
+# twice (in, and back into the seat from another socket), and from a bound
+# socket that is not connected, IPv4 and IPv6 (the room's IPv4 address
+# mapped), which stays so; a forged one is not, from a connected socket,
+# nor from one that is not connected while another socket sends it a
+# well-formed EXT_ADMITTED for the seat's room.
 func test_live_present(lobby: String):
 	yield(self, "idle_frame")
 	var at = lobby.rfind(":")
@@ -236,6 +264,12 @@ func test_live_present(lobby: String):
 		r = yield(a.present(udp, seat, 1000), "completed")
 		check(r.error == Foyer.Result.OK, "present %d: %s" % [k, r.message])
 		udp.close()
+	for bind_address in ["127.0.0.1", "*"]:
+		var s = bound_socket(bind_address)
+		r = yield(a.present(s.udp, seat, 1000), "completed")
+		check(r.error == Foyer.Result.OK, "present from a socket bound to %s, not connected: %s" % [bind_address, r.message])
+		check(not s.udp.is_connected_to_host(), "present connected the socket bound to " + bind_address)
+		s.udp.close()
 	var forged = PoolByteArray(seat.token)
 	forged[forged.size() - 1] ^= 1  # its signature no longer holds: the door drops it unanswered
 	var bad = seat.duplicate()
@@ -244,6 +278,27 @@ func test_live_present(lobby: String):
 	r = yield(a.present(udp, bad, 300, 2), "completed")
 	check(r.error == Foyer.Result.TIMEOUT, "a forged token: %s" % r.message)
 	udp.close()
+	# golden "EXT_ADMITTED room 7", for the seat's room
+	var admitted = hex("02890000000500050100000007296f857c")
+	for k in range(4):
+		admitted[9 + k] = (seat.room >> (24 - 8 * k)) & 0xFF
+	var crc = Foyer.crc32(admitted, 13)
+	for k in range(4):
+		admitted[13 + k] = (crc >> (24 - 8 * k)) & 0xFF
+	var m = Foyer.decode(admitted)
+	check(m.malformed == "" and m.type == Foyer.EXT_ADMITTED and m.room == seat.room, "the EXT_ADMITTED forged: %s" % m)
+	var s = bound_socket("127.0.0.1")
+	var forger = PacketPeerUDP.new()
+	check(forger.set_dest_address("127.0.0.1", s.port) == OK, "the forger's destination")
+	var forging = {"on": true, "sent": 0}
+	var f = forge(forger, admitted, forging)
+	r = yield(a.present(s.udp, bad, 300, 2), "completed")
+	forging.on = false
+	yield(f, "completed")
+	check(r.error == Foyer.Result.TIMEOUT and forging.sent >= 5,
+			"a forged token from a socket not connected, with EXT_ADMITTED from another (%d sent): %s" % [forging.sent, r.message])
+	forger.close()
+	s.udp.close()
 
 
 func bench(lobby: String, n: int):
