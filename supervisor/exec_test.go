@@ -335,6 +335,29 @@ func TestExecExitCauses(t *testing.T) {
 	}
 }
 
+// A spawn whose deadline has passed failed for want of time, even while
+// its context's timer is still to run: the instance, which has the same
+// deadline, may end the call first, and gRPC then says DeadlineExceeded
+// from the clock alone. A spawn ended earlier failed for its own reason.
+func TestSpawnErrorReadsTheDeadlineFromTheClock(t *testing.T) {
+	s := &Supervisor{ctx: context.Background(), cfg: Config{SpawnTimeout: 2 * time.Second}}
+	cause := errors.New("DeadlineExceeded: stream terminated by RST_STREAM with error code: CANCEL")
+	for when, want := range map[time.Duration]bool{-time.Millisecond: true, time.Minute: false} {
+		err := s.spawnError(timerLate{context.Background(), time.Now().Add(when)}, cause)
+		if !errors.Is(err, room.ErrSpawn) || strings.Contains(err.Error(), "not ready within 2s") != want {
+			t.Errorf("deadline %v from now: %v, want ErrSpawn, timed out %v", when, err, want)
+		}
+	}
+}
+
+// timerLate is a context whose deadline is d and whose timer has not run.
+type timerLate struct {
+	context.Context
+	d time.Time
+}
+
+func (c timerLate) Deadline() (time.Time, bool) { return c.d, true }
+
 func TestExecSpawnFailures(t *testing.T) {
 	for name, tc := range map[string]struct {
 		argv  []string

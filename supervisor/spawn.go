@@ -430,12 +430,16 @@ func setDetails(row *room.Room, d host.Details) {
 }
 
 // spawnError says why a spawn failed, wrapping room.ErrSpawn, or room.ErrClosed when
-// Shutdown interrupted it.
+// Shutdown interrupted it. The spawn's time is up when its deadline has
+// passed, whether or not ctx says so yet: the instance, which has the
+// same deadline, may end the call first, while ctx's timer is still to
+// run.
 func (s *Supervisor) spawnError(ctx context.Context, err error) error {
+	deadline, ok := ctx.Deadline()
 	switch {
 	case s.ctx.Err() != nil:
 		return room.ErrClosed
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), ok && !time.Now().Before(deadline):
 		return fmt.Errorf("%w: not ready within %v: %v", room.ErrSpawn, s.cfg.SpawnTimeout, err)
 	default:
 		return fmt.Errorf("%w: %v", room.ErrSpawn, err)

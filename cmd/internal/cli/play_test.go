@@ -59,24 +59,26 @@ func startRoom(t *testing.T, id uint32, maxPlayers int, settings map[string]stri
 }
 
 func TestPlayMatch(t *testing.T) {
-	port, _ := startRoom(t, 1, 2, quick)
+	port, players := startRoom(t, 1, 2, quick)
 	l := clienttest.Start(t)
 	l.CreatePort(port)
-	alice, bob := playPair(t, l, []string{"--ready", l.Addr.String()}, []string{l.Addr.String(), "1", "--ready"})
+	alice, bob := playPair(t, players, []string{"--ready", l.Addr.String()}, []string{l.Addr.String(), "1", "--ready"})
 	match := "ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n"
 	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr)+match)
 	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: slot 2 of 2\n", port)+match)
 }
 
-// playPair runs two players of one room at once: the first creates it
-// through the lobby, the second joins once the lobby lists it.
-func playPair(t *testing.T, l *clienttest.Lobby, first, second []string) (a, b playResult) {
+// playPair runs two players of the room whose seats are s at once: the
+// first creates it through the lobby, the second joins once the first is
+// in the room, so that the first has its first slot.
+func playPair(t *testing.T, s seats, first, second []string) (a, b playResult) {
 	t.Helper()
 	var wg sync.WaitGroup
 	wg.Go(func() { a.code, a.out, a.errOut = run(t, append([]string{"play"}, first...)...) })
-	deadline := time.Now().Add(patience)
-	for len(l.Rooms()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-s.events:
+	case <-time.After(patience):
+		t.Errorf("the first player never got into the room")
 	}
 	wg.Go(func() { b.code, b.out, b.errOut = run(t, append([]string{"play"}, second...)...) })
 	wg.Wait()
@@ -99,10 +101,10 @@ func (r playResult) check(t *testing.T, who, want string) {
 const legacyMatch = "ready: waiting for the others\nall players ready\nstarting in 1\ngame started\ngame over: time is up\n"
 
 func TestPlayMatchLegacy(t *testing.T) {
-	port, _ := startRoom(t, 1, 2, quick)
+	port, players := startRoom(t, 1, 2, quick)
 	l := clienttest.Start(t)
 	l.CreatePort(port)
-	alice, bob := playPair(t, l, []string{"--legacy", "--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
+	alice, bob := playPair(t, players, []string{"--legacy", "--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
 	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: join accepted\n", port, l.Addr)+legacyMatch)
 	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: join accepted\n", port)+legacyMatch)
 	reqs := l.Requests() // each answered, so read by the lobby before the players went on
@@ -117,10 +119,10 @@ func TestPlayMatchLegacy(t *testing.T) {
 }
 
 func TestPlayMixedFramings(t *testing.T) {
-	port, _ := startRoom(t, 1, 2, quick)
+	port, players := startRoom(t, 1, 2, quick)
 	l := clienttest.Start(t)
 	l.CreatePort(port)
-	alice, bob := playPair(t, l, []string{"--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
+	alice, bob := playPair(t, players, []string{"--ready", l.Addr.String()}, []string{"--legacy", "--ready", l.Addr.String(), "1"})
 	alice.check(t, "alice", fmt.Sprintf("created room 1, port %d: others join with 'foyer play %s 1'\nin room 1: slot 1 of 2\n", port, l.Addr)+
 		"ready: waiting for the others\nstarting in 1\ngame started: a 1 s match\ngame over: time is up\n")
 	bob.check(t, "bob", fmt.Sprintf("joined room 1, port %d\nin room 1: join accepted\n", port)+legacyMatch)
