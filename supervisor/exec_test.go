@@ -348,6 +348,13 @@ func TestSpawnErrorReadsTheDeadlineFromTheClock(t *testing.T) {
 			t.Errorf("deadline %v from now: %v, want ErrSpawn, timed out %v", when, err, want)
 		}
 	}
+	// And one whose timer ran, as most do.
+	ended, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	<-ended.Done()
+	if err := s.spawnError(ended, cause); !errors.Is(err, room.ErrSpawn) || !strings.Contains(err.Error(), "not ready within 2s") {
+		t.Errorf("a spawn whose context ended at its deadline: %v, want ErrSpawn, timed out", err)
+	}
 }
 
 // timerLate is a context whose deadline is d and whose timer has not run.

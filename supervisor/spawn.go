@@ -433,13 +433,13 @@ func setDetails(row *room.Room, d host.Details) {
 // Shutdown interrupted it. The spawn's time is up when its deadline has
 // passed, whether or not ctx says so yet: the instance, which has the
 // same deadline, may end the call first, while ctx's timer is still to
-// run.
+// run. (A ctx ended by its deadline has it passed.)
 func (s *Supervisor) spawnError(ctx context.Context, err error) error {
 	deadline, ok := ctx.Deadline()
 	switch {
 	case s.ctx.Err() != nil:
 		return room.ErrClosed
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), ok && !time.Now().Before(deadline):
+	case ok && !time.Now().Before(deadline): // ctx's DeadlineExceeded too
 		return fmt.Errorf("%w: not ready within %v: %v", room.ErrSpawn, s.cfg.SpawnTimeout, err)
 	default:
 		return fmt.Errorf("%w: %v", room.ErrSpawn, err)

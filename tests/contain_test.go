@@ -183,20 +183,6 @@ func TestEscapeeDiesWithItsRoom(t *testing.T) {
 	}
 }
 
-// awaitReaped waits for the "room reaped" line of room id.
-func awaitReaped(t *testing.T, logs *logBuffer, id uint32) map[string]any {
-	t.Helper()
-	for deadline := time.Now().Add(keepLimit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, m := range logs.lines("room reaped") {
-			if v, ok := m["id"].(float64); ok && uint32(v) == id {
-				return m
-			}
-		}
-	}
-	t.Fatalf("room %d not reaped:\n%s", id, logs)
-	return nil
-}
-
 // The escape of the issue with state_dir, where rooms outlive a lobby
 // killed with SIGKILL: a lobby that comes back adopts the room with its
 // cgroups and ends all of it when it stops; when none comes back, the

@@ -426,27 +426,27 @@ func (l *keptLobby) adminRooms() []adminRoom {
 }
 
 // logged reports whether a line with message msg and every field of want
-// (compared as JSON values) was logged.
+// was logged.
 func (l *keptLobby) logged(msg string, want map[string]any) bool {
-	for _, m := range l.logs.lines(msg) {
-		ok := true
-		for k, v := range want {
-			ok = ok && fmt.Sprint(m[k]) == asJSON(v)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.logs.lines(msg), hasFields(want))
 }
 
 // awaitLog waits until logged(msg, want).
 func (l *keptLobby) awaitLog(msg string, want map[string]any) {
 	l.t.Helper()
-	for deadline := time.Now().Add(keepLimit); !l.logged(msg, want); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			l.t.Fatalf("no %q line with %v within %v\n%s", msg, want, keepLimit, l.logs)
+	awaitLine(l.t, l.logs, msg, hasFields(want))
+}
+
+// hasFields accepts a log line with every field of want, compared as JSON
+// values.
+func hasFields(want map[string]any) func(map[string]any) bool {
+	return func(m map[string]any) bool {
+		for k, v := range want {
+			if fmt.Sprint(m[k]) != asJSON(v) {
+				return false
+			}
 		}
+		return true
 	}
 }
 

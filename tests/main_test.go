@@ -489,6 +489,34 @@ func (l *logBuffer) lines(msg string) []map[string]any { return l.where("message
 // levels returns the JSON log lines at level.
 func (l *logBuffer) levels(level string) []map[string]any { return l.where("level", level) }
 
+// awaitLog waits until the server logged msg.
+func awaitLog(t testing.TB, logs *logBuffer, msg string) {
+	t.Helper()
+	awaitLine(t, logs, msg, func(map[string]any) bool { return true })
+}
+
+// awaitReaped waits for the "room reaped" line of room id and returns it.
+func awaitReaped(t testing.TB, logs *logBuffer, id uint32) map[string]any {
+	t.Helper()
+	return awaitLine(t, logs, "room reaped", func(m map[string]any) bool { return m["id"] == float64(id) })
+}
+
+// awaitLine waits until the server logged a line msg that match accepts,
+// and returns the first. The log comes through a pipe of its own, and may
+// lag what the server answered.
+func awaitLine(t testing.TB, logs *logBuffer, msg string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(keepLimit); ; time.Sleep(20 * time.Millisecond) {
+		lines := logs.lines(msg)
+		if i := slices.IndexFunc(lines, match); i >= 0 {
+			return lines[i]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q line as wanted within %v:\n%s", msg, keepLimit, logs)
+		}
+	}
+}
+
 // where returns the JSON log lines whose field key is value.
 func (l *logBuffer) where(key, value string) []map[string]any {
 	var out []map[string]any
@@ -709,20 +737,11 @@ func (s *server) readyPID(id uint32) int {
 	return pidOf(m)
 }
 
-// loggedLine waits up to 10 s for the line msg of room id that names a
-// pid, and returns it. The log reaches the test through a pipe, so it may
-// lag the reply: it polls.
+// loggedLine waits for the line msg of room id that names a pid, and
+// returns it.
 func (s *server) loggedLine(id uint32, msg string) map[string]any {
 	s.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range s.logs.lines(msg) {
-			if v, ok := m["id"].(float64); ok && uint32(v) == id && pidOf(m) > 0 {
-				return m
-			}
-		}
-	}
-	s.t.Fatalf("no %q line with a pid for room %d:\n%s", msg, id, s.logs)
-	return nil
+	return awaitLine(s.t, s.logs, msg, func(m map[string]any) bool { return m["id"] == float64(id) && pidOf(m) > 0 })
 }
 
 // pidOf is the pid a log line names, 0 if none.

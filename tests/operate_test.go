@@ -24,20 +24,6 @@ const chattyServer = `command = ["/bin/sh", "-c", "echo room {room_id} up on por
 probe = "none"
 `
 
-// awaitReaped waits for the "room reaped" line of room id and returns it.
-func (s *server) awaitReaped(t *testing.T, id uint32) map[string]any {
-	t.Helper()
-	for deadline := time.Now().Add(operateLimit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, m := range s.logs.lines("room reaped") {
-			if m["id"] == float64(id) {
-				return m
-			}
-		}
-	}
-	t.Fatalf("room %d never reaped:\n%s", id, s.logs)
-	return nil
-}
-
 // healthz is the status and first line of s's /healthz.
 func healthz(t *testing.T, base string) (int, string) {
 	t.Helper()
@@ -77,7 +63,7 @@ func TestOperatorStopsARoomAndReadsItsLog(t *testing.T) {
 	if g, _ := s.logs.lines("room stopping")[0]["grace"].(string); !regexp.MustCompile(`^[0-9.]+(ms|s|m)`).MatchString(g) {
 		t.Errorf("room stopping: grace %v, want a duration with its unit", s.logs.lines("room stopping")[0]["grace"])
 	}
-	if m := s.awaitReaped(t, id); m["cause"] != "operator" || m["exit_code"] != float64(0) {
+	if m := awaitReaped(t, s.logs, id); m["cause"] != "operator" || m["exit_code"] != float64(0) {
 		t.Errorf("room %d reaped as %v, exit code %v; want operator, 0 (the server stopped on SIGTERM)", id, m["cause"], m["exit_code"])
 	}
 	if rooms := c.list(2); slices.ContainsFunc(rooms, func(r room) bool { return r.id == id }) {
@@ -161,7 +147,7 @@ func TestRoomWithoutProbeEndsAtItsLifetime(t *testing.T) {
 	s := startServer(t, "", chattyServer+"max_lifetime = \"2s\"\n")
 	c := newClient(t, "127.0.0.1", s.lobby)
 	id, _ := c.request(compact, createRoom, 1, nil).roomPort(t)
-	if m := s.awaitReaped(t, id); m["cause"] != "lifetime" {
+	if m := awaitReaped(t, s.logs, id); m["cause"] != "lifetime" {
 		t.Errorf("room %d reaped as %v, want lifetime", id, m["cause"])
 	}
 }
@@ -240,7 +226,7 @@ data_dir = %q
 		}
 		homes, dirs = append(homes, m[2]), append(dirs, m[3])
 		cliOK(t, "stop", "--admin", admin, fmt.Sprint(id))
-		s.awaitReaped(t, id)
+		awaitReaped(t, s.logs, id)
 	}
 	if homes[0] != homes[1] || !strings.HasPrefix(homes[0], data+"/") || dirs[0] == dirs[1] || strings.HasPrefix(dirs[0], data) {
 		t.Errorf("HOMEs %q and working directories %q: want one HOME under %s, and a directory of each room's own", homes, dirs, data)

@@ -465,24 +465,6 @@ func openPTY(t *testing.T) (terminal, tty *os.File) {
 	return terminal, tty
 }
 
-// awaitLog waits until the server logged msg.
-func awaitLog(t *testing.T, logs *logBuffer, msg string) {
-	t.Helper()
-	awaitLine(t, logs, msg, func(map[string]any) bool { return true })
-}
-
-// awaitLine waits until the server logged a line msg that match accepts.
-// The log comes through a pipe of its own, and may lag what the server
-// answered.
-func awaitLine(t *testing.T, logs *logBuffer, msg string, match func(map[string]any) bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(logs.lines(msg), match); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q line as wanted:\n%s", msg, logs)
-		}
-	}
-}
-
 // changeLoad keeps sockets asking a lobby for rooms and seats, as clients
 // do: each sends a CREATE or a JOIN, sends the same request again every
 // changeRetry until it is answered, and then asks again with the next

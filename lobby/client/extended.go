@@ -450,6 +450,12 @@ func Present(ctx context.Context, conn net.Conn, seat Seat, timeout time.Duratio
 	return fmt.Errorf("%s: %w: no EXT_ADMITTED after %d attempts of %v", op, ErrTimeout, attempts, timeout)
 }
 
+// fromAddr reports whether a datagram from from came from want, an
+// IPv4-mapped IPv6 address being its IPv4 one.
+func fromAddr(from, want netip.AddrPort) bool {
+	return from.Port() == want.Port() && from.Addr().Unmap() == want.Addr().Unmap()
+}
+
 // roomPath is how Present sends to the room at room and reads what it
 // answers: through conn's own peer when it has one, else, for an
 // unconnected packet socket, to room, taking only what comes from it
@@ -465,6 +471,6 @@ func roomPath(conn net.Conn, room netip.AddrPort) (send func([]byte) error, recv
 		func(b []byte) (int, bool, error) {
 			n, from, err := pc.ReadFrom(b)
 			u, _ := from.(*net.UDPAddr)
-			return n, u != nil && u.AddrPort().Port() == room.Port() && u.AddrPort().Addr().Unmap() == room.Addr().Unmap(), err
+			return n, u != nil && fromAddr(u.AddrPort(), room), err
 		}
 }

@@ -437,9 +437,10 @@ export async function present(socket, seat, { timeout = DEFAULT_TIMEOUT, attempt
   attempts = attempts > 0 ? attempts : DEFAULT_ATTEMPTS;
   const pkt = encodeExt({ type: MessageType.EXT_PRESENT, seq: 0, seatToken: seat.token });
   const room = await roomPath(socket, seat);
+  const roomIP = room && unmapped(room);
   let admitted = () => {};
   const onMessage = (b, from) => {
-    if (room && (from.port !== seat.port || unmapped(from.address) !== unmapped(room))) return; // not the room
+    if (room && (from.port !== seat.port || unmapped(from.address) !== roomIP)) return; // not the room
     let m;
     try { m = decode(b); } catch { return; }
     if (m.type === 'EXT_ADMITTED' && m.room === seat.room) admitted();

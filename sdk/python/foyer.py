@@ -627,11 +627,11 @@ def _room_path(sock: socket.socket, seat: Seat) -> Tuple[Callable[[bytes], objec
         room = _unmapped(socket.getaddrinfo(seat.address, seat.port, sock.family, socket.SOCK_DGRAM)[0][4][0])
     if sock.family == socket.AF_INET6 and room.version == 4:
         room = ipaddress.ip_address(f"::ffff:{room}")  # the form a dual-stack socket sends to
-    to = (str(room), seat.port)
+    to, ip = (str(room), seat.port), _unmapped(str(room))
 
     def recv() -> Optional[bytes]:
         b, src = sock.recvfrom(65536)
-        return b if src[1] == seat.port and _unmapped(src[0]) == _unmapped(str(room)) else None
+        return b if src[1] == seat.port and _unmapped(src[0]) == ip else None
 
     return lambda pkt: sock.sendto(pkt, to), recv
 

@@ -47,7 +47,6 @@ for (const framing of ['compact', 'legacy']) {
     });
 }
 
-// roomSocket is a fresh socket connected to seat's room.
 // roomSocket opens a socket for seat's room: connected to it, or bound and
 // unconnected, as a game's socket for many peers is.
 async function roomSocket(seat, connected = true) {
